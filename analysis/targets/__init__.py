@@ -1,0 +1,1 @@
+"""Hardware descriptions (targets) as TOML data files."""

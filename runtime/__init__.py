@@ -1,0 +1,1 @@
+"""Runtime: everything that touches a live JAX backend (timing, calibration, the jit hook)."""

@@ -1,0 +1,14 @@
+"""stablehlo-perf: annotate StableHLO with predicted cycles, latency and memory traffic."""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["analyze"]
+
+
+def analyze(module: Any, target: str | None = None, **kwargs: Any) -> Any:
+    """Analyse a StableHLO module (text, MLIR module or JAX `Lowered`) for `target`."""
+    from stablehlo_perf.passes.api import analyze as _analyze
+
+    return _analyze(module, target=target, **kwargs)
