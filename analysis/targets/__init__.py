@@ -1,1 +1,241 @@
-"""Hardware descriptions (targets) as TOML data files."""
+"""Hardware descriptions (targets): loading, validation and the built-in list.
+
+A target is a TOML file (`analysis/targets/<name>.toml` for the built-in ones,
+or any path a user gives). Every number carries its source in the file's
+`[sources]` table. A malformed file is rejected naming the file, the key and
+the reason.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+__all__ = ["DEFAULT_TARGET", "Target", "TargetError", "list_targets", "load_target"]
+
+DEFAULT_TARGET = "tpu-v5e"
+_KINDS = ("tpu", "gpu", "cpu")
+
+
+class TargetError(ValueError):
+    """A target name that does not exist or a description file that is malformed."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """One accelerator (or the host CPU) as the cost models see it."""
+
+    name: str
+    kind: str
+    description: str
+    clock_ghz: float
+    launch_overhead_ns: float
+    cores: int
+    peak_tflops: Mapping[str, float]
+    vector_tflops: Mapping[str, float]
+    memory_capacity_gib: float
+    memory_bandwidth_gbps: float
+    matrix_units_per_core: int = 0
+    matrix_unit_rows: int = 0
+    matrix_unit_cols: int = 0
+    onchip_mib: Mapping[str, float] = field(default_factory=dict)
+    l2_bandwidth_gbps: float = 0.0
+    calibrated: bool = False
+    calibration_note: str = ""
+    sources: Mapping[str, str] = field(default_factory=dict)
+    path: str = ""
+
+    def peak_flops(self, element_type: str, matrix: bool) -> float:
+        """Peak FLOP/s for `element_type` on the matrix unit (matrix=True) or the vector unit."""
+        table = self.peak_tflops if matrix else self.vector_tflops
+        key = _dtype_key(element_type)
+        for k in (key, "f32", "bf16"):
+            if k in table:
+                return table[k] * 1e12
+        return next(iter(table.values())) * 1e12
+
+    @property
+    def memory_bandwidth(self) -> float:
+        """Main-memory bandwidth in bytes per second."""
+        return self.memory_bandwidth_gbps * 1e9
+
+
+def _dtype_key(element_type: str) -> str:
+    t = element_type
+    if t.startswith("f8"):
+        return "f8"
+    if t in ("i8", "ui8", "si8", "i4", "ui4"):
+        return "int8"
+    if t.startswith("complex<"):
+        return t[len("complex<") : -1]
+    if re.fullmatch(r"u?i\d+|si\d+", t):
+        return "int32"
+    return t
+
+
+# key -> (type, required); nested tables are spelled "table.key".
+_SCHEMA: dict[str, tuple[type | tuple[type, ...], bool]] = {
+    "name": (str, True),
+    "kind": (str, True),
+    "description": (str, True),
+    "clock_ghz": ((int, float), True),
+    "launch_overhead_ns": ((int, float), True),
+    "calibrated": (bool, False),
+    "calibration_note": (str, False),
+    "compute.cores": (int, True),
+    "compute.matrix_units_per_core": (int, False),
+    "compute.matrix_unit_rows": (int, False),
+    "compute.matrix_unit_cols": (int, False),
+    "peak_tflops": (dict, True),
+    "vector_tflops": (dict, True),
+    "memory.capacity_gib": ((int, float), True),
+    "memory.bandwidth_gbps": ((int, float), True),
+    "onchip_mib": (dict, False),
+    "l2.bandwidth_gbps": ((int, float), False),
+    "sources": (dict, True),
+}
+_TABLES = {"compute", "memory", "l2"}
+_NUMBER_TABLES = {"peak_tflops", "vector_tflops", "onchip_mib"}
+
+
+def _flatten(data: Mapping[str, Any], where: str) -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for key, value in data.items():
+        if key in _TABLES:
+            if not isinstance(value, dict):
+                raise TargetError(f"{where}: key '{key}': expected a table, got {value!r}")
+            for sub, v in value.items():
+                flat[f"{key}.{sub}"] = v
+        else:
+            flat[key] = value
+    return flat
+
+
+def _validate(flat: dict[str, Any], where: str) -> None:
+    for key, value in flat.items():
+        if key not in _SCHEMA:
+            raise TargetError(f"{where}: unknown key '{key}'")
+        typ, _ = _SCHEMA[key]
+        if isinstance(value, bool) and typ is not bool:
+            raise TargetError(f"{where}: key '{key}': expected a number, got {value!r}")
+        if not isinstance(value, typ):
+            want = typ.__name__ if isinstance(typ, type) else "a number"
+            raise TargetError(f"{where}: key '{key}': expected {want}, got {value!r}")
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value <= 0:
+            raise TargetError(f"{where}: key '{key}': must be positive, got {value!r}")
+        if key in _NUMBER_TABLES:
+            if key != "onchip_mib" and not value:
+                raise TargetError(f"{where}: key '{key}': needs at least one entry")
+            for sub, v in value.items():
+                if isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0:
+                    raise TargetError(
+                        f"{where}: key '{key}.{sub}': must be a positive number, got {v!r}"
+                    )
+        if key == "sources":
+            for sub, v in value.items():
+                if not isinstance(v, str):
+                    raise TargetError(f"{where}: key 'sources.{sub}': expected a string")
+    for key, (_, required) in _SCHEMA.items():
+        if required and key not in flat:
+            raise TargetError(f"{where}: missing required key '{key}'")
+    if flat["kind"] not in _KINDS:
+        raise TargetError(f"{where}: key 'kind': must be one of {', '.join(_KINDS)}")
+
+
+def _from_mapping(data: Mapping[str, Any], where: str) -> Target:
+    flat = _flatten(data, where)
+    _validate(flat, where)
+    return Target(
+        name=flat["name"],
+        kind=flat["kind"],
+        description=flat["description"],
+        clock_ghz=float(flat["clock_ghz"]),
+        launch_overhead_ns=float(flat["launch_overhead_ns"]),
+        cores=flat["compute.cores"],
+        matrix_units_per_core=flat.get("compute.matrix_units_per_core", 0),
+        matrix_unit_rows=flat.get("compute.matrix_unit_rows", 0),
+        matrix_unit_cols=flat.get("compute.matrix_unit_cols", 0),
+        peak_tflops={k: float(v) for k, v in flat["peak_tflops"].items()},
+        vector_tflops={k: float(v) for k, v in flat["vector_tflops"].items()},
+        memory_capacity_gib=float(flat["memory.capacity_gib"]),
+        memory_bandwidth_gbps=float(flat["memory.bandwidth_gbps"]),
+        onchip_mib={k: float(v) for k, v in flat.get("onchip_mib", {}).items()},
+        l2_bandwidth_gbps=float(flat.get("l2.bandwidth_gbps", 0.0)),
+        calibrated=flat.get("calibrated", False),
+        calibration_note=flat.get("calibration_note", ""),
+        sources=dict(flat["sources"]),
+        path=where,
+    )
+
+
+def _builtin_dir() -> Path:
+    return Path(str(resources.files("stablehlo_perf.analysis.targets")))
+
+
+def list_targets() -> list[str]:
+    """Names of the built-in targets."""
+    return sorted(p.stem for p in _builtin_dir().glob("*.toml"))
+
+
+def load_target(name_or_path: str | os.PathLike[str] | None = None) -> Target:
+    """Load a built-in target by name, or a description file by path (default: DEFAULT_TARGET)."""
+    spec = str(name_or_path) if name_or_path is not None else DEFAULT_TARGET
+    builtin = _builtin_dir() / f"{spec}.toml"
+    if builtin.is_file():
+        path = builtin
+    elif spec.endswith(".toml") or os.sep in spec or Path(spec).is_file():
+        path = Path(spec)
+    else:
+        raise TargetError(
+            f"unknown target '{spec}'; valid targets: {', '.join(list_targets())} "
+            "(or a path to a .toml description)"
+        )
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise TargetError(f"{path}: cannot read target description: {e.strerror}") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise TargetError(f"{path}: malformed TOML: {e}") from None
+    target = _from_mapping(data, str(path))
+    if target.name == "host" and path == builtin:
+        target = _describe_host(target)
+    return target
+
+
+def _describe_host(base: Target) -> Target:
+    """Fill the host target with this machine's core count, clock and SIMD width."""
+    cores = os.cpu_count() or 1
+    mhz, flags = 0.0, set()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("cpu MHz") and not mhz:
+                mhz = float(line.split(":")[1])
+            elif line.startswith("flags") and not flags:
+                flags = set(line.split(":")[1].split())
+    except OSError:
+        pass
+    clock = mhz / 1000 if mhz else base.clock_ghz
+    # FP32 FLOPs per cycle per core: two FMA ports of 16 (AVX-512) or 8 (AVX2) lanes.
+    per_cycle = 64 if "avx512f" in flags else 32 if {"avx2", "fma"} <= flags else 8
+    f32 = cores * clock * per_cycle / 1000
+    peaks = {"f32": f32, "bf16": f32, "f16": f32, "f64": f32 / 2, "int8": f32, "int32": f32}
+    return Target(
+        **{
+            **base.__dict__,
+            "description": f"{base.description} ({platform.machine()}, {cores} cores, "
+            f"{clock:.2f} GHz, {per_cycle} FP32 FLOP/cycle/core)",
+            "clock_ghz": clock,
+            "cores": cores,
+            "peak_tflops": peaks,
+            "vector_tflops": peaks,
+        }
+    )

@@ -1,0 +1,116 @@
+"""Cost-model services and the registry that routes ops to them.
+
+A service prices a batch of ops in one call (`predict(ops, target)`), so a
+learned or vectorised model runs once per module, never once per op. The
+registry picks, for each op, the first registered service that applies to the
+target's kind and the op, falling back along the chain to the roofline model,
+which answers everything.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from stablehlo_perf.analysis.opinfo import OpInfo
+from stablehlo_perf.analysis.targets import Target
+
+__all__ = ["FREE_MODEL", "UNKNOWN_SHAPE", "CostModel", "OpCost", "Registry", "default_registry"]
+
+FREE_MODEL = "free"
+UNKNOWN_SHAPE = "unknown-shape"
+
+
+@dataclass(frozen=True)
+class OpCost:
+    """What a service predicts for one op; `model` names the service that answered."""
+
+    cycles: int
+    latency_ns: float
+    dram_bytes: int
+    model: str
+    extra: Mapping[str, float | str | bool] = field(default_factory=dict)
+
+
+class CostModel(Protocol):
+    """A batched cost service: `name` is what `perf.model` records."""
+
+    name: str
+
+    def supports(self, op: OpInfo, target: Target) -> bool: ...
+
+    def predict(self, ops: Sequence[OpInfo], target: Target) -> list[OpCost]: ...
+
+
+# Ops that do no work of their own: they are free, or (control flow, calls)
+# their cost is their regions' or callee's, which the critical-path pass adds.
+_FREE_OPS = {
+    "stablehlo.constant", "stablehlo.return", "func.return", "stablehlo.tuple",
+    "stablehlo.get_tuple_element", "stablehlo.optimization_barrier", "stablehlo.while",
+    "stablehlo.if", "stablehlo.case", "func.call", "stablehlo.after_all",
+    "stablehlo.create_token", "shape.shape_of", "stablehlo.get_dimension_size",
+}  # fmt: skip
+
+
+def _zero(model: str) -> OpCost:
+    return OpCost(cycles=0, latency_ns=0.0, dram_bytes=0, model=model)
+
+
+@dataclass
+class _Entry:
+    model: CostModel
+    kinds: frozenset[str]
+    applies: Callable[[OpInfo], bool]
+
+
+class Registry:
+    """Routes each op to the first service that applies; roofline (the last entry) answers the rest."""
+
+    def __init__(self, fallback: CostModel) -> None:
+        self._entries: list[_Entry] = []
+        self.fallback = fallback
+
+    def register(
+        self,
+        model: CostModel,
+        kinds: Sequence[str] = ("tpu", "gpu", "cpu"),
+        applies: Callable[[OpInfo], bool] = lambda op: True,
+    ) -> None:
+        """Add `model` to the chain (earlier registrations win) for targets of `kinds`."""
+        self._entries.append(_Entry(model, frozenset(kinds), applies))
+
+    def route(self, op: OpInfo, target: Target) -> CostModel | None:
+        """The service that will price `op` on `target` (None: free or unknown shape)."""
+        if op.name in _FREE_OPS or not op.is_static:
+            return None
+        for e in self._entries:
+            if target.kind in e.kinds and e.applies(op) and e.model.supports(op, target):
+                return e.model
+        return self.fallback
+
+    def price(self, ops: Sequence[OpInfo], target: Target) -> list[OpCost]:
+        """Cost of every op, with one `predict` call per service."""
+        out: list[OpCost | None] = [None] * len(ops)
+        batches: dict[int, list[int]] = defaultdict(list)
+        models: dict[int, CostModel] = {}
+        for i, op in enumerate(ops):
+            model = self.route(op, target)
+            if model is None:
+                out[i] = _zero(FREE_MODEL if op.name in _FREE_OPS else UNKNOWN_SHAPE)
+                continue
+            batches[id(model)].append(i)
+            models[id(model)] = model
+        for key, idx in batches.items():
+            costs = models[key].predict([ops[i] for i in idx], target)
+            for i, c in zip(idx, costs, strict=True):
+                out[i] = c
+        return out  # type: ignore[return-value]
+
+
+def default_registry() -> Registry:
+    """The service chain used by `perf-annotate-cycles`: specialised models, then roofline."""
+    from stablehlo_perf.analysis.roofline import RooflineModel
+
+    return Registry(fallback=RooflineModel())

@@ -1,0 +1,90 @@
+"""The one place that knows how to build an MLIR context for JAX's dialects and parse modules.
+
+Parsing errors come back as `InputError` carrying `file:line:col`, so every
+front end reports bad input the same way.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from jaxlib.mlir import ir
+
+__all__ = ["KNOWN_DIALECTS", "InputError", "make_context", "op_location", "parse_module"]
+
+# Dialects whose ops JAX emits and the analysis understands; anything else is an error.
+KNOWN_DIALECTS = frozenset({"builtin", "func", "stablehlo", "chlo", "mhlo", "sdy", "shape"})
+_FILE_LOC = re.compile(r'"((?:[^"\\]|\\.)*)":(\d+):(\d+)')
+
+
+@dataclass
+class InputError(Exception):
+    """Bad input, reported as `file:line:col: error: message`."""
+
+    file: str
+    line: int
+    col: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.col}: error: {self.message}"
+
+
+def make_context() -> ir.Context:
+    """A fresh context with every dialect JAX emits (func, stablehlo, chlo, mhlo, sdy, ...)."""
+    from jax._src.interpreters import mlir as jax_mlir
+
+    ctx = jax_mlir.make_ir_context()
+    ctx.allow_unregistered_dialects = False
+    return ctx
+
+
+def parse_module(text: str, filename: str, context: ir.Context) -> ir.Module:
+    """Parse textual StableHLO; raise InputError at the offending location."""
+    if not text.strip():
+        raise InputError(filename, 1, 1, "empty input: expected a StableHLO module")
+    try:
+        module = ir.Module.parse(text, context=context)
+    except ir.MLIRError as e:
+        raise _diagnostic_error(e, filename) from None
+    if not _has_functions(module):
+        raise InputError(filename, 1, 1, "input has no func.func to analyse")
+    for op in _walk(module.operation):
+        dialect = op.name.split(".", 1)[0]
+        if dialect not in KNOWN_DIALECTS:
+            file, line, col = op_location(op, filename)
+            raise InputError(file, line, col, f"unknown op '{op.name}' (dialect '{dialect}')")
+    return module
+
+
+def op_location(op: ir.Operation, default_file: str) -> tuple[str, int, int]:
+    """The innermost `file:line:col` in an op's location (JAX nests them in name/callsite locs)."""
+    m = _FILE_LOC.search(str(op.location))
+    if not m:
+        return default_file, 0, 0
+    file = m.group(1)
+    if file == "-":
+        file = default_file
+    return file, int(m.group(2)), int(m.group(3))
+
+
+def _diagnostic_error(e: ir.MLIRError, filename: str) -> InputError:
+    for diag in e.error_diagnostics:
+        m = _FILE_LOC.search(str(diag.location))
+        if m:
+            return InputError(filename, int(m.group(2)), int(m.group(3)), diag.message.strip())
+    msg = str(e).split("error:", 1)[-1].strip() or "cannot parse module"
+    return InputError(filename, 1, 1, msg)
+
+
+def _has_functions(module: ir.Module) -> bool:
+    return any(op.operation.name == "func.func" for op in module.body.operations)
+
+
+def _walk(op: ir.Operation):
+    for region in op.regions:
+        for block in region.blocks:
+            for child in block.operations:
+                yield child.operation
+                yield from _walk(child.operation)
