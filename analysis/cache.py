@@ -50,7 +50,7 @@ __all__ = [
 def _as_int(name: str, value: object) -> int:
     """Return ``value`` as a Python int, refusing bools, floats and other non-integers."""
     if isinstance(value, bool) or not isinstance(value, Integral):
-        raise ValueError(f"{name} must be an integer, got {value!r}")
+        raise ValueError(f"{name} must be an integer, got {value!r}")  # noqa: TRY004 (API contract)
     return int(value)
 
 
@@ -60,7 +60,7 @@ def _check_ring(n_blocks: object, phases: object) -> tuple[int, np.ndarray]:
     if n <= 0:
         raise ValueError(f"N must be positive, got {n}")
     if isinstance(phases, (str, bytes)) or not isinstance(phases, (Sequence, np.ndarray)):
-        raise ValueError(f"phases must be a sequence of integers, got {phases!r}")
+        raise ValueError(f"phases must be a sequence of integers, got {phases!r}")  # noqa: TRY004
     if len(phases) == 0:
         raise ValueError("phases must name at least one worker")
     values = [_as_int(f"phases[{w}]", p) for w, p in enumerate(phases)]

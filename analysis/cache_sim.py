@@ -66,47 +66,61 @@ def simulate_lru(n_blocks: int, capacity: int, phases: Sequence[int]) -> SimResu
     return SimResult(Fraction(misses, n_blocks), n_blocks)
 
 
-def ttl_trace_counts(
-    n_blocks: int, phases: Sequence[int], window: int
-) -> tuple[Fraction, int]:
+@dataclass(frozen=True)
+class _TtlTrace:
+    """Per-request previous/next request rounds of the same block, shared by all windows."""
+
+    n_blocks: int
+    rnd: np.ndarray
+    prev: np.ndarray
+    nxt: np.ndarray
+
+    @classmethod
+    def build(cls, n_blocks: int, phases: Sequence[int]) -> _TtlTrace:
+        """Replay ``2N`` rounds and link each request to its block's neighbouring requests."""
+        n = n_blocks
+        blocks, rnd = scan_trace(n, phases, 2 * n)
+        order = np.lexsort((np.arange(blocks.size), blocks))
+        same = blocks[order][1:] == blocks[order][:-1]
+        prev = np.full(blocks.size, -(10**9), dtype=np.int64)
+        prev[order[1:][same]] = rnd[order[:-1][same]]
+        nxt = np.full(blocks.size, 4 * n, dtype=np.int64)
+        nxt[order[:-1][same]] = rnd[order[1:][same]]
+        return cls(n, rnd, prev, nxt)
+
+    def counts(self, window: int) -> tuple[Fraction, int]:
+        """Misses per round over rounds ``[N, 2N)`` and the largest boundary occupancy there."""
+        n, rnd = self.n_blocks, self.rnd
+        misses = int(np.count_nonzero((self.prev < rnd - window) & (rnd >= n)))
+        # a request of b in round r keeps b counted at boundaries (r, min(next round, r + T)]
+        last = self.nxt > rnd
+        lo = rnd[last] + 1
+        hi = np.minimum(self.nxt[last], rnd[last] + window)
+        keep = hi >= lo
+        delta = np.zeros(4 * n + 2, dtype=np.int64)
+        np.add.at(delta, lo[keep], 1)
+        np.add.at(delta, hi[keep] + 1, -1)
+        return Fraction(misses, n), int(np.cumsum(delta)[n : 2 * n].max())
+
+
+def ttl_trace_counts(n_blocks: int, phases: Sequence[int], window: int) -> tuple[Fraction, int]:
     """Slotted TTL with a ``window``-round memory: (misses per round, max boundary occupancy).
 
     At the start of round ``k`` the cache holds the blocks requested in rounds
     ``[k - window, k)``; a request hits if its block is held or was already fetched this round
     (current-round duplicates share one fill, paper §3.2).  Measured over rounds ``[N, 2N)``.
     """
-    n = n_blocks
-    blocks, rnd = scan_trace(n, phases, 2 * n)
-    # last round each block was requested before the current request (-inf if never)
-    order = np.lexsort((np.arange(blocks.size), blocks))
-    prev = np.full(blocks.size, -(10**9), dtype=np.int64)
-    same = blocks[order][1:] == blocks[order][:-1]
-    prev[order[1:][same]] = rnd[order[:-1][same]]
-    measured = rnd >= n
-    fresh = prev < rnd - window
-    misses = int(np.count_nonzero(fresh & measured))
-    # boundary occupancy: a request of block b in round r keeps b counted at boundaries
-    # (r, min(next request round of b, r + window)]
-    nxt = np.full(blocks.size, 4 * n, dtype=np.int64)
-    nxt[order[:-1][same]] = rnd[order[1:][same]]
-    last_in_round = nxt > rnd
-    lo = rnd[last_in_round] + 1
-    hi = np.minimum(nxt[last_in_round], rnd[last_in_round] + window)
-    delta = np.zeros(4 * n + 2, dtype=np.int64)
-    keep = hi >= lo
-    np.add.at(delta, lo[keep], 1)
-    np.add.at(delta, hi[keep] + 1, -1)
-    occupancy = np.cumsum(delta)[n : 2 * n]
-    return Fraction(misses, n), int(occupancy.max())
+    return _TtlTrace.build(n_blocks, phases).counts(window)
 
 
 def simulate_ttl(n_blocks: int, capacity: int, phases: Sequence[int]) -> SimResult:
     """Capacity-C slotted TTL: the longest window whose boundary occupancy never exceeds C."""
+    trace = _TtlTrace.build(n_blocks, phases)
     best = Fraction(len(phases))
     lo, hi = 0, n_blocks
     while lo <= hi:
         mid = (lo + hi) // 2
-        misses, occupancy = ttl_trace_counts(n_blocks, phases, mid)
+        misses, occupancy = trace.counts(mid)
         if occupancy <= capacity:
             best, lo = misses, mid + 1
         else:
