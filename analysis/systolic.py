@@ -1,0 +1,495 @@
+"""Closed-form systolic-array model that reproduces SCALE-Sim 3.0.0's per-layer reports.
+
+SCALE-Sim builds per-cycle demand matrices for the three operands and replays them through
+double-buffered SRAM models; every count it reports is a function of the layer shape, the array
+and the SRAM sizes. This module evaluates those functions directly, in time independent of the
+number of cycles (at most one step per filter column fold), so huge layers cost microseconds.
+
+Exact reproduction (cycles, stalls, utilisations, SRAM counts; DRAM counts, DRAM start/stop
+cycles and "Total Cycles (incl. prefetch)" wherever SCALE-Sim's buffers never have to evict):
+see ``LayerResult.exact_dram``. Outside that regime the DRAM numbers are documented estimates.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+DATAFLOWS = ("os", "ws", "is")
+BANDWIDTH_MODES = ("CALC", "USER")
+
+# SCALE-Sim's read buffers in CALC mode group unique addresses into sets of 1/100 of the SRAM and
+# flush the resident half once 50 sets have filled (read_buffer_estimate_bw.py).
+_SETS_PER_SRAM = 100
+_ACTIVE_SETS = 50
+# Prefetch bandwidth (words/cycle) SCALE-Sim assumes for ifmap/filter in CALC mode.
+_CALC_READ_BW = 10
+
+
+@dataclass(frozen=True)
+class ArrayConfig:
+    """A systolic array and its SRAMs, with SCALE-Sim 3.0.0's defaults for every field.
+
+    ``bandwidth`` is the cfg's ``Bandwidth`` (ofmap DRAM words/cycle in USER mode);
+    ``ifmap_dram_bandwidth``/``filter_dram_bandwidth`` are the cfg's
+    ``IfmapSRAMBankBandwidth``/``FilterSRAMBankBandwidth``, which SCALE-Sim uses as the read
+    prefetch bandwidths in USER mode. ``word_size`` is bytes per element (SCALE-Sim fixes 1).
+    """
+
+    rows: int = 4
+    cols: int = 4
+    dataflow: str = "ws"
+    ifmap_sram_kb: int = 256
+    filter_sram_kb: int = 256
+    ofmap_sram_kb: int = 128
+    bandwidth_mode: str = "CALC"
+    bandwidth: int = 10
+    ifmap_dram_bandwidth: int = 10
+    filter_dram_bandwidth: int = 10
+    word_size: int = 1
+
+    def __post_init__(self) -> None:
+        for name in ("rows", "cols", "bandwidth", "ifmap_dram_bandwidth", "filter_dram_bandwidth"):
+            _check_positive_int(name, getattr(self, name))
+        _check_positive_int("word_size", self.word_size)
+        if self.dataflow not in DATAFLOWS:
+            raise ValueError(
+                f"dataflow: unknown dataflow {self.dataflow!r}; expected one of {DATAFLOWS}"
+            )
+        if self.bandwidth_mode not in BANDWIDTH_MODES:
+            raise ValueError(
+                f"bandwidth_mode: unknown mode {self.bandwidth_mode!r}; expected one of {BANDWIDTH_MODES}"
+            )
+        for name in ("ifmap_sram_kb", "filter_sram_kb", "ofmap_sram_kb"):
+            kb = getattr(self, name)
+            _check_positive_int(name, kb)
+            if kb * 1024 < self.word_size:
+                raise ValueError(
+                    f"{name}: SRAM of {kb} KB is smaller than one {self.word_size}-byte word"
+                )
+            if self.words(kb) < _SETS_PER_SRAM:
+                # SCALE-Sim splits each SRAM into 100 sets and crashes below one word per set.
+                raise ValueError(f"{name}: SRAM of {kb} KB holds fewer than {_SETS_PER_SRAM} words")
+
+    def words(self, sram_kb: int) -> int:
+        """Capacity of an SRAM of ``sram_kb`` KB in words."""
+        return (sram_kb * 1024) // self.word_size
+
+
+@dataclass(frozen=True)
+class LayerResult:
+    """One layer's COMPUTE_REPORT, BANDWIDTH_REPORT and DETAILED_ACCESS_REPORT numbers.
+
+    ``exact_dram`` is True when the DRAM fields (counts, start/stop cycles, and therefore
+    ``total_cycles_incl_prefetch`` and the DRAM bandwidths) reproduce SCALE-Sim exactly; the other
+    fields always do. In USER mode a layer whose operands overflow the SRAMs also stalls in
+    SCALE-Sim; then ``exact_dram`` is False and cycles/stalls are the stall-free estimate.
+    """
+
+    total_cycles_incl_prefetch: int
+    total_cycles: int
+    stall_cycles: int
+    overall_util_pct: float
+    mapping_eff_pct: float
+    compute_util_pct: float
+    ifmap_sram_reads: int
+    filter_sram_reads: int
+    ofmap_sram_writes: int
+    ifmap_dram_reads: int
+    filter_dram_reads: int
+    ofmap_dram_writes: int
+    ifmap_sram_start_cycle: int
+    ifmap_sram_stop_cycle: int
+    filter_sram_start_cycle: int
+    filter_sram_stop_cycle: int
+    ofmap_sram_start_cycle: int
+    ofmap_sram_stop_cycle: int
+    ifmap_dram_start_cycle: int
+    ifmap_dram_stop_cycle: int
+    filter_dram_start_cycle: int
+    filter_dram_stop_cycle: int
+    ofmap_dram_start_cycle: int
+    ofmap_dram_stop_cycle: int
+    exact_dram: bool
+    exact_cycles: bool
+    exact_timeline: bool
+
+    @property
+    def avg_bandwidths(self) -> tuple[float, float, float, float, float, float]:
+        """BANDWIDTH_REPORT row: avg ifmap/filter/ofmap SRAM then DRAM words per cycle."""
+        t = self.total_cycles
+        return (
+            self.ifmap_sram_reads / t,
+            self.filter_sram_reads / t,
+            self.ofmap_sram_writes / t,
+            self.ifmap_dram_reads / (self.ifmap_dram_stop_cycle - self.ifmap_dram_start_cycle + 1),
+            self.filter_dram_reads
+            / (self.filter_dram_stop_cycle - self.filter_dram_start_cycle + 1),
+            self.ofmap_dram_writes / (self.ofmap_dram_stop_cycle - self.ofmap_dram_start_cycle + 1),
+        )
+
+
+def _check_positive_int(name: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{name}: expected a positive integer, got {value!r}")
+    if value <= 0:
+        raise ValueError(f"{name}: must be positive, got {value}")
+
+
+def _ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _covered(size: int, window: int, stride: int, out: int) -> int:
+    """Input rows (or columns) touched by ``out`` windows; the last window may hang off the edge."""
+    if stride <= window:
+        return min(size, (out - 1) * stride + window)
+    return (out - 1) * window + max(0, min(window, size - (out - 1) * stride))
+
+
+def _valid_pairs(size: int, window: int, stride: int, out: int) -> int:
+    """(output, filter tap) pairs that land inside the input; only the last window can hang off."""
+    return (out - 1) * window + max(0, min(window, size - (out - 1) * stride))
+
+
+def _epoch_repeat(n: int, repeats: int, fill: int, capacity: int) -> tuple[int, int]:
+    """Misses and new fill when ``n`` distinct, not-resident addresses are streamed ``repeats`` times.
+
+    SCALE-Sim's CALC-mode read buffer keeps every address fetched since its last flush and
+    flushes when ``capacity`` have been fetched, so only counts matter, not the order.
+    """
+    if fill + n < capacity:
+        return n, fill + n
+    tail = (fill + n) % capacity
+    if repeats == 1:
+        return n, tail
+    if n < capacity:
+        return 2 * n - tail, n
+    return repeats * n, (fill + repeats * n) % capacity
+
+
+@dataclass(frozen=True)
+class _Fold:
+    """Where one operand's first and last demand sit inside a fold, for the SRAM start/stop cycles."""
+
+    first: int
+    last: int
+
+
+def simulate_conv(
+    ifmap_h: int,
+    ifmap_w: int,
+    filter_h: int,
+    filter_w: int,
+    channels: int,
+    num_filters: int,
+    stride_h: int,
+    stride_w: int,
+    arr: ArrayConfig,
+) -> LayerResult:
+    """SCALE-Sim's report for one convolution layer (its topology fields; no padding, no batch)."""
+    dims = dict(
+        ifmap_h=ifmap_h,
+        ifmap_w=ifmap_w,
+        filter_h=filter_h,
+        filter_w=filter_w,
+        channels=channels,
+        num_filters=num_filters,
+        stride_h=stride_h,
+        stride_w=stride_w,
+    )
+    for name, value in dims.items():
+        _check_positive_int(name, value)
+    if filter_h > ifmap_h:
+        raise ValueError(f"filter_h: {filter_h} is larger than ifmap_h {ifmap_h}")
+    if filter_w > ifmap_w:
+        raise ValueError(f"filter_w: {filter_w} is larger than ifmap_w {ifmap_w}")
+    if not isinstance(arr, ArrayConfig):
+        raise ValueError(f"arr: expected an ArrayConfig, got {type(arr).__name__}")
+    out_h = _ceil_div(ifmap_h - filter_h + stride_h, stride_h)
+    out_w = _ceil_div(ifmap_w - filter_w + stride_w, stride_w)
+    footprint = (
+        _covered(ifmap_h, filter_h, stride_h, out_h)
+        * _covered(ifmap_w, filter_w, stride_w, out_w)
+        * channels
+    )
+    valid_pairs = (
+        _valid_pairs(ifmap_h, filter_h, stride_h, out_h)
+        * _valid_pairs(ifmap_w, filter_w, stride_w, out_w)
+        * channels
+    )
+    return _simulate(
+        out_h * out_w, filter_h * filter_w * channels, num_filters, footprint, valid_pairs, arr
+    )
+
+
+def simulate_gemm(m: int, n: int, k: int, arr: ArrayConfig) -> LayerResult:
+    """SCALE-Sim's report for C[M,N] = A[M,K] B[K,N], as its GEMM mode maps it onto a conv."""
+    for name, value in (("M", m), ("N", n), ("K", k)):
+        _check_positive_int(name, value)
+    if not isinstance(arr, ArrayConfig):
+        raise ValueError(f"arr: expected an ArrayConfig, got {type(arr).__name__}")
+    return _simulate(m, k, n, m * k, m * k, arr)
+
+
+def simulate_gemms(
+    m: Sequence[int], n: Sequence[int], k: Sequence[int], arr: ArrayConfig
+) -> list[LayerResult]:
+    """Batched ``simulate_gemm`` over equal-length sequences (or numpy arrays) of M, N, K."""
+    if not len(m) == len(n) == len(k):
+        raise ValueError(f"M, N, K: lengths differ ({len(m)}, {len(n)}, {len(k)})")
+    return [simulate_gemm(int(a), int(b), int(c), arr) for a, b, c in zip(m, n, k)]
+
+
+def _simulate(
+    pixels: int, window: int, filters: int, footprint: int, valid_pairs: int, arr: ArrayConfig
+) -> LayerResult:
+    """Core model on SCALE-Sim's operand matrices: ifmap pixels x window, filter window x filters."""
+    rows, cols, df = arr.rows, arr.cols, arr.dataflow
+    # Spatial rows / spatial cols / temporal extent of the mapping (SCALE-Sim paper, Table I).
+    s_r, s_c, t = {
+        "os": (pixels, filters, window),
+        "ws": (window, filters, pixels),
+        "is": (window, pixels, filters),
+    }[df]
+    row_folds, col_folds = _ceil_div(s_r, rows), _ceil_div(s_c, cols)
+    folds = row_folds * col_folds
+    first_r, last_r = min(rows, s_r), s_r - (row_folds - 1) * rows
+    first_c, last_c = min(cols, s_c), s_c - (col_folds - 1) * cols
+
+    if df == "os":
+        fold_len = t + rows + cols - 2
+        util_len = fold_len
+        ifmap_sram = col_folds * t * s_r
+        filter_sram = row_folds * t * s_c
+        # SCALE-Sim adds rows + cols per fold to the OS ofmap write count (a counting quirk).
+        ofmap_sram = s_r * s_c + folds * (rows + cols)
+        ofmap_elems = s_r * s_c
+        span = {
+            "ifmap": (_Fold(0, 0), _Fold(0, t + last_r - 2)),
+            "filter": (_Fold(0, 0), _Fold(0, t + last_c - 2)),
+            "ofmap": (_Fold(t - 1 + rows - first_r, 0), _Fold(0, t + rows + last_c - 3)),
+        }
+    else:
+        fold_len = 2 * rows + cols + t - 2
+        util_len = fold_len + cols - 1
+        ofmap_elems = ofmap_sram = row_folds * pixels * filters
+        if df == "ws":
+            ifmap_sram = col_folds * t * s_r
+            filter_sram = window * filters
+            span = {
+                "ifmap": (_Fold(rows, 0), _Fold(0, rows + t + last_r - 2)),
+                "filter": (_Fold(rows - first_r, 0), _Fold(0, rows - 1)),
+            }
+        else:
+            ifmap_sram = window * pixels
+            filter_sram = col_folds * window * filters
+            span = {
+                "ifmap": (_Fold(rows - first_r, 0), _Fold(0, rows - 1)),
+                "filter": (_Fold(rows, 0), _Fold(0, rows + t + last_r - 2)),
+            }
+        span["ofmap"] = (_Fold(2 * rows - 1, 0), _Fold(0, 2 * rows + t + last_c - 3))
+
+    total_cycles = folds * fold_len - 1
+    # A conv whose last window hangs off the ifmap ends its ifmap demand earlier than modelled.
+    timeline_exact = valid_pairs == pixels * window
+    macs = pixels * window * filters
+    overall_util = (macs * 100) / (total_cycles * rows * cols)
+    mapping_eff = s_r * s_c / (rows * cols * folds) * 100
+    compute_util = s_r * s_c * t / (rows * cols * util_len * folds) * 100
+
+    last_fold_start = (folds - 1) * fold_len
+    sram = {name: (a.first, last_fold_start + b.last) for name, (a, b) in span.items()}
+
+    first = (sram["ifmap"][0], sram["filter"][0])
+    last = (sram["ifmap"][1], sram["filter"][1])
+    ifmap, filt = _calc_reads(
+        df,
+        window,
+        filters,
+        footprint,
+        footprint == pixels * window,
+        row_folds,
+        col_folds,
+        first,
+        last,
+        arr,
+    )
+    ofmap = _dram_writes(ofmap_elems, total_cycles, arr)
+    exact_cycles = True
+    if arr.bandwidth_mode == "USER":
+        prefetch = {
+            "os": (row_folds * rows * window, col_folds * cols * window),
+            "ws": (row_folds * rows * pixels, col_folds * cols * window),
+            "is": (col_folds * cols * window, row_folds * rows * filters),
+        }[df]
+        ifmap, filt, exact_cycles = _user_reads(
+            prefetch, (valid_pairs, window * filters), (ifmap, filt), arr
+        )
+        exact_cycles = exact_cycles and ofmap.exact
+    return LayerResult(
+        total_cycles_incl_prefetch=ofmap.stop - min(ifmap.start, filt.start),
+        total_cycles=total_cycles,
+        stall_cycles=0,
+        overall_util_pct=overall_util,
+        mapping_eff_pct=mapping_eff,
+        compute_util_pct=compute_util,
+        ifmap_sram_reads=ifmap_sram,
+        filter_sram_reads=filter_sram,
+        ofmap_sram_writes=ofmap_sram,
+        ifmap_dram_reads=ifmap.count,
+        filter_dram_reads=filt.count,
+        ofmap_dram_writes=ofmap.count,
+        ifmap_sram_start_cycle=sram["ifmap"][0] + 1,
+        ifmap_sram_stop_cycle=sram["ifmap"][1] + 1,
+        filter_sram_start_cycle=sram["filter"][0] + 1,
+        filter_sram_stop_cycle=sram["filter"][1] + 1,
+        ofmap_sram_start_cycle=sram["ofmap"][0],
+        ofmap_sram_stop_cycle=sram["ofmap"][1],
+        ifmap_dram_start_cycle=ifmap.start,
+        ifmap_dram_stop_cycle=ifmap.stop,
+        filter_dram_start_cycle=filt.start,
+        filter_dram_stop_cycle=filt.stop,
+        ofmap_dram_start_cycle=ofmap.start,
+        ofmap_dram_stop_cycle=ofmap.stop,
+        exact_dram=ifmap.exact and filt.exact and ofmap.exact,
+        exact_cycles=exact_cycles,
+        exact_timeline=timeline_exact and ifmap.timed and filt.timed and ofmap.exact,
+    )
+
+
+@dataclass(frozen=True)
+class _Operand:
+    """One operand's DRAM traffic and the cycles of its first and last DRAM transfer."""
+
+    count: int
+    start: int
+    stop: int
+    exact: bool
+    timed: bool = True
+
+
+def _repeat_blocks(block: int, count: int, repeats: int, capacity: int) -> tuple[int, int]:
+    """Misses and final fill for ``count`` distinct blocks of ``block`` addresses, each streamed
+    ``repeats`` times in a row, from an empty CALC-mode buffer (see ``_epoch_repeat``)."""
+    if count == 0:
+        return 0, 0
+    if repeats == 1 or block >= capacity:
+        return count * repeats * block, (count * repeats * block) % capacity
+    # Here the fill grows by one block per block until it would overflow; after the first q
+    # blocks every q-th block overflows, flushes and refetches part of itself.
+    q = _ceil_div(capacity, block) - 1
+    overflows = (count - 1) // q
+    misses = (count - overflows) * block + overflows * (capacity - (q - 1) * block)
+    fill = count * block if overflows == 0 else (count - overflows * q) * block
+    return misses, fill
+
+
+def _calc_reads(
+    df: str,
+    window: int,
+    filters: int,
+    footprint: int,
+    distinct: bool,
+    row_folds: int,
+    col_folds: int,
+    first_demand: tuple[int, int],
+    last_demand: tuple[int, int],
+    arr: ArrayConfig,
+) -> tuple[_Operand, _Operand]:
+    """CALC-mode DRAM reads of the ifmap and filter SRAMs (read_buffer_estimate_bw.py)."""
+    words_i, words_f = arr.words(arr.ifmap_sram_kb), arr.words(arr.filter_sram_kb)
+    cap_i = _ACTIVE_SETS * (words_i // _SETS_PER_SRAM)
+    cap_f = _ACTIVE_SETS * (words_f // _SETS_PER_SRAM)
+
+    # OS and WS stream the whole ifmap once per filter column fold; IS streams each ifmap block
+    # once. A conv's ifmap repeats addresses (overlapping windows), so once it overflows the
+    # buffer its count depends on the address order and is estimated as if all were distinct.
+    ifmap_passes = 1 if df == "is" else col_folds
+    ifmap_reads = _repeat_blocks(footprint, 1, ifmap_passes, cap_i)[0]
+    ifmap_exact = distinct or footprint < cap_i
+
+    filter_total = window * filters
+    if df == "ws":
+        filter_reads = filter_total
+    elif df == "is":
+        filter_reads = _repeat_blocks(filter_total, 1, col_folds, cap_f)[0]
+    else:
+        full = filters // arr.cols
+        filter_reads, fill = _repeat_blocks(window * arr.cols, full, row_folds, cap_f)
+        rest = filters - full * arr.cols
+        if rest:
+            filter_reads += _epoch_repeat(window * rest, row_folds, fill, cap_f)[0]
+    return (
+        _calc_span(
+            ifmap_reads, footprint, words_i, cap_i, ifmap_exact, first_demand[0], last_demand[0]
+        ),
+        _calc_span(
+            filter_reads, filter_total, words_f, cap_f, True, first_demand[1], last_demand[1]
+        ),
+    )
+
+
+def _calc_span(
+    reads: int, unique: int, words: int, capacity: int, exact: bool, first: int, last: int
+) -> _Operand:
+    """First/last DRAM cycle of a CALC-mode read buffer.
+
+    Without a flush SCALE-Sim fetches everything before cycle 0 at 10 words/cycle, rounded up to
+    whole sets; with flushes the first fetch ends just before the first demand and the last one
+    ends with the last flush (estimated here as the operand's last demand).
+    """
+    per_set = words // _SETS_PER_SRAM
+    if unique < capacity:
+        cycles = _ceil_div(_ceil_div(unique, per_set) * per_set, _CALC_READ_BW)
+        return _Operand(reads, -cycles, -1, exact)
+    cycles = _ceil_div(_ACTIVE_SETS * per_set, _CALC_READ_BW)
+    return _Operand(reads, first - cycles, last, exact, timed=False)
+
+
+def _user_reads(
+    prefetch: tuple[int, int],
+    valid: tuple[int, int],
+    calc: tuple[_Operand, _Operand],
+    arr: ArrayConfig,
+) -> tuple[_Operand, _Operand, bool]:
+    """USER-mode DRAM reads (read_buffer.py): exact while each operand fits the active half.
+
+    SCALE-Sim prefetches the padded prefetch matrix in lines of the bank bandwidth; when all its
+    valid addresses fit the active buffer nothing is refetched and nothing stalls. Otherwise the
+    CALC-mode counts are returned as estimates and the third item is False.
+    """
+    out = []
+    fits = True
+    for elems, n_valid, kb, bw, est in zip(
+        prefetch,
+        valid,
+        (arr.ifmap_sram_kb, arr.filter_sram_kb),
+        (arr.ifmap_dram_bandwidth, arr.filter_dram_bandwidth),
+        calc,
+    ):
+        words = arr.words(kb)
+        active = _ceil_div(words, 2)
+        per_set = _ceil_div(words, _SETS_PER_SRAM)
+        if n_valid // per_set + 1 > _ceil_div(active, per_set):
+            fits = False
+            out.append(_Operand(est.count, est.start, est.stop, False, timed=False))
+            continue
+        lines = min(_ceil_div(active, bw), _ceil_div(elems, bw))
+        out.append(_Operand(lines * bw, -lines, -1, True))
+    return out[0], out[1], fits
+
+
+def _dram_writes(elems: int, total_cycles: int, arr: ArrayConfig) -> _Operand:
+    """DRAM writes of the ofmap SRAM (write_buffer.py).
+
+    The ofmap buffer drains its inactive half only after it overflows; below that SCALE-Sim writes
+    everything back after the last compute cycle, one line of ``bw`` words per cycle. Past that it
+    also counts the padding of lines it cut short mid-stream, which is not modelled (estimate).
+    """
+    bw = arr.cols if arr.bandwidth_mode == "CALC" else arr.bandwidth
+    words = arr.words(arr.ofmap_sram_kb)
+    drain = words - _ceil_div(words, 2)
+    lines = _ceil_div(elems, bw)
+    return _Operand(elems, total_cycles, total_cycles + lines - 1, elems <= drain)
