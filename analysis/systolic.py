@@ -12,7 +12,7 @@ see ``LayerResult.exact_dram``. Outside that regime the DRAM numbers are documen
 
 from __future__ import annotations
 
-import math
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -51,8 +51,8 @@ class ArrayConfig:
 
     def __post_init__(self) -> None:
         for name in ("rows", "cols", "bandwidth", "ifmap_dram_bandwidth", "filter_dram_bandwidth"):
-            _check_positive_int(name, getattr(self, name))
-        _check_positive_int("word_size", self.word_size)
+            _positive_int(name, getattr(self, name))
+        _positive_int("word_size", self.word_size)
         if self.dataflow not in DATAFLOWS:
             raise ValueError(
                 f"dataflow: unknown dataflow {self.dataflow!r}; expected one of {DATAFLOWS}"
@@ -63,7 +63,7 @@ class ArrayConfig:
             )
         for name in ("ifmap_sram_kb", "filter_sram_kb", "ofmap_sram_kb"):
             kb = getattr(self, name)
-            _check_positive_int(name, kb)
+            _positive_int(name, kb)
             if kb * 1024 < self.word_size:
                 raise ValueError(
                     f"{name}: SRAM of {kb} KB is smaller than one {self.word_size}-byte word"
@@ -130,11 +130,20 @@ class LayerResult:
         )
 
 
-def _check_positive_int(name: str, value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(f"{name}: expected a positive integer, got {value!r}")
-    if value <= 0:
-        raise ValueError(f"{name}: must be positive, got {value}")
+def _positive_int(name: str, value: object) -> int:
+    """``value`` as a Python int (numpy integers accepted); ValueError naming ``name`` otherwise."""
+    try:
+        number = operator.index(value)
+    except TypeError:
+        raise ValueError(f"{name}: expected a positive integer, got {value!r}") from None
+    if isinstance(value, bool) or number <= 0:
+        raise ValueError(f"{name}: must be a positive integer, got {value!r}")
+    return number
+
+
+def _check_array(arr: object) -> None:
+    if not isinstance(arr, ArrayConfig):
+        raise TypeError(f"arr: expected an ArrayConfig, got {type(arr).__name__}")
 
 
 def _ceil_div(a: int, b: int) -> int:
@@ -189,24 +198,24 @@ def simulate_conv(
     arr: ArrayConfig,
 ) -> LayerResult:
     """SCALE-Sim's report for one convolution layer (its topology fields; no padding, no batch)."""
-    dims = dict(
-        ifmap_h=ifmap_h,
-        ifmap_w=ifmap_w,
-        filter_h=filter_h,
-        filter_w=filter_w,
-        channels=channels,
-        num_filters=num_filters,
-        stride_h=stride_h,
-        stride_w=stride_w,
+    ifmap_h, ifmap_w, filter_h, filter_w, channels, num_filters, stride_h, stride_w = (
+        _positive_int(name, value)
+        for name, value in (
+            ("ifmap_h", ifmap_h),
+            ("ifmap_w", ifmap_w),
+            ("filter_h", filter_h),
+            ("filter_w", filter_w),
+            ("channels", channels),
+            ("num_filters", num_filters),
+            ("stride_h", stride_h),
+            ("stride_w", stride_w),
+        )
     )
-    for name, value in dims.items():
-        _check_positive_int(name, value)
     if filter_h > ifmap_h:
         raise ValueError(f"filter_h: {filter_h} is larger than ifmap_h {ifmap_h}")
     if filter_w > ifmap_w:
         raise ValueError(f"filter_w: {filter_w} is larger than ifmap_w {ifmap_w}")
-    if not isinstance(arr, ArrayConfig):
-        raise ValueError(f"arr: expected an ArrayConfig, got {type(arr).__name__}")
+    _check_array(arr)
     out_h = _ceil_div(ifmap_h - filter_h + stride_h, stride_h)
     out_w = _ceil_div(ifmap_w - filter_w + stride_w, stride_w)
     footprint = (
@@ -226,10 +235,8 @@ def simulate_conv(
 
 def simulate_gemm(m: int, n: int, k: int, arr: ArrayConfig) -> LayerResult:
     """SCALE-Sim's report for C[M,N] = A[M,K] B[K,N], as its GEMM mode maps it onto a conv."""
-    for name, value in (("M", m), ("N", n), ("K", k)):
-        _check_positive_int(name, value)
-    if not isinstance(arr, ArrayConfig):
-        raise ValueError(f"arr: expected an ArrayConfig, got {type(arr).__name__}")
+    m, n, k = _positive_int("M", m), _positive_int("N", n), _positive_int("K", k)
+    _check_array(arr)
     return _simulate(m, k, n, m * k, m * k, arr)
 
 
@@ -239,7 +246,7 @@ def simulate_gemms(
     """Batched ``simulate_gemm`` over equal-length sequences (or numpy arrays) of M, N, K."""
     if not len(m) == len(n) == len(k):
         raise ValueError(f"M, N, K: lengths differ ({len(m)}, {len(n)}, {len(k)})")
-    return [simulate_gemm(int(a), int(b), int(c), arr) for a, b, c in zip(m, n, k)]
+    return [simulate_gemm(a, b, c, arr) for a, b, c in zip(m, n, k, strict=True)]
 
 
 def _simulate(
@@ -256,7 +263,7 @@ def _simulate(
     row_folds, col_folds = _ceil_div(s_r, rows), _ceil_div(s_c, cols)
     folds = row_folds * col_folds
     first_r, last_r = min(rows, s_r), s_r - (row_folds - 1) * rows
-    first_c, last_c = min(cols, s_c), s_c - (col_folds - 1) * cols
+    last_c = s_c - (col_folds - 1) * cols
 
     if df == "os":
         fold_len = t + rows + cols - 2
