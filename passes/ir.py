@@ -32,10 +32,23 @@ class InputError(Exception):
 
 
 def make_context() -> ir.Context:
-    """A fresh context with every dialect JAX emits (func, stablehlo, chlo, mhlo, sdy, ...)."""
-    from jax._src.interpreters import mlir as jax_mlir
+    """A fresh context with every dialect JAX emits (func, stablehlo, chlo, mhlo, sdy, ...).
 
-    ctx = jax_mlir.make_ir_context()
+    Built from jaxlib's bindings the way JAX builds its own, without importing
+    jax itself (which would add seconds to every CLI start).
+    """
+    from jaxlib.mlir._mlir_libs import _jax_mlir_ext
+    from jaxlib.mlir.dialects import chlo, mhlo, sdy, stablehlo
+
+    registry = ir.DialectRegistry()
+    _jax_mlir_ext.register_dialects(registry)
+    ctx = ir.Context()
+    ctx.append_dialect_registry(registry)
+    ctx.load_all_available_dialects()
+    stablehlo.register_dialect(ctx)
+    chlo.register_dialect(ctx)
+    mhlo.register_mhlo_dialect(ctx)
+    sdy.register_dialect(ctx)
     ctx.allow_unregistered_dialects = False
     return ctx
 

@@ -1,0 +1,152 @@
+"""The analysis report: per-op records, totals, the critical path; JSON and Markdown forms.
+
+The JSON layout is the contract in DESIGN.md. FLOP and byte counts stay
+exact Python integers here even where the IR attribute had to be clamped to
+int64.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+
+__all__ = ["OpReport", "Report"]
+
+
+@dataclass
+class OpReport:
+    """One analysed op as the report lists it."""
+
+    id: int
+    name: str
+    loc: str
+    func: str
+    cycles: int
+    latency_ns: float
+    flops: int | None
+    bytes: int | None
+    dram_bytes: int
+    model: str
+    critical: bool
+    slack_ns: float
+    start_ns: float
+    top_level: bool
+
+
+@dataclass
+class Report:
+    """Whole-module results; `total_latency_ns` is the entry function's ops run in sequence."""
+
+    target: str
+    entry: str
+    total_latency_ns: float
+    critical_path_ns: float
+    work_ns: float
+    ops: list[OpReport]
+    critical_path: list[int]
+    unmodelled: list[dict[str, str | int]] = field(default_factory=list)
+    caveats: list[str] = field(default_factory=list)
+    target_note: str = ""
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        for op in d["ops"]:
+            op.pop("top_level")
+        return d
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent)
+
+    def to_trace(self) -> dict:
+        """The predicted timeline as a Chrome/Perfetto trace: one slice per op, µs timestamps."""
+        events = [
+            {
+                "name": "process_name",
+                "ph": "M",
+                "pid": 1,
+                "args": {"name": f"{self.target} (predicted)"},
+            }
+        ]
+        for o in self.ops:
+            if o.latency_ns <= 0:
+                continue
+            events.append(
+                {
+                    "name": o.name.split(".", 1)[-1],
+                    "cat": "critical" if o.critical else "op",
+                    "ph": "X",
+                    "pid": 1,
+                    "tid": o.func,
+                    "ts": o.start_ns / 1e3,
+                    "dur": o.latency_ns / 1e3,
+                    "args": {"id": o.id, "loc": o.loc, "model": o.model, "flops": o.flops,
+                             "bytes": o.bytes, "slack_ns": o.slack_ns, "critical": o.critical},
+                }
+            )  # fmt: skip
+        return {"traceEvents": events, "displayTimeUnit": "ns"}
+
+    def to_markdown(self, top: int = 15) -> str:
+        """Summary, top ops by latency (with the model that priced each), the critical path."""
+        lines = [
+            f"# stablehlo-perf report — target `{self.target}`",
+            "",
+            f"Entry function: `@{self.entry}`",
+            "",
+            "| total latency | critical path | work | parallelism | ops |",
+            "|---:|---:|---:|---:|---:|",
+            f"| {_ns(self.total_latency_ns)} | {_ns(self.critical_path_ns)} | "
+            f"{_ns(self.work_ns)} | {self.work_ns / self.critical_path_ns if self.critical_path_ns else 0:.2f} | "
+            f"{len(self.ops)} |",
+            "",
+        ]
+        if self.target_note:
+            lines += [f"> {self.target_note}", ""]
+        ranked = sorted(
+            (o for o in self.ops if o.top_level), key=lambda o: o.latency_ns, reverse=True
+        )[:top]
+        share = self.total_latency_ns or 1.0
+        lines += [
+            f"## Top {len(ranked)} ops by latency",
+            "",
+            "| id | op | latency | share | FLOPs | bytes | model | location |",
+            "|---:|---|---:|---:|---:|---:|---|---|",
+        ]
+        for o in ranked:
+            lines.append(
+                f"| {o.id} | `{o.name}` | {_ns(o.latency_ns)} | {100 * o.latency_ns / share:.1f}% | "
+                f"{_num(o.flops)} | {_num(o.bytes)} | {o.model} | {o.loc} |"
+            )
+        by_id = {o.id: o for o in self.ops}
+        lines += [
+            "",
+            "## Critical path",
+            "",
+            "| # | id | op | latency | start | location |",
+            "|---:|---:|---|---:|---:|---|",
+        ]
+        for k, i in enumerate(self.critical_path):
+            o = by_id[i]
+            lines.append(
+                f"| {k} | {o.id} | `{o.name}` | {_ns(o.latency_ns)} | {_ns(o.start_ns)} | {o.loc} |"
+            )
+        if self.unmodelled:
+            lines += ["", "## Not modelled", ""]
+            lines += [
+                f"- op {u['id']} `{u['name']}` at {u['loc']}: {u['reason']}"
+                for u in self.unmodelled
+            ]
+        if self.caveats:
+            lines += ["", "## Caveats", ""] + [f"- {c}" for c in self.caveats]
+        return "\n".join(lines) + "\n"
+
+
+def _ns(x: float) -> str:
+    if x >= 1e6:
+        return f"{x / 1e6:.3f} ms"
+    if x >= 1e3:
+        return f"{x / 1e3:.2f} µs"
+    return f"{x:.1f} ns"
+
+
+def _num(x: int | None) -> str:
+    return "?" if x is None else f"{x:,}"

@@ -1,0 +1,92 @@
+"""perf-annotate-cycles: ask the cost services for every op and write the answers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+from jaxlib.mlir import ir
+from stablehlo_perf.analysis.aggregate import ControlNode, aggregate
+from stablehlo_perf.analysis.service import default_registry
+from stablehlo_perf.analysis.targets import DEFAULT_TARGET, load_target
+from stablehlo_perf.passes.base import AnalysisCache, set_f64, set_i64, set_str
+from stablehlo_perf.passes.extract import CONTROL_OPS, ModuleView
+
+__all__ = ["AnnotateCyclesPass", "control_nodes"]
+
+
+def control_nodes(view: ModuleView) -> dict[int, ControlNode]:
+    """Control ops and calls of a module view, as the aggregation needs them."""
+    nodes: dict[int, ControlNode] = {}
+    for rec in view.records:
+        info = rec.info
+        if info.name in CONTROL_OPS:
+            kind = info.short_name
+            nodes[info.id] = ControlNode(
+                kind=kind, regions=view.regions.get(info.id, []), trips=info.attrs.get("trip_count")
+            )
+        elif info.name == "func.call":
+            nodes[info.id] = ControlNode(
+                kind="call", callee=info.attrs.get("callee", "").lstrip("@")
+            )
+    return nodes
+
+
+@dataclass(frozen=True)
+class AnnotateCyclesPass:
+    """Write `perf.cycles`, `perf.latency_ns`, `perf.dram_bytes` and `perf.model` on every op.
+
+    Options: target — a target name (see --list-targets) or a path to a description file.
+    Control ops and calls carry the cost of what they run (body x trips,
+    costliest branch, callee).
+    """
+
+    name: ClassVar[str] = "perf-annotate-cycles"
+    target: str = DEFAULT_TARGET
+
+    def apply(self, module: ir.Operation, cache: AnalysisCache) -> None:
+        target = load_target(self.target)
+        view = cache.view(module)
+        infos = [r.info for r in view.records]
+        costs = default_registry().price(infos, target)
+        own = np.array([[c.latency_ns, c.cycles, c.dram_bytes] for c in costs], dtype=float)
+        nodes = control_nodes(view)
+        agg = aggregate(
+            own.reshape(len(costs), 3),
+            nodes,
+            {name: f.top for name, f in view.funcs.items()},
+            names={i: f"{infos[i].name} at {infos[i].loc}" for i in nodes},
+        )
+        cache.warnings.extend(agg.caveats)
+        for rec, cost in zip(view.records, costs, strict=True):
+            i, op = rec.info.id, rec.op
+            latency, cycles, dram = agg.total[i]
+            model = cost.model
+            node = nodes.get(i)
+            if node is not None:
+                model = _control_model(node)
+                cycles = round(latency * target.clock_ghz)
+            set_i64(op, "perf.cycles", round(cycles))
+            set_f64(op, "perf.latency_ns", latency)
+            set_i64(op, "perf.dram_bytes", round(dram))
+            set_str(op, "perf.model", model)
+            for key, value in cost.extra.items():
+                if isinstance(value, float) and key != "bound":
+                    set_f64(op, f"perf.{key}", value)
+            if i in agg.branch_costs:
+                op.attributes["perf.branch_latency_ns"] = ir.ArrayAttr.get(
+                    [ir.FloatAttr.get_f64(c) for c in agg.branch_costs[i]]
+                )
+            if node is not None and node.kind == "while":
+                set_i64(op, "perf.trip_count", node.trips if node.trips is not None else 1)
+                if node.trips is None:
+                    set_str(op, "perf.warning", "trip count not static; counted one trip")
+
+
+def _control_model(node: ControlNode) -> str:
+    if node.kind == "call":
+        return f"call(@{node.callee})"
+    if node.kind == "while":
+        return f"while(x{node.trips})" if node.trips is not None else "while(x1?)"
+    return f"{node.kind}(max branch)"

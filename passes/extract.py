@@ -1,0 +1,290 @@
+"""Turn MLIR ops into OpInfo records, and find the structure passes walk.
+
+Every op inside a function body is analysed, including ops in control-flow
+regions (while / if / case). Ops in *applied* regions (the scalar reducer of a
+reduce, the comparator of a sort, the update of a scatter) are not: they run
+once per element inside their parent, whose OpInfo carries their FLOPs as
+`body_flops`. Terminators are not analysed either.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import stablehlo
+from stablehlo_perf.analysis.critical_path import static_trip_count
+from stablehlo_perf.analysis.opinfo import OpInfo, TensorType, count_flops
+from stablehlo_perf.passes.ir import op_location
+
+__all__ = ["FuncView", "ModuleView", "OpRecord", "tensor_type", "view_module"]
+
+APPLIED_REGION_OPS = frozenset(
+    {
+        "stablehlo.reduce", "stablehlo.reduce_window", "stablehlo.sort", "stablehlo.scatter",
+        "stablehlo.select_and_scatter", "stablehlo.map", "stablehlo.all_reduce",
+        "stablehlo.reduce_scatter",
+    }
+)  # fmt: skip
+CONTROL_OPS = frozenset({"stablehlo.while", "stablehlo.if", "stablehlo.case"})
+TERMINATORS = frozenset({"func.return", "stablehlo.return"})
+# Attributes too large or useless for the models.
+_SKIP_ATTRS = frozenset({"value", "precision_config", "mhlo.sharding", "mhlo.frontend_attributes"})
+
+
+@dataclass
+class OpRecord:
+    """An analysed op: the MLIR handle, its OpInfo, its enclosing control op and its block."""
+
+    op: ir.Operation
+    info: OpInfo
+    parent: int | None
+    block_key: tuple[int, int, int]
+
+
+@dataclass
+class FuncView:
+    """A function's top-level analysed ops (ids, in order)."""
+
+    name: str
+    public: bool
+    top: list[int] = field(default_factory=list)
+
+
+@dataclass
+class ModuleView:
+    """All analysed ops of a module by id, its functions, and each control op's region blocks."""
+
+    records: list[OpRecord]
+    funcs: dict[str, FuncView]
+    regions: dict[int, list[list[int]]]
+    filename: str
+
+    def entry(self) -> FuncView | None:
+        """The function a report is about: `main`, else the first public one, else the first."""
+        if "main" in self.funcs:
+            return self.funcs["main"]
+        public = [f for f in self.funcs.values() if f.public]
+        return (public or list(self.funcs.values()) or [None])[0]
+
+
+class _TypeCache(dict):
+    """Memoises `tensor_type` for one walk (MLIR types are uniqued, so hashing is cheap)."""
+
+    def __missing__(self, t: ir.Type) -> TensorType:
+        value = self[t] = tensor_type(t)
+        return value
+
+
+def tensor_type(t: ir.Type) -> TensorType:
+    """Static facts of an MLIR type; non-tensor types become a rank-0 placeholder."""
+    if isinstance(t, ir.RankedTensorType):
+        rt = t
+        dyn = ir.ShapedType.get_dynamic_size()
+        shape = tuple(None if d == dyn else d for d in rt.shape)
+        return TensorType(shape, str(rt.element_type))
+    if isinstance(t, ir.UnrankedTensorType):
+        return TensorType(None, str(t.element_type))
+    return TensorType((), "i1" if "token" in str(t) else str(t))
+
+
+def view_module(module: ir.Operation | ir.Module, filename: str) -> ModuleView:
+    """Walk every function and number its analysed ops in pre-order."""
+    if isinstance(module, ir.Module):
+        module = module.operation
+    view = ModuleView(records=[], funcs={}, regions={}, filename=filename)
+    types = _TypeCache()
+    for fop in module.regions[0].blocks[0].operations:
+        fop = fop.operation
+        if fop.name != "func.func":
+            continue
+        name = fop.attributes["sym_name"].value
+        vis = fop.attributes["sym_visibility"] if "sym_visibility" in fop.attributes else None
+        fv = FuncView(name=name, public=vis is None or vis.value == "public")
+        view.funcs[name] = fv
+        for bi, block in enumerate(fop.regions[0].blocks):
+            fv.top.extend(_visit_block(view, types, block, name, None, (id(fv), 0, bi)))
+    return view
+
+
+def _visit_block(
+    view: ModuleView,
+    types: _TypeCache,
+    block: ir.Block,
+    func: str,
+    parent: int | None,
+    key: tuple[int, int, int],
+) -> list[int]:
+    ids: list[int] = []
+    for op in block.operations:
+        op = op.operation
+        if op.name in TERMINATORS:
+            continue
+        rid = len(view.records)
+        info = _opinfo(rid, op, func, view.filename, types)
+        view.records.append(OpRecord(op, info, parent, key))
+        ids.append(rid)
+        if op.name not in APPLIED_REGION_OPS and len(op.regions):
+            view.regions[rid] = [
+                _visit_block(view, types, b, func, rid, (rid, ri, bi))
+                for ri, region in enumerate(op.regions)
+                for bi, b in enumerate(region.blocks)
+            ]
+    return ids
+
+
+def _opinfo(rid: int, op: ir.Operation, func: str, filename: str, types: _TypeCache) -> OpInfo:
+    attrs = _attrs(op)
+    if op.name in APPLIED_REGION_OPS:
+        flops = [_region_flops(r, types) for r in op.regions]
+        attrs["body_flops"] = flops[0] if flops else 0
+        if len(flops) > 1:
+            attrs["scatter_body_flops"] = flops[1]
+    elif op.name == "stablehlo.while":
+        trips = _while_trip_count(op)
+        attrs["trip_count"] = trips
+    file, line, col = op_location(op, filename)
+    return OpInfo.build(
+        id=rid,
+        name=op.name,
+        operands=[types[v.type] for v in op.operands],
+        results=[types[v.type] for v in op.results],
+        attrs=attrs,
+        loc=f"{file}:{line}:{col}",
+        func=func,
+    )
+
+
+def _region_flops(region: ir.Region, types: _TypeCache) -> int:
+    """FLOPs of one application of an applied region (its scalar ops, XLA-style)."""
+    total = 0
+    for block in region.blocks:
+        for op in block.operations:
+            op = op.operation
+            if op.name in TERMINATORS:
+                continue
+            operands = [types[v.type] for v in op.operands]
+            results = [types[v.type] for v in op.results]
+            total += count_flops(op.name, operands, results, _attrs(op)) or 0
+    return total
+
+
+def _attrs(op: ir.Operation) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    attributes = op.attributes
+    for name in attributes:
+        if name in _SKIP_ATTRS:
+            continue
+        attr = attributes[name]
+        if name == "dot_dimension_numbers":
+            dn = stablehlo.DotDimensionNumbers(attr)
+            out["lhs_batch_dims"] = tuple(dn.lhs_batching_dimensions)
+            out["rhs_batch_dims"] = tuple(dn.rhs_batching_dimensions)
+            out["lhs_contracting_dims"] = tuple(dn.lhs_contracting_dimensions)
+            out["rhs_contracting_dims"] = tuple(dn.rhs_contracting_dimensions)
+        elif name == "dimension_numbers" and op.name == "stablehlo.convolution":
+            cn = stablehlo.ConvDimensionNumbers(attr)
+            out["input_batch_dim"] = cn.input_batch_dimension
+            out["input_feature_dim"] = cn.input_feature_dimension
+            out["input_spatial_dims"] = tuple(cn.input_spatial_dimensions)
+            out["kernel_input_feature_dim"] = cn.kernel_input_feature_dimension
+            out["kernel_output_feature_dim"] = cn.kernel_output_feature_dimension
+            out["kernel_spatial_dims"] = tuple(cn.kernel_spatial_dimensions)
+            out["output_batch_dim"] = cn.output_batch_dimension
+            out["output_feature_dim"] = cn.output_feature_dimension
+            out["output_spatial_dims"] = tuple(cn.output_spatial_dimensions)
+        else:
+            out[name] = _plain(attr)
+    if op.name == "stablehlo.convolution" and "padding" in out and out["padding"] is not None:
+        pads = out["padding"]
+        out["padding"] = tuple(tuple(p) for p in pads) if pads else pads
+    return out
+
+
+def _plain(attr: ir.Attribute) -> Any:
+    """A Python value for the attribute kinds models read; the text form otherwise."""
+    if isinstance(attr, (ir.DenseI64ArrayAttr, ir.DenseBoolArrayAttr)):
+        return tuple(attr)
+    if isinstance(attr, (ir.BoolAttr, ir.IntegerAttr, ir.StringAttr, ir.FlatSymbolRefAttr)):
+        return attr.value
+    if isinstance(attr, ir.DenseIntElementsAttr):
+        dense = attr
+        shape = ir.ShapedType(dense.type).shape
+        values = [dense[i] for i in range(len(dense))] if not dense.is_splat else None
+        if values is None:
+            n = 1
+            for d in shape:
+                n *= d
+            values = [dense.get_splat_value().value] * n
+        if len(shape) == 2:
+            return tuple(tuple(values[r * shape[1] : (r + 1) * shape[1]]) for r in range(shape[0]))
+        return tuple(values)
+    text = str(attr)
+    for prefix in ("#stablehlo<comparison_direction ", "#stablehlo<comparison_type "):
+        if text.startswith(prefix):
+            return text[len(prefix) : -1]
+    return text
+
+
+def _const_int(value: ir.Value) -> int | None:
+    owner = value.owner
+    if not isinstance(owner, ir.OpView) and not isinstance(owner, ir.Operation):
+        return None
+    owner = owner.operation
+    if owner.name != "stablehlo.constant":
+        return None
+    dense = owner.attributes["value"]
+    if not isinstance(dense, ir.DenseIntElementsAttr):
+        return None
+    if not dense.is_splat and len(dense) != 1:
+        return None
+    return dense.get_splat_value().value if dense.is_splat else dense[0]
+
+
+def _block_arg_index(value: ir.Value, block: ir.Block) -> int | None:
+    if isinstance(value, ir.BlockArgument) and value.owner == block:
+        return value.arg_number
+    return None
+
+
+def _while_trip_count(op: ir.Operation) -> int | None:
+    """Trips of a counted while (`i = c0; while (i < N) { ...; i += s }`), else None."""
+    cond, body = op.regions[0].blocks[0], op.regions[1].blocks[0]
+    ret = list(cond.operations)[-1]
+    if not len(ret.operands):
+        return None
+    cmp = ret.operands[0].owner
+    if not isinstance(cmp, (ir.OpView, ir.Operation)):
+        return None
+    cmp = cmp.operation
+    if cmp.name != "stablehlo.compare":
+        return None
+    direction = _plain(cmp.attributes["comparison_direction"])
+    lhs, rhs = cmp.operands[0], cmp.operands[1]
+    idx, bound = _block_arg_index(lhs, cond), _const_int(rhs)
+    if idx is None:
+        idx, bound = _block_arg_index(rhs, cond), _const_int(lhs)
+        direction = {"LT": "GT", "LE": "GE", "GT": "LT", "GE": "LE"}.get(direction, direction)
+    if idx is None or bound is None:
+        return None
+    init = _const_int(op.operands[idx])
+    body_ret = list(body.operations)[-1]
+    upd = body_ret.operands[idx].owner
+    if init is None or not isinstance(upd, (ir.OpView, ir.Operation)):
+        return None
+    upd = upd.operation
+    if upd.name not in ("stablehlo.add", "stablehlo.subtract"):
+        return None
+    a, b = upd.operands[0], upd.operands[1]
+    if _block_arg_index(a, body) == idx and _const_int(b) is not None:
+        step = _const_int(b)
+    elif upd.name == "stablehlo.add" and _block_arg_index(b, body) == idx:
+        step = _const_int(a)
+    else:
+        return None
+    if step is None:
+        return None
+    if upd.name == "stablehlo.subtract":
+        step = -step
+    return static_trip_count(init, bound, step, direction)

@@ -1,0 +1,86 @@
+"""Build the report from an annotated module: it reads back the `perf.*` attributes the passes wrote."""
+
+from __future__ import annotations
+
+from jaxlib.mlir import ir
+from stablehlo_perf.analysis.report import OpReport, Report
+from stablehlo_perf.analysis.targets import Target
+from stablehlo_perf.passes.extract import ModuleView
+
+__all__ = ["collect_report"]
+
+_REASONS = {
+    "unknown-shape": "dynamic or unranked shape: cost not known statically",
+}
+
+
+def _attr(op: ir.Operation, name: str, default: object) -> object:
+    attrs = op.attributes
+    if name not in attrs:
+        return default
+    a = attrs[name]
+    return True if isinstance(a, ir.UnitAttr) else a.value
+
+
+def collect_report(
+    module: ir.Operation, view: ModuleView, target: Target, caveats: list[str]
+) -> Report:
+    """Report over every analysed op; totals are those of the entry function."""
+    ops: list[OpReport] = []
+    unmodelled: list[dict[str, str | int]] = []
+    entry = view.entry()
+    entry_top = set(entry.top) if entry else set()
+    for rec in view.records:
+        info, op = rec.info, rec.op
+        model = str(_attr(op, "perf.model", "none"))
+        ops.append(
+            OpReport(
+                id=info.id,
+                name=info.name,
+                loc=info.loc,
+                func=info.func,
+                cycles=int(_attr(op, "perf.cycles", 0)),
+                latency_ns=float(_attr(op, "perf.latency_ns", 0.0)),
+                flops=info.flops,
+                bytes=info.bytes,
+                dram_bytes=int(_attr(op, "perf.dram_bytes", 0)),
+                model=model,
+                critical=bool(_attr(op, "perf.critical", False)),
+                slack_ns=float(_attr(op, "perf.slack_ns", 0.0)),
+                start_ns=float(_attr(op, "perf.start_ns", 0.0)),
+                top_level=info.id in entry_top,
+            )
+        )
+        if model in _REASONS:
+            unmodelled.append(
+                {"id": info.id, "name": info.name, "loc": info.loc, "reason": _REASONS[model]}
+            )
+        elif model == "roofline" and info.op_class == "other":
+            unmodelled.append(
+                {"id": info.id, "name": info.name, "loc": info.loc,
+                 "reason": "no dedicated model knows this op; priced by the roofline fallback"}
+            )  # fmt: skip
+        warning = _attr(op, "perf.warning", None)
+        if warning:
+            caveats = [*caveats, f"op {info.id} `{info.name}` at {info.loc}: {warning}"]
+    top_ops = [o for o in ops if o.top_level]
+    work = sum(o.latency_ns for o in top_ops)
+    span = max((o.start_ns + o.latency_ns for o in top_ops), default=0.0)
+    path = (
+        list(module.attributes["perf.critical_path"])
+        if "perf.critical_path" in module.attributes
+        else []
+    )
+    note = "" if target.calibrated else f"target `{target.name}`: {target.calibration_note}"
+    return Report(
+        target=target.name,
+        entry=entry.name if entry else "",
+        total_latency_ns=work,
+        critical_path_ns=span,
+        work_ns=work,
+        ops=ops,
+        critical_path=path,
+        unmodelled=unmodelled,
+        caveats=list(dict.fromkeys(caveats)),
+        target_note=note,
+    )
