@@ -7,6 +7,9 @@ the file and the field, so a bad input is fixed from the message alone.
 from __future__ import annotations
 
 import configparser
+import contextlib
+import csv
+import io
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +46,46 @@ DETAIL_HEADER = (
     .rstrip(",")
     + ",\n"
 )
+
+
+_CFG_TEMPLATE = """[general]
+run_name = run
+
+[architecture_presets]
+ArrayHeight : {rows}
+ArrayWidth : {cols}
+IfmapSramSzkB : {ifmap_kb}
+FilterSramSzkB : {filter_kb}
+OfmapSramSzkB : {ofmap_kb}
+IfmapOffset : 0
+FilterOffset : 10000000
+OfmapOffset : 20000000
+Bandwidth : {bandwidth}
+Dataflow : {dataflow}
+ReadRequestBuffer: 32
+WriteRequestBuffer: 32
+
+[layout]
+IfmapCustomLayout: False
+IfmapSRAMBankBandwidth: {ifmap_bw}
+IfmapSRAMBankNum: 1
+IfmapSRAMBankPort: 2
+FilterCustomLayout: False
+FilterSRAMBankBandwidth: {filter_bw}
+FilterSRAMBankNum: 1
+FilterSRAMBankPort: 2
+
+[sparsity]
+SparsitySupport : false
+SparseRep : ellpack_block
+OptimizedMapping : false
+BlockSize : 8
+RandomNumberGeneratorSeed : 40
+
+[run_presets]
+InterfaceBandwidth: {mode}
+UseRamulatorTrace: False
+"""
 
 
 class ScaleSimInputError(ValueError):
@@ -251,3 +294,72 @@ def write_reports(folder: str | Path, results: Sequence[LayerResult]) -> None:
         ("DETAILED_ACCESS_REPORT.csv", detail),
     ):
         (folder / name).write_text("".join(lines))
+
+
+def write_config(path: str | Path, arr: ArrayConfig, run_name: str = "run") -> None:
+    """A complete SCALE-Sim 3.0.0 cfg describing ``arr`` (every section its parser requires)."""
+    Path(path).write_text(
+        _CFG_TEMPLATE.replace("run_name = run", f"run_name = {run_name}").format(
+            rows=arr.rows,
+            cols=arr.cols,
+            ifmap_kb=arr.ifmap_sram_kb,
+            filter_kb=arr.filter_sram_kb,
+            ofmap_kb=arr.ofmap_sram_kb,
+            bandwidth=arr.bandwidth,
+            dataflow=arr.dataflow,
+            ifmap_bw=arr.ifmap_dram_bandwidth,
+            filter_bw=arr.filter_dram_bandwidth,
+            mode=arr.bandwidth_mode,
+        )
+    )
+
+
+def write_topology(path: str | Path, layers: Sequence[tuple[int, ...]], gemm: bool) -> None:
+    """A SCALE-Sim topology CSV: GEMM ``(M, N, K)`` rows or conv ``(H, W, R, S, C, N, stride)`` rows."""
+    if gemm:
+        lines = ["Layer, M, N, K,"] + [
+            f"L{i}, {m}, {n}, {k}," for i, (m, n, k) in enumerate(layers)
+        ]
+    else:
+        lines = ["Layer name, " + ", ".join(CONV_FIELDS) + ","]
+        lines += [f"L{i}, " + ", ".join(map(str, layer)) + "," for i, layer in enumerate(layers)]
+    Path(path).write_text("\n".join(lines) + "\n")
+
+
+def read_reports(folder: str | Path) -> dict[str, list[dict[str, str]]]:
+    """SCALE-Sim-format report CSVs in ``folder`` as lists of {column: value} rows."""
+    out = {}
+    for name in ("COMPUTE_REPORT", "BANDWIDTH_REPORT", "DETAILED_ACCESS_REPORT"):
+        with open(Path(folder) / f"{name}.csv", newline="") as f:
+            rows = list(csv.reader(f))
+        header = [h.strip() for h in rows[0]]
+        out[name] = [dict(zip(header, (v.strip() for v in row), strict=True)) for row in rows[1:]]
+    return out
+
+
+def run_scalesim(
+    folder: str | Path, layers: Sequence[tuple[int, ...]], arr: ArrayConfig, gemm: bool
+) -> dict[str, list[dict[str, str]]]:
+    """Run SCALE-Sim 3.0.0 itself (in-process, quietly, no traces) on ``layers``; its reports.
+
+    Writes ``scale.cfg``, ``topology.csv`` and ``layout.csv`` into ``folder`` and the reports
+    into ``folder/out/run``. Needs the ``scalesim`` package (a test dependency).
+    """
+    from scalesim.scale_sim import scalesim
+
+    folder = Path(folder)
+    cfg, topo, layout = folder / "scale.cfg", folder / "topology.csv", folder / "layout.csv"
+    write_config(cfg, arr)
+    write_topology(topo, layers, gemm)
+    layout.write_text("Layer name,\n")
+    with contextlib.redirect_stdout(io.StringIO()):
+        sim = scalesim(
+            save_disk_space=True,
+            verbose=False,
+            config=str(cfg),
+            topology=str(topo),
+            layout=str(layout),
+            input_type_gemm=gemm,
+        )
+        sim.run_scale(top_path=str(folder / "out"))
+    return read_reports(folder / "out" / "run")

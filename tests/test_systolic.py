@@ -7,9 +7,6 @@ per-fold floats one by one, the model sums them in closed form, so the last bits
 
 from __future__ import annotations
 
-import contextlib
-import csv
-import io
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,46 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from stablehlo_perf.analysis import systolic
+from stablehlo_perf.analysis.scalesim_io import run_scalesim
 from stablehlo_perf.analysis.systolic import ArrayConfig, LayerResult
-
-CFG_TEMPLATE = """[general]
-run_name = run
-
-[architecture_presets]
-ArrayHeight : {rows}
-ArrayWidth : {cols}
-IfmapSramSzkB : {ifmap_kb}
-FilterSramSzkB : {filter_kb}
-OfmapSramSzkB : {ofmap_kb}
-IfmapOffset : 0
-FilterOffset : 10000000
-OfmapOffset : 20000000
-Bandwidth : {bandwidth}
-Dataflow : {dataflow}
-ReadRequestBuffer: 32
-WriteRequestBuffer: 32
-
-[layout]
-IfmapCustomLayout: False
-IfmapSRAMBankBandwidth: {ifmap_bw}
-IfmapSRAMBankNum: 1
-IfmapSRAMBankPort: 2
-FilterCustomLayout: False
-FilterSRAMBankBandwidth: {filter_bw}
-FilterSRAMBankNum: 1
-FilterSRAMBankPort: 2
-
-[sparsity]
-SparsitySupport : false
-SparseRep : ellpack_block
-OptimizedMapping : false
-BlockSize : 8
-RandomNumberGeneratorSeed : 40
-
-[run_presets]
-InterfaceBandwidth: {mode}
-UseRamulatorTrace: False
-"""
 
 # (SCALE-Sim column, LayerResult attribute) per report; "count" fields are always exact,
 # "dram" fields where the model says its DRAM counts are exact, "time" fields where it says its
@@ -79,71 +38,6 @@ DETAIL_FIELDS = [
         (access, access.lower(), "count" if level == "SRAM" else "dram"),
     )
 ]
-
-
-def write_scalesim_inputs(
-    folder: Path, layers: list[tuple[int, ...]], arr: ArrayConfig, gemm: bool
-) -> tuple[Path, Path]:
-    """A SCALE-Sim cfg for ``arr`` and a topology CSV (conv rows or GEMM M, N, K rows)."""
-    cfg = folder / "scale.cfg"
-    cfg.write_text(
-        CFG_TEMPLATE.format(
-            rows=arr.rows,
-            cols=arr.cols,
-            ifmap_kb=arr.ifmap_sram_kb,
-            filter_kb=arr.filter_sram_kb,
-            ofmap_kb=arr.ofmap_sram_kb,
-            bandwidth=arr.bandwidth,
-            dataflow=arr.dataflow,
-            ifmap_bw=arr.ifmap_dram_bandwidth,
-            filter_bw=arr.filter_dram_bandwidth,
-            mode=arr.bandwidth_mode,
-        )
-    )
-    topo = folder / "topology.csv"
-    if gemm:
-        lines = ["Layer, M, N, K,"] + [
-            f"L{i}, {m}, {n}, {k}," for i, (m, n, k) in enumerate(layers)
-        ]
-    else:
-        header = "Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, "
-        lines = [header + "Num Filter, Stride Height, Stride Width,"]
-        lines += [f"L{i}, " + ", ".join(map(str, layer)) + "," for i, layer in enumerate(layers)]
-    topo.write_text("\n".join(lines) + "\n")
-    return cfg, topo
-
-
-def read_reports(folder: Path) -> dict[str, list[dict[str, str]]]:
-    """SCALE-Sim-format report CSVs in ``folder`` as lists of {column: value} rows."""
-    out = {}
-    for name in ("COMPUTE_REPORT", "BANDWIDTH_REPORT", "DETAILED_ACCESS_REPORT"):
-        with open(folder / f"{name}.csv", newline="") as f:
-            rows = list(csv.reader(f))
-        header = [h.strip() for h in rows[0]]
-        out[name] = [dict(zip(header, (v.strip() for v in row), strict=True)) for row in rows[1:]]
-    return out
-
-
-def run_scalesim(
-    tmp_path: Path, layers: list[tuple[int, ...]], arr: ArrayConfig, gemm: bool
-) -> dict[str, list[dict[str, str]]]:
-    """Run SCALE-Sim 3.0.0 in-process on ``layers`` and return its parsed reports."""
-    from scalesim.scale_sim import scalesim
-
-    cfg, topo = write_scalesim_inputs(tmp_path, layers, arr, gemm)
-    layout = tmp_path / "layout.csv"
-    layout.write_text("Layer name,\n")
-    with contextlib.redirect_stdout(io.StringIO()):
-        sim = scalesim(
-            save_disk_space=True,
-            verbose=False,
-            config=str(cfg),
-            topology=str(topo),
-            layout=str(layout),
-            input_type_gemm=gemm,
-        )
-        sim.run_scale(top_path=str(tmp_path / "out"))
-    return read_reports(tmp_path / "out" / "run")
 
 
 def mismatches(

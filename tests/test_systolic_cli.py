@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 from stablehlo_perf.analysis import scalesim_io, systolic, systolic_cli
+from stablehlo_perf.analysis.scalesim_io import read_reports, run_scalesim
 from stablehlo_perf.analysis.systolic import ArrayConfig
-from test_systolic import read_reports, run_scalesim, write_scalesim_inputs
 
 
 def compare_reports(ours: dict, theirs: dict) -> None:
@@ -50,7 +50,9 @@ def test_read_config_and_topology(tmp_path: Path) -> None:
     arr = ArrayConfig(
         16, 8, "is", 2, 4, 8, bandwidth_mode="USER", bandwidth=3, ifmap_dram_bandwidth=5
     )
-    cfg, topo = write_scalesim_inputs(tmp_path, [(5, 5, 3, 3, 2, 4, 2)], arr, gemm=False)
+    cfg, topo = tmp_path / "s.cfg", tmp_path / "t.csv"
+    scalesim_io.write_config(cfg, arr)
+    scalesim_io.write_topology(topo, [(5, 5, 3, 3, 2, 4, 2)], gemm=False)
     assert scalesim_io.read_config(cfg).array == arr
     assert scalesim_io.read_config(cfg).run_name == "run"
     [layer] = scalesim_io.read_topology(topo)
