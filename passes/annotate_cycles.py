@@ -10,7 +10,7 @@ from jaxlib.mlir import ir
 from stablehlo_perf.analysis.aggregate import ControlNode, aggregate
 from stablehlo_perf.analysis.service import default_registry
 from stablehlo_perf.analysis.targets import DEFAULT_TARGET, load_target
-from stablehlo_perf.passes.base import AnalysisCache, set_f64, set_i64, set_str
+from stablehlo_perf.passes.base import AnalysisCache, add_warning, set_f64, set_i64, set_str
 from stablehlo_perf.passes.extract import CONTROL_OPS, ModuleView
 
 __all__ = ["AnnotateCyclesPass", "control_nodes"]
@@ -81,7 +81,7 @@ class AnnotateCyclesPass:
             if node is not None and node.kind == "while":
                 set_i64(op, "perf.trip_count", node.trips if node.trips is not None else 1)
                 if node.trips is None:
-                    set_str(op, "perf.warning", "trip count not static; counted one trip")
+                    add_warning(op, "trip count not static; counted one trip")
 
 
 def _control_model(node: ControlNode) -> str:

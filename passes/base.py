@@ -42,11 +42,17 @@ class AnalysisCache:
 def set_i64(op: ir.Operation, name: str, value: int) -> None:
     """Write an i64 attribute; a value past int64 is clamped and flagged in `perf.warning`."""
     if value > INT64_MAX:
-        op.attributes["perf.warning"] = ir.StringAttr.get(
-            f"{name} = {value} exceeds int64; clamped here, exact in the report"
-        )
+        add_warning(op, f"{name} = {value} exceeds int64; clamped here, exact in the report")
         value = INT64_MAX
     op.attributes[name] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), value)
+
+
+def add_warning(op: ir.Operation, message: str) -> None:
+    """Append to the op's `perf.warning` (several passes may have something to say)."""
+    attrs = op.attributes
+    if "perf.warning" in attrs and message not in attrs["perf.warning"].value:
+        message = f"{attrs['perf.warning'].value}; {message}"
+    attrs["perf.warning"] = ir.StringAttr.get(message)
 
 
 def set_f64(op: ir.Operation, name: str, value: float) -> None:

@@ -63,3 +63,12 @@ func.func @dynamic(%a: tensor<?x4xf32>) -> tensor<?x4xf32> {
   %0 = stablehlo.add %a, %a : tensor<?x4xf32>
   return %0 : tensor<?x4xf32>
 }
+
+// CHECK-LABEL: func.func @huge
+func.func @huge(%a: tensor<4294967296x4294967296xf32>) -> tensor<4294967296x4294967296xf32> {
+  // 2^64 elements: 2^64 FLOPs and 3 * 2^66 bytes do not fit in i64; the IR gets
+  // INT64_MAX and a warning, the report keeps the exact numbers.
+  // CHECK: stablehlo.add {{.*}}perf.bytes = 9223372036854775807 : i64, perf.flops = 9223372036854775807 : i64, perf.id = {{[0-9]+}} : i64, perf.warning = "perf.flops = 18446744073709551616 exceeds int64; clamped here, exact in the report; perf.bytes = 221360928884514619392 exceeds int64; clamped here, exact in the report"
+  %0 = stablehlo.add %a, %a : tensor<4294967296x4294967296xf32>
+  return %0 : tensor<4294967296x4294967296xf32>
+}

@@ -1,0 +1,31 @@
+"""Shared fixtures: a fresh MLIR context per test and the JAX-lowered corpus."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPUS = ROOT / "test_ir" / "corpus"
+
+
+def corpus_programs() -> ModuleType:
+    """test_ir/corpus/programs.py, imported by path (it is not part of the package)."""
+    spec = importlib.util.spec_from_file_location("corpus_programs", CORPUS / "programs.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def corpus_files() -> list[Path]:
+    return sorted(CORPUS.glob("*.mlir")) + sorted((CORPUS / "handwritten").glob("*.mlir"))
+
+
+@pytest.fixture
+def ctx():
+    from stablehlo_perf.passes.ir import make_context
+
+    return make_context()

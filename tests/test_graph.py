@@ -1,0 +1,59 @@
+"""Critical path, trip counts and control-flow aggregation, against hand-worked graphs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from stablehlo_perf.analysis.aggregate import ControlNode, aggregate
+from stablehlo_perf.analysis.critical_path import longest_path, static_trip_count
+
+
+def test_diamond():
+    # 0 -> {1, 2} -> 3 with latencies 2, 5, 1, 3: path 0,1,3 = 10; node 2 has 4 slack.
+    s = longest_path([2, 5, 1, 3], [[], [0], [0], [1, 2]])
+    assert s.span_ns == 10 and s.work_ns == 11
+    assert s.path == [0, 1, 3]
+    assert s.start_ns == [0, 2, 2, 7]
+    assert s.slack_ns == [0, 0, 4, 0]
+
+
+def test_independent_chains_and_empty():
+    s = longest_path([1, 1, 5], [[], [0], []])
+    assert s.path == [2] and s.slack_ns == [3, 3, 0]
+    empty = longest_path([], [])
+    assert (empty.span_ns, empty.path) == (0.0, [])
+
+
+@pytest.mark.parametrize(
+    "init,bound,step,direction,trips",
+    [(0, 10, 1, "LT", 10), (0, 10, 3, "LT", 4), (2, 10, 1, "LE", 9), (10, 0, -1, "GT", 10),
+     (10, 0, -2, "GE", 6), (0, 8, 2, "NE", 4), (5, 0, 1, "LT", 0), (0, 7, 2, "NE", None),
+     (0, 10, -1, "LT", None), (0, 10, 0, "LT", None)],
+)  # fmt: skip
+def test_static_trip_count(init, bound, step, direction, trips):
+    assert static_trip_count(init, bound, step, direction) == trips
+
+
+def test_aggregate_while_case_and_calls():
+    # ops: 0 while{cond: [1], body: [2, 3]} x4; 4 case{[5], [6]}; 7 call @f; f = [8, 9].
+    own = np.array([[0], [1], [10], [5], [0], [3], [8], [0], [2], [2]], dtype=float)
+    controls = {
+        0: ControlNode("while", regions=[[1], [2, 3]], trips=4),
+        4: ControlNode("case", regions=[[5], [6]]),
+        7: ControlNode("call", callee="f"),
+    }
+    agg = aggregate(own, controls, {"main": [0, 4, 7], "f": [8, 9]})
+    assert agg.total[0, 0] == 4 * 15 + 5 * 1
+    assert agg.total[4, 0] == 8 and agg.branch_costs[4] == [3, 8]
+    assert agg.total[7, 0] == 4
+    assert agg.caveats == []
+
+
+def test_aggregate_unknown_trips_and_recursion_are_caveats():
+    own = np.array([[0], [1], [0]], dtype=float)
+    controls = {0: ControlNode("while", regions=[[], [1]], trips=None), 2: ControlNode("call", callee="main")}
+    agg = aggregate(own, controls, {"main": [0, 2]})
+    assert agg.total[0, 0] == 1
+    assert any("trip count not static" in c for c in agg.caveats)
+    assert any("recursive call to @main" in c for c in agg.caveats)

@@ -1,0 +1,73 @@
+"""The service registry: routing by target kind and op, one batched call per model, fallbacks."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pytest
+
+from stablehlo_perf.analysis.opinfo import OpInfo, TensorType
+from stablehlo_perf.analysis.roofline import RooflineModel
+from stablehlo_perf.analysis.service import OpCost, Registry, default_registry
+from stablehlo_perf.analysis.targets import load_target
+
+
+def T(*shape, e="f32"):
+    return TensorType(tuple(shape), e)
+
+
+@dataclass
+class CountingModel:
+    """Answers dot_general only, and counts its calls."""
+
+    name: str = "counting"
+    calls: list[int] = field(default_factory=list)
+
+    def supports(self, op, target):
+        return op.name == "stablehlo.dot_general"
+
+    def predict(self, ops, target):
+        self.calls.append(len(ops))
+        return [OpCost(cycles=7, latency_ns=7.0, dram_bytes=0, model=self.name) for _ in ops]
+
+
+def ops():
+    dot = OpInfo.build(0, "stablehlo.dot_general", [T(4, 4), T(4, 4)], [T(4, 4)],
+                       {"lhs_contracting_dims": (1,)})  # fmt: skip
+    add = OpInfo.build(1, "stablehlo.add", [T(4, 4), T(4, 4)], [T(4, 4)])
+    dyn = OpInfo.build(2, "stablehlo.add", [T(None)], [T(None)])
+    const = OpInfo.build(3, "stablehlo.constant", [], [T(4)])
+    return [dot, add, dyn, const, dot, dot]
+
+
+def test_routes_and_batches():
+    model = CountingModel()
+    reg = Registry(fallback=RooflineModel())
+    reg.register(model, kinds=("tpu",))
+    costs = reg.price(ops(), load_target("tpu-v5e"))
+    assert [c.model for c in costs] == [
+        "counting", "roofline", "unknown-shape", "free", "counting", "counting"
+    ]  # fmt: skip
+    assert model.calls == [3], "one predict call for all three dot_generals"
+
+
+def test_kind_filter_falls_back_to_roofline():
+    model = CountingModel()
+    reg = Registry(fallback=RooflineModel())
+    reg.register(model, kinds=("tpu",))
+    costs = reg.price(ops(), load_target("h100"))
+    assert costs[0].model == "roofline" and model.calls == []
+
+
+def test_roofline_numbers_by_hand():
+    # tpu-v5e: add of two 4x4 f32 -> 192 B at 819 GB/s = 0.2344 ns, plus 850 ns launch.
+    cost = RooflineModel().predict([ops()[1]], load_target("tpu-v5e"))[0]
+    assert cost.latency_ns == pytest.approx(850 + 192 / 819, rel=1e-9)
+    assert cost.cycles == round((850 + 192 / 819) * 1.5)
+    assert cost.dram_bytes == 192
+
+
+def test_default_registry_prices_everything():
+    costs = default_registry().price(ops(), load_target("tpu-v4"))
+    assert all(c.latency_ns >= 0 for c in costs)
+    assert costs[2].model == "unknown-shape"
