@@ -41,8 +41,13 @@ def aggregate(
     controls: Mapping[int, ControlNode],
     funcs: Mapping[str, Sequence[int]],
     names: Mapping[int, str] | None = None,
+    xla_while_convention: bool = False,
 ) -> Aggregation:
-    """Inclusive costs: `own` is (n_ops, k); row i of the result adds what op i contains."""
+    """Inclusive costs: `own` is (n_ops, k); row i of the result adds what op i contains.
+
+    With `xla_while_convention` a while costs its body and condition once each,
+    as XLA's HloCostAnalysis counts it, whatever the trip count.
+    """
     total = np.array(own, dtype=float, copy=True)
     done = np.zeros(len(own), dtype=bool)
     out = Aggregation(total=total)
@@ -82,6 +87,10 @@ def aggregate(
                 cond = block_sum(node.regions[0]) if node.regions else 0.0
                 body = block_sum(node.regions[1]) if len(node.regions) > 1 else 0.0
                 trips = node.trips
+                if xla_while_convention:
+                    total[i] += body + cond
+                    done[i] = True
+                    return total[i]
                 if trips is None:
                     out.caveats.append(f"{label(i)}: trip count not static; counted one trip")
                     trips = 1

@@ -236,6 +236,10 @@ def count_flops(
         return 2 * results[0].num_elements * width  # type: ignore[operator]
     if short == "convolution":
         return _conv_flops(operands, results, attrs)
+    if short == "sort":
+        # XLA assumes a comparison sort: N * ceil(log2 N) over the first operand.
+        n = operands[0].num_elements
+        return n * (n - 1).bit_length() if n else 0  # type: ignore[operator]
     if short == "reduce":
         n_in = operands[0].num_elements
         n_out = results[0].num_elements
