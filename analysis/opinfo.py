@@ -16,6 +16,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 __all__ = [
@@ -61,22 +62,22 @@ class TensorType:
     shape: tuple[int | None, ...] | None
     element_type: str
 
-    @property
+    @cached_property
     def is_static(self) -> bool:
         return self.shape is not None and all(d is not None for d in self.shape)
 
-    @property
+    @cached_property
     def num_elements(self) -> int | None:
         """Exact element count (a Python int, never overflows), or None if not static."""
         if not self.is_static:
             return None
         return math.prod(self.shape)  # type: ignore[arg-type]
 
-    @property
+    @cached_property
     def elem_bytes(self) -> float:
         return element_bytes(self.element_type)
 
-    @property
+    @cached_property
     def nbytes(self) -> int | None:
         n = self.num_elements
         return None if n is None else int(n * self.elem_bytes)
@@ -134,11 +135,11 @@ class OpInfo:
         """Op name without its dialect prefix (`stablehlo.add` → `add`)."""
         return self.name.split(".", 1)[-1]
 
-    @property
+    @cached_property
     def is_static(self) -> bool:
         return all(t.is_static for t in (*self.operands, *self.results))
 
-    @property
+    @cached_property
     def op_class(self) -> str:
         return op_class(self.name)
 

@@ -10,7 +10,7 @@ from jaxlib.mlir import ir
 from stablehlo_perf.analysis.aggregate import ControlNode, aggregate
 from stablehlo_perf.analysis.service import default_registry
 from stablehlo_perf.analysis.targets import DEFAULT_TARGET, load_target
-from stablehlo_perf.passes.base import AnalysisCache, add_warning, set_f64, set_i64, set_str
+from stablehlo_perf.passes.base import AnalysisCache
 from stablehlo_perf.passes.extract import CONTROL_OPS, ModuleView
 
 __all__ = ["AnnotateCyclesPass", "control_nodes"]
@@ -60,28 +60,28 @@ class AnnotateCyclesPass:
         )
         cache.warnings.extend(agg.caveats)
         for rec, cost in zip(view.records, costs, strict=True):
-            i, op = rec.info.id, rec.op
+            i = rec.info.id
             latency, cycles, dram = agg.total[i]
             model = cost.model
             node = nodes.get(i)
             if node is not None:
                 model = _control_model(node)
-                cycles = round(latency * target.clock_ghz)
-            set_i64(op, "perf.cycles", round(cycles))
-            set_f64(op, "perf.latency_ns", latency)
-            set_i64(op, "perf.dram_bytes", round(dram))
-            set_str(op, "perf.model", model)
+                cycles = latency * target.clock_ghz
+            cache.write(rec, "perf.cycles", round(cycles))
+            cache.write(rec, "perf.latency_ns", float(latency))
+            cache.write(rec, "perf.dram_bytes", round(dram))
+            cache.write(rec, "perf.model", model)
             for key, value in cost.extra.items():
-                if isinstance(value, float) and key != "bound":
-                    set_f64(op, f"perf.{key}", value)
+                if isinstance(value, float):
+                    cache.write(rec, f"perf.{key}", value)
             if i in agg.branch_costs:
-                op.attributes["perf.branch_latency_ns"] = ir.ArrayAttr.get(
+                rec.op.attributes["perf.branch_latency_ns"] = ir.ArrayAttr.get(
                     [ir.FloatAttr.get_f64(c) for c in agg.branch_costs[i]]
                 )
             if node is not None and node.kind == "while":
-                set_i64(op, "perf.trip_count", node.trips if node.trips is not None else 1)
+                cache.write(rec, "perf.trip_count", node.trips if node.trips is not None else 1)
                 if node.trips is None:
-                    add_warning(op, "trip count not static; counted one trip")
+                    cache.warn(rec, "trip count not static; counted one trip")
 
 
 def _control_model(node: ControlNode) -> str:

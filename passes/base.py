@@ -1,4 +1,4 @@
-"""What every perf pass shares: the per-run analysis cache and typed attribute writers."""
+"""What every perf pass shares: the per-run analysis cache, which also writes the attributes."""
 
 from __future__ import annotations
 
@@ -6,9 +6,10 @@ from dataclasses import dataclass, field
 from typing import ClassVar, Protocol
 
 from jaxlib.mlir import ir
-from stablehlo_perf.passes.extract import ModuleView, view_module
 
-__all__ = ["INT64_MAX", "AnalysisCache", "PerfPass", "set_f64", "set_i64", "set_str", "set_unit"]
+from stablehlo_perf.passes.extract import ModuleView, OpRecord, view_module
+
+__all__ = ["PerfPass", "AnalysisCache", "INT64_MAX"]
 
 INT64_MAX = 2**63 - 1
 
@@ -26,42 +27,48 @@ class AnalysisCache:
     """Analyses shared by the passes of one pipeline run, like MLIR's analysis manager.
 
     The perf passes only add attributes, never change the IR's structure, so
-    the module view (OpInfo of every op) is computed once and reused.
+    the module view (OpInfo of every op) is computed once and reused. Every
+    attribute a pass writes is also kept here as a Python value, so the report
+    reads exact numbers without parsing attributes back.
     """
 
     filename: str
     warnings: list[str] = field(default_factory=list)
+    values: dict[int, dict[str, object]] = field(default_factory=dict)
     _view: ModuleView | None = None
+    _i64: ir.Type | None = None
 
     def view(self, module: ir.Operation) -> ModuleView:
         if self._view is None:
             self._view = view_module(module, self.filename)
         return self._view
 
+    def write(self, rec: OpRecord, name: str, value: bool | int | float | str) -> None:
+        """Set `name` on the op: True → unit, int → i64, float → f64, str → string.
 
-def set_i64(op: ir.Operation, name: str, value: int) -> None:
-    """Write an i64 attribute; a value past int64 is clamped and flagged in `perf.warning`."""
-    if value > INT64_MAX:
-        add_warning(op, f"{name} = {value} exceeds int64; clamped here, exact in the report")
-        value = INT64_MAX
-    op.attributes[name] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), value)
+        An int past int64 is clamped in the IR, kept exact here, and flagged in `perf.warning`.
+        """
+        self.values.setdefault(rec.info.id, {})[name] = value
+        attrs = rec.op.attributes
+        if value is True:
+            attrs[name] = ir.UnitAttr.get()
+        elif isinstance(value, int):
+            if value > INT64_MAX:
+                self.warn(rec, f"{name} = {value} exceeds int64; clamped here, exact in the report")
+                value = INT64_MAX
+            if self._i64 is None:
+                self._i64 = ir.IntegerType.get_signless(64)
+            attrs[name] = ir.IntegerAttr.get(self._i64, value)
+        elif isinstance(value, float):
+            attrs[name] = ir.FloatAttr.get_f64(value)
+        else:
+            attrs[name] = ir.StringAttr.get(value)
 
-
-def add_warning(op: ir.Operation, message: str) -> None:
-    """Append to the op's `perf.warning` (several passes may have something to say)."""
-    attrs = op.attributes
-    if "perf.warning" in attrs and message not in attrs["perf.warning"].value:
-        message = f"{attrs['perf.warning'].value}; {message}"
-    attrs["perf.warning"] = ir.StringAttr.get(message)
-
-
-def set_f64(op: ir.Operation, name: str, value: float) -> None:
-    op.attributes[name] = ir.FloatAttr.get_f64(float(value))
-
-
-def set_str(op: ir.Operation, name: str, value: str) -> None:
-    op.attributes[name] = ir.StringAttr.get(value)
-
-
-def set_unit(op: ir.Operation, name: str) -> None:
-    op.attributes[name] = ir.UnitAttr.get()
+    def warn(self, rec: OpRecord, message: str) -> None:
+        """Append to the op's `perf.warning` (several passes may have something to say)."""
+        current = self.values.setdefault(rec.info.id, {}).get("perf.warning")
+        if current and message in str(current):
+            return
+        text = f"{current}; {message}" if current else message
+        self.values[rec.info.id]["perf.warning"] = text
+        rec.op.attributes["perf.warning"] = ir.StringAttr.get(text)

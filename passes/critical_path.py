@@ -8,19 +8,20 @@ from typing import ClassVar
 
 from jaxlib.mlir import ir
 from stablehlo_perf.analysis.critical_path import Schedule, longest_path
-from stablehlo_perf.passes.base import AnalysisCache, set_f64, set_unit
+from stablehlo_perf.passes.base import AnalysisCache
 from stablehlo_perf.passes.extract import ModuleView
 
 __all__ = ["CriticalPathPass", "block_schedule", "read_latency"]
 
 
-def read_latency(op: ir.Operation) -> float:
+def read_latency(cache: AnalysisCache, op_id: int) -> float:
     """The latency perf-annotate-cycles wrote (0 where it has not run)."""
-    attrs = op.attributes
-    return attrs["perf.latency_ns"].value if "perf.latency_ns" in attrs else 0.0
+    return float(cache.values.get(op_id, {}).get("perf.latency_ns", 0.0))
 
 
-def block_schedule(view: ModuleView, ids: Sequence[int], op_ids: dict) -> Schedule:
+def block_schedule(
+    view: ModuleView, cache: AnalysisCache, ids: Sequence[int], op_ids: dict
+) -> Schedule:
     """Longest path over one block's ops; an op depends on the ops its (nested) operands come from."""
     local = {i: k for k, i in enumerate(ids)}
     deps: list[list[int]] = []
@@ -36,7 +37,7 @@ def block_schedule(view: ModuleView, ids: Sequence[int], op_ids: dict) -> Schedu
             for block in view.regions.get(j, []):
                 stack.extend(block)
         deps.append(sorted(found))
-    latency = [read_latency(view.records[i].op) for i in ids]
+    latency = [read_latency(cache, i) for i in ids]
     return longest_path(latency, deps)
 
 
@@ -58,12 +59,12 @@ class CriticalPathPass:
         schedules: dict[tuple[int, ...], Schedule] = {}
 
         def schedule(ids: Sequence[int], offset: float) -> Schedule:
-            s = block_schedule(view, ids, op_ids)
+            s = block_schedule(view, cache, ids, op_ids)
             schedules[tuple(ids)] = s
             for k, i in enumerate(ids):
-                op = view.records[i].op
-                set_f64(op, "perf.start_ns", offset + s.start_ns[k])
-                set_f64(op, "perf.slack_ns", s.slack_ns[k])
+                rec = view.records[i]
+                cache.write(rec, "perf.start_ns", float(offset + s.start_ns[k]))
+                cache.write(rec, "perf.slack_ns", float(s.slack_ns[k]))
                 for block in view.regions.get(i, []):
                     schedule(block, offset + s.start_ns[k])
             return s
@@ -74,13 +75,14 @@ class CriticalPathPass:
         for func in view.funcs.values():
             if func.public or func is entry:
                 path: list[int] = []
-                self._mark(view, func.top, schedules, set(), path)
+                self._mark(view, cache, func.top, schedules, set(), path)
                 if func is entry:
                     module.attributes["perf.critical_path"] = ir.DenseI64ArrayAttr.get(path)
 
     def _mark(
         self,
         view: ModuleView,
+        cache: AnalysisCache,
         ids: Sequence[int],
         schedules: dict[tuple[int, ...], Schedule],
         seen: set[str],
@@ -93,19 +95,17 @@ class CriticalPathPass:
         for k in s.path:
             i = ids[k]
             rec = view.records[i]
-            set_unit(rec.op, "perf.critical")
+            cache.write(rec, "perf.critical", True)
             path.append(i)
             blocks = view.regions.get(i, [])
             if rec.info.name == "stablehlo.while" and len(blocks) > 1:
-                self._mark(view, blocks[1], schedules, seen, path)
+                self._mark(view, cache, blocks[1], schedules, seen, path)
             elif blocks:
-                costliest = max(
-                    blocks, key=lambda b: sum(read_latency(view.records[j].op) for j in b)
-                )
-                self._mark(view, costliest, schedules, seen, path)
+                costliest = max(blocks, key=lambda b: sum(read_latency(cache, j) for j in b))
+                self._mark(view, cache, costliest, schedules, seen, path)
             callee = (
                 rec.info.attrs.get("callee", "").lstrip("@") if rec.info.name == "func.call" else ""
             )
             if callee in view.funcs and callee not in seen:
                 seen.add(callee)
-                self._mark(view, view.funcs[callee].top, schedules, seen, path)
+                self._mark(view, cache, view.funcs[callee].top, schedules, seen, path)

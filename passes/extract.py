@@ -70,7 +70,12 @@ class ModuleView:
 
 
 class _TypeCache(dict):
-    """Memoises `tensor_type` for one walk (MLIR types are uniqued, so hashing is cheap)."""
+    """Memoises `tensor_type` for one walk (MLIR types are uniqued, so hashing is cheap),
+    and locations in `locs` the same way."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.locs: dict = {}
 
     def __missing__(self, t: ir.Type) -> TensorType:
         value = self[t] = tensor_type(t)
@@ -144,7 +149,7 @@ def _opinfo(rid: int, op: ir.Operation, func: str, filename: str, types: _TypeCa
     elif op.name == "stablehlo.while":
         trips = _while_trip_count(op)
         attrs["trip_count"] = trips
-    file, line, col = op_location(op, filename)
+    file, line, col = op_location(op, filename, types.locs)
     return OpInfo.build(
         id=rid,
         name=op.name,

@@ -71,9 +71,25 @@ def parse_module(text: str, filename: str, context: ir.Context) -> ir.Module:
     return module
 
 
-def op_location(op: ir.Operation, default_file: str) -> tuple[str, int, int]:
-    """The innermost `file:line:col` in an op's location (JAX nests them in name/callsite locs)."""
-    m = _FILE_LOC.search(str(op.location))
+def op_location(
+    op: ir.Operation, default_file: str, memo: dict | None = None
+) -> tuple[str, int, int]:
+    """The innermost `file:line:col` in an op's location (JAX nests them in name/callsite locs).
+
+    Printing a location is slow and JAX reuses a few per module, so `memo`
+    (keyed by the uniqued location attribute) saves most of the work.
+    """
+    if memo is None:
+        return _parse_location(str(op.location), default_file)
+    key = op.location.attr
+    found = memo.get(key)
+    if found is None:
+        found = memo[key] = _parse_location(str(key), default_file)
+    return found
+
+
+def _parse_location(text: str, default_file: str) -> tuple[str, int, int]:
+    m = _FILE_LOC.search(text)
     if not m:
         return default_file, 0, 0
     file = m.group(1)

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from jaxlib.mlir import ir
-from stablehlo_perf.passes.base import AnalysisCache, set_i64, set_str
+from stablehlo_perf.passes.base import AnalysisCache
 
 __all__ = ["OpInfoPass"]
 
@@ -23,10 +23,10 @@ class OpInfoPass:
 
     def apply(self, module: ir.Operation, cache: AnalysisCache) -> None:
         for rec in cache.view(module).records:
-            info, op = rec.info, rec.op
-            set_i64(op, "perf.id", info.id)
+            info = rec.info
+            cache.write(rec, "perf.id", info.id)
             if info.flops is None or info.bytes is None:
-                set_str(op, "perf.model", "unknown-shape")
+                cache.write(rec, "perf.model", "unknown-shape")
                 continue
-            set_i64(op, "perf.flops", info.flops)
-            set_i64(op, "perf.bytes", info.bytes)
+            cache.write(rec, "perf.flops", info.flops)
+            cache.write(rec, "perf.bytes", info.bytes)

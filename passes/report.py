@@ -5,6 +5,7 @@ from __future__ import annotations
 from jaxlib.mlir import ir
 from stablehlo_perf.analysis.report import OpReport, Report
 from stablehlo_perf.analysis.targets import Target
+from stablehlo_perf.passes.base import AnalysisCache
 from stablehlo_perf.passes.extract import ModuleView
 
 __all__ = ["collect_report"]
@@ -14,40 +15,34 @@ _REASONS = {
 }
 
 
-def _attr(op: ir.Operation, name: str, default: object) -> object:
-    attrs = op.attributes
-    if name not in attrs:
-        return default
-    a = attrs[name]
-    return True if isinstance(a, ir.UnitAttr) else a.value
-
-
 def collect_report(
-    module: ir.Operation, view: ModuleView, target: Target, caveats: list[str]
+    module: ir.Operation, view: ModuleView, cache: AnalysisCache, target: Target
 ) -> Report:
-    """Report over every analysed op; totals are those of the entry function."""
+    """Report over every analysed op from the values the passes wrote; totals are the entry function's."""
+    caveats = list(cache.warnings)
     ops: list[OpReport] = []
     unmodelled: list[dict[str, str | int]] = []
     entry = view.entry()
     entry_top = set(entry.top) if entry else set()
     for rec in view.records:
-        info, op = rec.info, rec.op
-        model = str(_attr(op, "perf.model", "none"))
+        info = rec.info
+        values = cache.values.get(info.id, {})
+        model = str(values.get("perf.model", "none"))
         ops.append(
             OpReport(
                 id=info.id,
                 name=info.name,
                 loc=info.loc,
                 func=info.func,
-                cycles=int(_attr(op, "perf.cycles", 0)),
-                latency_ns=float(_attr(op, "perf.latency_ns", 0.0)),
+                cycles=int(values.get("perf.cycles", 0)),
+                latency_ns=float(values.get("perf.latency_ns", 0.0)),
                 flops=info.flops,
                 bytes=info.bytes,
-                dram_bytes=int(_attr(op, "perf.dram_bytes", 0)),
+                dram_bytes=int(values.get("perf.dram_bytes", 0)),
                 model=model,
-                critical=bool(_attr(op, "perf.critical", False)),
-                slack_ns=float(_attr(op, "perf.slack_ns", 0.0)),
-                start_ns=float(_attr(op, "perf.start_ns", 0.0)),
+                critical=bool(values.get("perf.critical", False)),
+                slack_ns=float(values.get("perf.slack_ns", 0.0)),
+                start_ns=float(values.get("perf.start_ns", 0.0)),
                 top_level=info.id in entry_top,
             )
         )
@@ -60,7 +55,7 @@ def collect_report(
                 {"id": info.id, "name": info.name, "loc": info.loc,
                  "reason": "no dedicated model knows this op; priced by the roofline fallback"}
             )  # fmt: skip
-        warning = _attr(op, "perf.warning", None)
+        warning = values.get("perf.warning", None)
         if warning:
             caveats = [*caveats, f"op {info.id} `{info.name}` at {info.loc}: {warning}"]
     top_ops = [o for o in ops if o.top_level]
