@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 DATAFLOWS = ("os", "ws", "is")
 BANDWIDTH_MODES = ("CALC", "USER")
@@ -48,6 +48,10 @@ class ArrayConfig:
     ifmap_dram_bandwidth: int = 10
     filter_dram_bandwidth: int = 10
     word_size: int = 1
+    # Derived buffer geometry, computed once: (ifmap, filter) CALC-mode flush capacities and set
+    # sizes in words, and the ofmap drain half and write-back words per cycle.
+    _read_geometry: tuple[int, int, int, int] = field(init=False, repr=False, compare=False)
+    _write_geometry: tuple[int, int] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         for name in ("rows", "cols", "bandwidth", "ifmap_dram_bandwidth", "filter_dram_bandwidth"):
@@ -71,13 +75,23 @@ class ArrayConfig:
             if self.words(kb) < _SETS_PER_SRAM:
                 # SCALE-Sim splits each SRAM into 100 sets and crashes below one word per set.
                 raise ValueError(f"{name}: SRAM of {kb} KB holds fewer than {_SETS_PER_SRAM} words")
+        set_i = self.words(self.ifmap_sram_kb) // _SETS_PER_SRAM
+        set_f = self.words(self.filter_sram_kb) // _SETS_PER_SRAM
+        ofmap_words = self.words(self.ofmap_sram_kb)
+        write_bw = self.cols if self.bandwidth_mode == "CALC" else self.bandwidth
+        object.__setattr__(
+            self, "_read_geometry", (_ACTIVE_SETS * set_i, _ACTIVE_SETS * set_f, set_i, set_f)
+        )
+        object.__setattr__(
+            self, "_write_geometry", (ofmap_words - _ceil_div(ofmap_words, 2), write_bw)
+        )
 
     def words(self, sram_kb: int) -> int:
         """Capacity of an SRAM of ``sram_kb`` KB in words."""
         return (sram_kb * 1024) // self.word_size
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class LayerResult:
     """One layer's COMPUTE_REPORT, BANDWIDTH_REPORT and DETAILED_ACCESS_REPORT numbers.
 
@@ -132,6 +146,8 @@ class LayerResult:
 
 def _positive_int(name: str, value: object) -> int:
     """``value`` as a Python int (numpy integers accepted); ValueError naming ``name`` otherwise."""
+    if type(value) is int and value > 0:
+        return value
     try:
         number = operator.index(value)
     except TypeError:
@@ -176,14 +192,6 @@ def _epoch_repeat(n: int, repeats: int, fill: int, capacity: int) -> tuple[int, 
     if n < capacity:
         return 2 * n - tail, n
     return repeats * n, (fill + repeats * n) % capacity
-
-
-@dataclass(frozen=True)
-class _Fold:
-    """Where one operand's first and last demand sit inside a fold, for the SRAM start/stop cycles."""
-
-    first: int
-    last: int
 
 
 def simulate_conv(
@@ -255,16 +263,19 @@ def _simulate(
     """Core model on SCALE-Sim's operand matrices: ifmap pixels x window, filter window x filters."""
     rows, cols, df = arr.rows, arr.cols, arr.dataflow
     # Spatial rows / spatial cols / temporal extent of the mapping (SCALE-Sim paper, Table I).
-    s_r, s_c, t = {
-        "os": (pixels, filters, window),
-        "ws": (window, filters, pixels),
-        "is": (window, pixels, filters),
-    }[df]
-    row_folds, col_folds = _ceil_div(s_r, rows), _ceil_div(s_c, cols)
+    if df == "os":
+        s_r, s_c, t = pixels, filters, window
+    elif df == "ws":
+        s_r, s_c, t = window, filters, pixels
+    else:
+        s_r, s_c, t = window, pixels, filters
+    row_folds, col_folds = -(-s_r // rows), -(-s_c // cols)
     folds = row_folds * col_folds
     first_r, last_r = min(rows, s_r), s_r - (row_folds - 1) * rows
     last_c = s_c - (col_folds - 1) * cols
 
+    # Per fold: its length in cycles, and the first demand of each operand in the first fold and
+    # its last demand in the last fold (cycle offsets inside a fold; see the compute/*.py files).
     if df == "os":
         fold_len = t + rows + cols - 2
         util_len = fold_len
@@ -273,44 +284,30 @@ def _simulate(
         # SCALE-Sim adds rows + cols per fold to the OS ofmap write count (a counting quirk).
         ofmap_sram = s_r * s_c + folds * (rows + cols)
         ofmap_elems = s_r * s_c
-        span = {
-            "ifmap": (_Fold(0, 0), _Fold(0, t + last_r - 2)),
-            "filter": (_Fold(0, 0), _Fold(0, t + last_c - 2)),
-            "ofmap": (_Fold(t - 1 + rows - first_r, 0), _Fold(0, t + rows + last_c - 3)),
-        }
+        i_first, i_last = 0, t + last_r - 2
+        f_first, f_last = 0, t + last_c - 2
+        o_first, o_last = t - 1 + rows - first_r, t + rows + last_c - 3
     else:
         fold_len = 2 * rows + cols + t - 2
         util_len = fold_len + cols - 1
         ofmap_elems = ofmap_sram = row_folds * pixels * filters
+        o_first, o_last = 2 * rows - 1, 2 * rows + t + last_c - 3
         if df == "ws":
             ifmap_sram = col_folds * t * s_r
             filter_sram = window * filters
-            span = {
-                "ifmap": (_Fold(rows, 0), _Fold(0, rows + t + last_r - 2)),
-                "filter": (_Fold(rows - first_r, 0), _Fold(0, rows - 1)),
-            }
+            i_first, i_last = rows, rows + t + last_r - 2
+            f_first, f_last = rows - first_r, rows - 1
         else:
             ifmap_sram = window * pixels
             filter_sram = col_folds * window * filters
-            span = {
-                "ifmap": (_Fold(rows - first_r, 0), _Fold(0, rows - 1)),
-                "filter": (_Fold(rows, 0), _Fold(0, rows + t + last_r - 2)),
-            }
-        span["ofmap"] = (_Fold(2 * rows - 1, 0), _Fold(0, 2 * rows + t + last_c - 3))
+            i_first, i_last = rows - first_r, rows - 1
+            f_first, f_last = rows, rows + t + last_r - 2
 
     total_cycles = folds * fold_len - 1
-    # A conv whose last window hangs off the ifmap ends its ifmap demand earlier than modelled.
-    timeline_exact = valid_pairs == pixels * window
+    last_fold = (folds - 1) * fold_len
     macs = pixels * window * filters
-    overall_util = (macs * 100) / (total_cycles * rows * cols)
-    mapping_eff = s_r * s_c / (rows * cols * folds) * 100
-    compute_util = s_r * s_c * t / (rows * cols * util_len * folds) * 100
+    array = rows * cols
 
-    last_fold_start = (folds - 1) * fold_len
-    sram = {name: (a.first, last_fold_start + b.last) for name, (a, b) in span.items()}
-
-    first = (sram["ifmap"][0], sram["filter"][0])
-    last = (sram["ifmap"][1], sram["filter"][1])
     ifmap, filt = _calc_reads(
         df,
         window,
@@ -319,62 +316,57 @@ def _simulate(
         footprint == pixels * window,
         row_folds,
         col_folds,
-        first,
-        last,
+        (i_first, f_first),
+        (last_fold + i_last, last_fold + f_last),
         arr,
     )
     ofmap = _dram_writes(ofmap_elems, total_cycles, arr)
     exact_cycles = True
     if arr.bandwidth_mode == "USER":
-        prefetch = {
-            "os": (row_folds * rows * window, col_folds * cols * window),
-            "ws": (row_folds * rows * pixels, col_folds * cols * window),
-            "is": (col_folds * cols * window, row_folds * rows * filters),
-        }[df]
+        if df == "os":
+            prefetch = (row_folds * rows * window, col_folds * cols * window)
+        elif df == "ws":
+            prefetch = (row_folds * rows * pixels, col_folds * cols * window)
+        else:
+            prefetch = (col_folds * cols * window, row_folds * rows * filters)
         ifmap, filt, exact_cycles = _user_reads(
             prefetch, (valid_pairs, window * filters), (ifmap, filt), arr
         )
-        exact_cycles = exact_cycles and ofmap.exact
+        exact_cycles = exact_cycles and ofmap[3]
     return LayerResult(
-        total_cycles_incl_prefetch=ofmap.stop - min(ifmap.start, filt.start),
-        total_cycles=total_cycles,
-        stall_cycles=0,
-        overall_util_pct=overall_util,
-        mapping_eff_pct=mapping_eff,
-        compute_util_pct=compute_util,
-        ifmap_sram_reads=ifmap_sram,
-        filter_sram_reads=filter_sram,
-        ofmap_sram_writes=ofmap_sram,
-        ifmap_dram_reads=ifmap.count,
-        filter_dram_reads=filt.count,
-        ofmap_dram_writes=ofmap.count,
-        ifmap_sram_start_cycle=sram["ifmap"][0] + 1,
-        ifmap_sram_stop_cycle=sram["ifmap"][1] + 1,
-        filter_sram_start_cycle=sram["filter"][0] + 1,
-        filter_sram_stop_cycle=sram["filter"][1] + 1,
-        ofmap_sram_start_cycle=sram["ofmap"][0],
-        ofmap_sram_stop_cycle=sram["ofmap"][1],
-        ifmap_dram_start_cycle=ifmap.start,
-        ifmap_dram_stop_cycle=ifmap.stop,
-        filter_dram_start_cycle=filt.start,
-        filter_dram_stop_cycle=filt.stop,
-        ofmap_dram_start_cycle=ofmap.start,
-        ofmap_dram_stop_cycle=ofmap.stop,
-        exact_dram=ifmap.exact and filt.exact and ofmap.exact,
-        exact_cycles=exact_cycles,
-        exact_timeline=timeline_exact and ifmap.timed and filt.timed and ofmap.exact,
+        ofmap[2] - min(ifmap[1], filt[1]),
+        total_cycles,
+        0,
+        (macs * 100) / (total_cycles * array),
+        s_r * s_c / (array * folds) * 100,
+        s_r * s_c * t / (array * util_len * folds) * 100,
+        ifmap_sram,
+        filter_sram,
+        ofmap_sram,
+        ifmap[0],
+        filt[0],
+        ofmap[0],
+        i_first + 1,
+        last_fold + i_last + 1,
+        f_first + 1,
+        last_fold + f_last + 1,
+        o_first,
+        last_fold + o_last,
+        ifmap[1],
+        ifmap[2],
+        filt[1],
+        filt[2],
+        ofmap[1],
+        ofmap[2],
+        ifmap[3] and filt[3] and ofmap[3],
+        exact_cycles,
+        # A conv whose last window hangs off the ifmap ends its ifmap demand earlier than this.
+        valid_pairs == pixels * window and ifmap[4] and filt[4] and ofmap[3],
     )
 
 
-@dataclass(frozen=True)
-class _Operand:
-    """One operand's DRAM traffic and the cycles of its first and last DRAM transfer."""
-
-    count: int
-    start: int
-    stop: int
-    exact: bool
-    timed: bool = True
+# One operand's DRAM traffic: (count, first DRAM cycle, last DRAM cycle, count exact, cycles exact).
+_Operand = tuple[int, int, int, bool, bool]
 
 
 def _repeat_blocks(block: int, count: int, repeats: int, capacity: int) -> tuple[int, int]:
@@ -406,22 +398,21 @@ def _calc_reads(
     arr: ArrayConfig,
 ) -> tuple[_Operand, _Operand]:
     """CALC-mode DRAM reads of the ifmap and filter SRAMs (read_buffer_estimate_bw.py)."""
-    words_i, words_f = arr.words(arr.ifmap_sram_kb), arr.words(arr.filter_sram_kb)
-    cap_i = _ACTIVE_SETS * (words_i // _SETS_PER_SRAM)
-    cap_f = _ACTIVE_SETS * (words_f // _SETS_PER_SRAM)
+    cap_i, cap_f, set_i, set_f = arr._read_geometry
 
     # OS and WS stream the whole ifmap once per filter column fold; IS streams each ifmap block
     # once. A conv's ifmap repeats addresses (overlapping windows), so once it overflows the
     # buffer its count depends on the address order and is estimated as if all were distinct.
-    ifmap_passes = 1 if df == "is" else col_folds
-    ifmap_reads = _repeat_blocks(footprint, 1, ifmap_passes, cap_i)[0]
-    ifmap_exact = distinct or footprint < cap_i
+    if footprint < cap_i:
+        ifmap_reads = footprint
+    else:
+        ifmap_reads = footprint if df == "is" else col_folds * footprint
 
     filter_total = window * filters
-    if df == "ws":
+    if df == "ws" or filter_total < cap_f:
         filter_reads = filter_total
     elif df == "is":
-        filter_reads = _repeat_blocks(filter_total, 1, col_folds, cap_f)[0]
+        filter_reads = col_folds * filter_total
     else:
         full = filters // arr.cols
         filter_reads, fill = _repeat_blocks(window * arr.cols, full, row_folds, cap_f)
@@ -430,16 +421,20 @@ def _calc_reads(
             filter_reads += _epoch_repeat(window * rest, row_folds, fill, cap_f)[0]
     return (
         _calc_span(
-            ifmap_reads, footprint, words_i, cap_i, ifmap_exact, first_demand[0], last_demand[0]
+            ifmap_reads,
+            footprint,
+            set_i,
+            cap_i,
+            distinct or footprint < cap_i,
+            first_demand[0],
+            last_demand[0],
         ),
-        _calc_span(
-            filter_reads, filter_total, words_f, cap_f, True, first_demand[1], last_demand[1]
-        ),
+        _calc_span(filter_reads, filter_total, set_f, cap_f, True, first_demand[1], last_demand[1]),
     )
 
 
 def _calc_span(
-    reads: int, unique: int, words: int, capacity: int, exact: bool, first: int, last: int
+    reads: int, unique: int, per_set: int, capacity: int, exact: bool, first: int, last: int
 ) -> _Operand:
     """First/last DRAM cycle of a CALC-mode read buffer.
 
@@ -447,12 +442,10 @@ def _calc_span(
     whole sets; with flushes the first fetch ends just before the first demand and the last one
     ends with the last flush (estimated here as the operand's last demand).
     """
-    per_set = words // _SETS_PER_SRAM
     if unique < capacity:
         cycles = _ceil_div(_ceil_div(unique, per_set) * per_set, _CALC_READ_BW)
-        return _Operand(reads, -cycles, -1, exact)
-    cycles = _ceil_div(_ACTIVE_SETS * per_set, _CALC_READ_BW)
-    return _Operand(reads, first - cycles, last, exact, timed=False)
+        return (reads, -cycles, -1, exact, True)
+    return (reads, first - _ceil_div(_ACTIVE_SETS * per_set, _CALC_READ_BW), last, exact, False)
 
 
 def _user_reads(
@@ -481,10 +474,10 @@ def _user_reads(
         per_set = _ceil_div(words, _SETS_PER_SRAM)
         if n_valid // per_set + 1 > _ceil_div(active, per_set):
             fits = False
-            out.append(_Operand(est.count, est.start, est.stop, False, timed=False))
+            out.append((est[0], est[1], est[2], False, False))
             continue
         lines = min(_ceil_div(active, bw), _ceil_div(elems, bw))
-        out.append(_Operand(lines * bw, -lines, -1, True))
+        out.append((lines * bw, -lines, -1, True, True))
     return out[0], out[1], fits
 
 
@@ -495,8 +488,6 @@ def _dram_writes(elems: int, total_cycles: int, arr: ArrayConfig) -> _Operand:
     everything back after the last compute cycle, one line of ``bw`` words per cycle. Past that it
     also counts the padding of lines it cut short mid-stream, which is not modelled (estimate).
     """
-    bw = arr.cols if arr.bandwidth_mode == "CALC" else arr.bandwidth
-    words = arr.words(arr.ofmap_sram_kb)
-    drain = words - _ceil_div(words, 2)
-    lines = _ceil_div(elems, bw)
-    return _Operand(elems, total_cycles, total_cycles + lines - 1, elems <= drain)
+    drain, bw = arr._write_geometry
+    exact = elems <= drain
+    return (elems, total_cycles, total_cycles - (-elems // bw) - 1, exact, exact)
