@@ -16,7 +16,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Any
 
 __all__ = [
@@ -183,6 +183,7 @@ _FLOP_PER_ELEMENT = (_BINARY | _COMPARE_SELECT | _UNARY | _CONVERT) - _TRANSCEND
 }
 
 
+@lru_cache(maxsize=None)
 def op_class(name: str) -> str:
     """Coarse class of an op: matmul, binary, compare_select, transcendental, unary,
     convert, movement, reduction, control, constant or other."""

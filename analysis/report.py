@@ -8,7 +8,7 @@ int64.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 
 __all__ = ["OpReport", "Report"]
 
@@ -33,6 +33,9 @@ class OpReport:
     top_level: bool
 
 
+_OP_FIELDS = [f.name for f in fields(OpReport) if f.name != "top_level"]
+
+
 @dataclass
 class Report:
     """Whole-module results; `total_latency_ns` is the entry function's ops run in sequence."""
@@ -49,13 +52,27 @@ class Report:
     target_note: str = ""
 
     def to_dict(self) -> dict:
-        d = asdict(self)
-        for op in d["ops"]:
-            op.pop("top_level")
+        d = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "ops"}
+        d["ops"] = [
+            {f: getattr(o, f) for f in _OP_FIELDS} for o in self.ops
+        ]
         return d
 
     def to_json(self, indent: int | None = 2) -> str:
-        return json.dumps(self.to_dict(), indent=indent)
+        """JSON text; with `indent`, top-level keys and each op go on lines of their own
+        (each op compact), which keeps json's fast C encoder for the bulk."""
+        d = self.to_dict()
+        if indent is None:
+            return json.dumps(d)
+        pad = " " * indent
+        parts = []
+        for key, value in d.items():
+            if key == "ops":
+                ops = f",\n{pad}{pad}".join(json.dumps(op) for op in value)
+                parts.append(f'{pad}"ops": [\n{pad}{pad}{ops}\n{pad}]' if value else f'{pad}"ops": []')
+            else:
+                parts.append(f"{pad}{json.dumps(key)}: {json.dumps(value)}")
+        return "{\n" + ",\n".join(parts) + "\n}"
 
     def to_trace(self) -> dict:
         """The predicted timeline as a Chrome/Perfetto trace: one slice per op, µs timestamps."""

@@ -59,16 +59,17 @@ class AnnotateCyclesPass:
             names={i: f"{infos[i].name} at {infos[i].loc}" for i in nodes},
         )
         cache.warnings.extend(agg.caveats)
+        totals = agg.total.tolist()
         for rec, cost in zip(view.records, costs, strict=True):
             i = rec.info.id
-            latency, cycles, dram = agg.total[i]
+            latency, cycles, dram = totals[i]
             model = cost.model
             node = nodes.get(i)
             if node is not None:
                 model = _control_model(node)
                 cycles = latency * target.clock_ghz
             cache.write(rec, "perf.cycles", round(cycles))
-            cache.write(rec, "perf.latency_ns", float(latency))
+            cache.write(rec, "perf.latency_ns", latency)
             cache.write(rec, "perf.dram_bytes", round(dram))
             cache.write(rec, "perf.model", model)
             for key, value in cost.extra.items():
