@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["analyze"]
+__all__ = ["analyze", "perf_jit"]
 
 
 def analyze(module: Any, target: str | None = None, **kwargs: Any) -> Any:
@@ -12,3 +12,10 @@ def analyze(module: Any, target: str | None = None, **kwargs: Any) -> Any:
     from stablehlo_perf.passes.api import analyze as _analyze
 
     return _analyze(module, target=target, **kwargs)
+
+
+def perf_jit(fun: Any = None, **kwargs: Any) -> Any:
+    """`jax.jit` with `.analyze(...)` (and `measure=True`): see `stablehlo_perf.runtime.jit_hook`."""
+    from stablehlo_perf.runtime.jit_hook import perf_jit as _perf_jit
+
+    return _perf_jit(fun, **kwargs)

@@ -1,0 +1,353 @@
+"""`perf_jit`: a drop-in `jax.jit` that can also analyse (and time) the program it lowers.
+
+Calling the decorated function is exactly calling `jax.jit(fun, **jit_kwargs)`:
+the analysis machinery is never on that path, so it cannot break the user's
+program. `.analyze(*args, **kwargs)` lowers (never executes) through the same
+jitted object and annotates a *clone* of the lowered module (from
+`lowered.as_text()`, so JAX's own module object is never touched); results are
+cached per input signature, as jit caches compilations. Errors raised while
+tracing the user's function propagate unchanged; errors inside the analysis
+become a partial result that says why (STYLE.md, "optional information
+degrades softly").
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+import jax
+import numpy as np
+
+__all__ = ["Measurement", "PerfAnalysis", "PerfJitted", "measure_callable", "perf_jit"]
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """Wall-clock latency of one jitted call on the local backend (ns), over `repeats` calls."""
+
+    median_ns: float
+    p10_ns: float
+    p90_ns: float
+    repeats: int
+    backend: str
+    samples_ns: tuple[float, ...] = ()
+
+    @property
+    def spread(self) -> float:
+        """(p90 - p10) / median: the repeat-to-repeat variation of this measurement."""
+        return (self.p90_ns - self.p10_ns) / self.median_ns if self.median_ns else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d.pop("samples_ns")
+        d["spread"] = self.spread
+        return d
+
+
+@dataclass(frozen=True)
+class PerfAnalysis:
+    """What `.analyze` returns: the analysis (or why it is partial) and, with measure=True, timing.
+
+    `result` is the `AnalysisResult` of `sp.analyze` (annotated clone + report);
+    it is None when the analysis failed, and `reason` says why. `stablehlo` is
+    the un-annotated text JAX lowered, always present.
+    """
+
+    target: str
+    stablehlo: str
+    result: Any | None = None
+    reason: str | None = None
+    measured: Measurement | None = None
+    measure_reason: str | None = None
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def partial(self) -> bool:
+        return self.result is None
+
+    @property
+    def report(self) -> Any | None:
+        return None if self.result is None else self.result.report
+
+    @property
+    def annotated_ir(self) -> str:
+        """The annotated module; the plain lowering when the analysis failed."""
+        return self.stablehlo if self.result is None else self.result.annotated_ir
+
+    @property
+    def predicted_ns(self) -> float | None:
+        return None if self.result is None else self.result.report.total_latency_ns
+
+    def to_dict(self) -> dict[str, Any]:
+        """The report's JSON contract, plus `partial`, `reason`, `measured` and any extras."""
+        d: dict[str, Any] = (
+            self.result.report.to_dict() if self.result is not None else {"target": self.target}
+        )
+        d["partial"] = self.partial
+        d["reason"] = self.reason
+        d["measured"] = None if self.measured is None else self.measured.to_dict()
+        if self.measure_reason:
+            d["measure_reason"] = self.measure_reason
+        d.update(self.extras)
+        return d
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent)
+
+    def to_markdown(self) -> str:
+        return str(self)
+
+    def __str__(self) -> str:
+        head = ["| target | predicted | measured (median) | measured / predicted | status |",
+                "|---|---:|---:|---:|---|"]  # fmt: skip
+        pred = self.predicted_ns
+        meas = self.measured.median_ns if self.measured else None
+        ratio = f"{meas / pred:.2f}" if pred and meas else "–"
+        status = f"partial: {self.reason}" if self.partial else "ok"
+        if self.measure_reason:
+            status += f"; not measured: {self.measure_reason}"
+        head.append(f"| {self.target} | {_ns(pred)} | {_ns(meas)} | {ratio} | {status} |")
+        body = "" if self.result is None else "\n" + self.result.to_markdown()
+        return "\n".join(head) + "\n" + body
+
+
+def _ns(x: float | None) -> str:
+    if x is None:
+        return "–"
+    return f"{x / 1e3:.2f} µs" if x >= 1e3 else f"{x:.1f} ns"
+
+
+def measure_callable(
+    fn: Callable[..., Any],
+    args: Sequence[Any],
+    kwargs: dict[str, Any] | None = None,
+    repeats: int = 30,
+    warmup: int = 3,
+    min_time_s: float = 0.05,
+    max_repeats: int = 2000,
+) -> Measurement:
+    """Time `fn(*args, **kwargs)` to completion (`block_until_ready`); median and p10/p90.
+
+    Warm-up calls absorb compilation; then at least `repeats` calls and at
+    least `min_time_s` of them are timed, one sample per call.
+    """
+    kwargs = kwargs or {}
+    for _ in range(warmup):
+        jax.block_until_ready(fn(*args, **kwargs))
+    samples: list[float] = []
+    start = time.perf_counter()
+    while len(samples) < max_repeats and (
+        len(samples) < repeats or time.perf_counter() - start < min_time_s
+    ):
+        t0 = time.perf_counter_ns()
+        jax.block_until_ready(fn(*args, **kwargs))
+        samples.append(float(time.perf_counter_ns() - t0))
+    arr = np.asarray(samples)
+    return Measurement(
+        median_ns=float(np.median(arr)),
+        p10_ns=float(np.percentile(arr, 10)),
+        p90_ns=float(np.percentile(arr, 90)),
+        repeats=len(samples),
+        backend=jax.default_backend(),
+        samples_ns=tuple(samples),
+    )
+
+
+def _as_tuple(x: int | str | Sequence[Any] | None) -> tuple[Any, ...]:
+    if x is None:
+        return ()
+    if isinstance(x, (int, str)):
+        return (x,)
+    return tuple(x)
+
+
+def _static_sets(
+    fun: Callable[..., Any], argnums: tuple[int, ...], argnames: tuple[str, ...]
+) -> tuple[tuple[int, ...], frozenset[str]]:
+    """Static positions and names, each inferred from the other as `jax.jit` does."""
+    try:
+        params = list(inspect.signature(fun).parameters.values())
+    except (TypeError, ValueError):
+        return argnums, frozenset(argnames)
+    positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    nums, names = list(argnums), set(argnames)
+    if argnums and not argnames:
+        names |= {positional[i] for i in argnums if -len(positional) <= i < len(positional)}
+    elif argnames and not argnums:
+        nums += [i for i, n in enumerate(positional) if n in argnames]
+    return tuple(nums), frozenset(n for n in names)
+
+
+def _leaf_key(leaf: Any) -> Any:
+    """Abstract value of an array-like leaf (shape, dtype, weak type); the value for others."""
+    try:
+        return ("aval", jax.typeof(leaf))
+    except TypeError:
+        return ("value", type(leaf), leaf)
+
+
+def _tree_key(tree: Any) -> Any:
+    leaves, treedef = jax.tree_util.tree_flatten(tree)
+    return (treedef, tuple(_leaf_key(x) for x in leaves))
+
+
+class PerfJitted:
+    """`jax.jit(fun)` plus `.analyze`; every other attribute is the jitted function's."""
+
+    def __init__(
+        self,
+        fun: Callable[..., Any],
+        target: str | None,
+        pipeline: str | None,
+        jit_kwargs: dict[str, Any],
+    ) -> None:
+        self._fun = fun
+        self._target = target
+        self._pipeline = pipeline
+        self._jit_kwargs = dict(jit_kwargs)
+        self._jitted = jax.jit(fun, **jit_kwargs)
+        self._static_nums, self._static_names = _static_sets(
+            fun,
+            _as_tuple(jit_kwargs.get("static_argnums")),
+            _as_tuple(jit_kwargs.get("static_argnames")),
+        )
+        self._cache: dict[Any, PerfAnalysis] = {}
+        functools.update_wrapper(self, fun)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Run exactly as `jax.jit(fun)` would."""
+        return self._jitted(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._jitted, name)
+
+    def __get__(self, obj: Any, objtype: type | None = None) -> Any:
+        return self if obj is None else functools.partial(self, obj)
+
+    @property
+    def target(self) -> str:
+        from stablehlo_perf.analysis.targets import DEFAULT_TARGET
+
+        return self._target or DEFAULT_TARGET
+
+    def lower(self, *args: Any, **kwargs: Any) -> Any:
+        """JAX's own `Lowered` for these arguments (`jax.jit(fun).lower`)."""
+        return self._jitted.lower(*args, **kwargs)
+
+    def signature_key(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """What `.analyze` caches on: static arguments by value, the rest by abstract value."""
+        n = len(args)
+        static_pos = {i % n for i in self._static_nums if -n <= i < n}
+        parts = [
+            ("static", a) if i in static_pos else ("dyn", _tree_key(a)) for i, a in enumerate(args)
+        ]
+        for k in sorted(kwargs):
+            v = kwargs[k]
+            parts.append((k, "static", v) if k in self._static_names else (k, "dyn", _tree_key(v)))
+        return tuple(parts)
+
+    def analyze(self, *args: Any, measure: bool = False, **kwargs: Any) -> PerfAnalysis:
+        """Lower for these arguments (arrays or `jax.ShapeDtypeStruct`s; nothing runs) and analyse.
+
+        With `measure=True` the program is also timed on the local backend
+        (with synthetic data where only shapes were given) and the measurement
+        is put beside the prediction.
+        """
+        try:
+            key = self.signature_key(args, kwargs)
+            hash(key)
+        except TypeError:
+            key = None
+        res = self._cache.get(key) if key is not None else None
+        if res is None:
+            lowered = self._jitted.lower(*args, **kwargs)
+            res = self._analyse_lowered(lowered)
+            if key is not None:
+                self._cache[key] = res
+        if measure:
+            res = self._with_measurement(res, args, kwargs)
+        return res
+
+    def _analyse_lowered(self, lowered: Any) -> PerfAnalysis:
+        text = lowered.as_text(debug_info=True)
+        try:
+            from stablehlo_perf.passes.api import analyze
+
+            result = analyze(
+                text, target=self.target, pipeline=self._pipeline, filename=self._filename()
+            )
+        except Exception as e:  # noqa: BLE001 - any analysis failure degrades to a partial result
+            return PerfAnalysis(target=self.target, stablehlo=text, reason=_reason(e))
+        return PerfAnalysis(target=self.target, stablehlo=text, result=result)
+
+    def _filename(self) -> str:
+        return f"<perf_jit {getattr(self._fun, '__qualname__', 'fun')}>"
+
+    def _with_measurement(
+        self, res: PerfAnalysis, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> PerfAnalysis:
+        try:
+            cargs, ckwargs = self._concrete_inputs(args, kwargs)
+            # Without donation, so timing never invalidates the caller's buffers.
+            jit_kwargs = {k: v for k, v in self._jit_kwargs.items() if "donate" not in k}
+            fn = jax.jit(self._fun, **jit_kwargs)
+            m = measure_callable(fn, cargs, ckwargs)
+        except Exception as e:  # noqa: BLE001 - timing is optional information
+            return replace(res, measured=None, measure_reason=_reason(e))
+        return replace(res, measured=m, measure_reason=None)
+
+    def _concrete_inputs(
+        self, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        """Replace `ShapeDtypeStruct` leaves by deterministic data (normal floats, zero ints)."""
+        rng = np.random.default_rng(0)
+
+        def concrete(leaf: Any) -> Any:
+            if not isinstance(leaf, jax.ShapeDtypeStruct):
+                return leaf
+            if not all(isinstance(d, int) for d in leaf.shape):
+                raise ValueError(f"symbolic shape {leaf.shape} cannot run: give concrete sizes")
+            dtype = np.dtype(leaf.dtype)
+            if np.issubdtype(dtype, np.floating) or np.issubdtype(dtype, np.complexfloating):
+                data = rng.standard_normal(leaf.shape).astype(dtype)
+            else:
+                data = np.zeros(leaf.shape, dtype)
+            return jax.device_put(data)
+
+        n = len(args)
+        static_pos = {i % n for i in self._static_nums if -n <= i < n}
+        cargs = tuple(
+            a if i in static_pos else jax.tree_util.tree_map(concrete, a)
+            for i, a in enumerate(args)
+        )
+        ckwargs = {
+            k: v if k in self._static_names else jax.tree_util.tree_map(concrete, v)
+            for k, v in kwargs.items()
+        }
+        return cargs, ckwargs
+
+
+def _reason(e: BaseException) -> str:
+    return f"{type(e).__name__}: {e}".strip()
+
+
+def perf_jit(
+    fun: Callable[..., Any] | None = None,
+    *,
+    target: str | None = None,
+    pipeline: str | None = None,
+    **jit_kwargs: Any,
+) -> Any:
+    """`jax.jit` with `.analyze`: use as `@perf_jit` or `@perf_jit(target=..., static_argnums=...)`.
+
+    Every keyword but `target` and `pipeline` goes to `jax.jit` unchanged.
+    """
+    if fun is None:
+        return lambda f: PerfJitted(f, target, pipeline, jit_kwargs)
+    return PerfJitted(fun, target, pipeline, jit_kwargs)

@@ -1,0 +1,172 @@
+"""perf_jit: jax.jit compatibility, per-signature caching, clone-not-mutate, soft failure."""
+
+from __future__ import annotations
+
+import json
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import stablehlo_perf as sp
+
+
+def _mlp(params, batch, *, act="tanh"):
+    h = batch["x"] @ params["w1"] + params["b1"]
+    h = jnp.tanh(h) if act == "tanh" else jax.nn.relu(h)
+    return jnp.mean((h @ params["w2"] - batch["y"]) ** 2)
+
+
+def _data():
+    k = jax.random.split(jax.random.key(0), 4)
+    params = {
+        "w1": jax.random.normal(k[0], (16, 32)),
+        "b1": jnp.zeros(32),
+        "w2": jax.random.normal(k[1], (32, 4)),
+    }
+    batch = {"x": jax.random.normal(k[2], (8, 16)), "y": jax.random.normal(k[3], (8, 4))}
+    return params, batch
+
+
+def test_call_equals_jax_jit_with_pytrees_kwargs_and_static_names():
+    params, batch = _data()
+    ours = sp.perf_jit(_mlp, target="host", static_argnames="act")
+    ref = jax.jit(_mlp, static_argnames="act")
+    for act in ("tanh", "relu"):
+        np.testing.assert_array_equal(ours(params, batch, act=act), ref(params, batch, act=act))
+    g_ours = sp.perf_jit(jax.grad(_mlp))(params, batch)
+    g_ref = jax.jit(jax.grad(_mlp))(params, batch)
+    jax.tree_util.tree_map(np.testing.assert_array_equal, g_ours, g_ref)
+
+
+def test_static_argnums_and_donation_match_jax_jit():
+    def f(x, n, y):
+        return x * n + y
+
+    ours = sp.perf_jit(f, static_argnums=1, donate_argnums=2)
+    ref = jax.jit(f, static_argnums=1, donate_argnums=2)
+    x = jnp.arange(6.0)
+    np.testing.assert_array_equal(ours(x, 3, jnp.ones(6)), ref(x, 3, jnp.ones(6)))
+    # static by position given as keyword: jit infers the name, so must we.
+    assert ours.analyze(x, n=3, y=jnp.ones(6)) is ours.analyze(x, n=3, y=jnp.ones(6))
+    assert ours.analyze(x, n=3, y=jnp.ones(6)) is not ours.analyze(x, n=4, y=jnp.ones(6))
+
+
+def test_analyze_lowers_without_running_and_caches_per_signature():
+    traces, runs = [], []
+
+    def f(x, scale):
+        traces.append(1)
+        jax.debug.callback(lambda: runs.append(1))
+        return jnp.sin(x) * scale
+
+    step = sp.perf_jit(f, target="host")
+    x = jnp.ones((4, 8))
+    a = step.analyze(x, 2.0)
+    b = step.analyze(jnp.zeros((4, 8)), 3.0)  # same shapes, weak-typed scalar: same signature
+    assert runs == [] and len(traces) == 1 and a is b
+    c = step.analyze(jnp.ones((5, 8)), 2.0)
+    assert len(traces) == 2 and c is not a
+    assert [o.name for o in a.report.ops if o.name == "stablehlo.sine"] == ["stablehlo.sine"]
+    assert a.report.target == "host" and not a.partial
+
+
+def test_shape_dtype_struct_inputs_give_the_same_report_as_arrays():
+    params, batch = _data()
+    step = sp.perf_jit(_mlp, target="tpu-v5e")
+    abstract = jax.tree_util.tree_map(
+        lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype), (params, batch)
+    )
+    concrete = json.loads(step.analyze(params, batch).to_json())
+    from_shapes = json.loads(step.analyze(*abstract).to_json())
+    assert from_shapes == concrete
+    assert concrete["total_latency_ns"] > 0 and concrete["partial"] is False
+    direct = sp.analyze(jax.jit(_mlp).lower(params, batch), target="tpu-v5e")
+    assert direct.report.total_latency_ns == pytest.approx(concrete["total_latency_ns"])
+
+
+def test_analysis_annotates_a_clone_never_jaxs_module():
+    lowered = jax.jit(lambda a, b: jnp.tanh(a @ b)).lower(jnp.ones((8, 16)), jnp.ones((16, 4)))
+    module = lowered.compiler_ir("stablehlo")
+    before = str(module)
+    res = sp.analyze(lowered, target="h100")
+    assert "perf.latency_ns" in res.annotated_ir
+    assert lowered.compiler_ir("stablehlo") is module
+    assert str(module) == before and "perf." not in before
+
+
+def test_user_trace_errors_pass_through_unchanged():
+    class Mine(Exception):
+        pass
+
+    def bad(x):
+        raise Mine("user's own error")
+
+    with pytest.raises(Mine, match="user's own error"):
+        sp.perf_jit(bad).analyze(jnp.ones(3))
+
+    def mismatch(x, y):
+        return x @ y
+
+    with pytest.raises(TypeError) as ref:
+        jax.jit(mismatch).lower(jnp.ones((2, 3)), jnp.ones((4, 5)))
+    with pytest.raises(TypeError) as ours:
+        sp.perf_jit(mismatch).analyze(jnp.ones((2, 3)), jnp.ones((4, 5)))
+    assert str(ours.value) == str(ref.value)
+
+
+def test_analysis_failure_is_partial_and_never_breaks_the_function():
+    step = sp.perf_jit(lambda x: x + 1, target="no-such-chip")
+    res = step.analyze(jnp.ones(3))
+    assert res.partial and "no-such-chip" in res.reason
+    assert "stablehlo.add" in res.annotated_ir
+    assert json.loads(res.to_json())["partial"] is True
+    np.testing.assert_array_equal(step(jnp.ones(3)), jnp.full(3, 2.0))
+
+
+def test_no_array_inputs_scalars_and_keyword_only_arguments():
+    def no_inputs():
+        return jnp.arange(16.0).reshape(4, 4) @ jnp.ones((4, 4))
+
+    res = sp.perf_jit(no_inputs, target="host").analyze()
+    assert any(o.name == "stablehlo.dot_general" for o in res.report.ops)
+
+    def kw_only(x, *, power, shift=1.0):
+        return x**power + shift
+
+    step = sp.perf_jit(kw_only, static_argnames="power")
+    out = step(jnp.arange(3.0), power=2, shift=0.5)
+    np.testing.assert_array_equal(
+        out, jax.jit(kw_only, static_argnames="power")(jnp.arange(3.0), power=2, shift=0.5)
+    )
+    assert not step.analyze(jnp.arange(3.0), power=2, shift=0.5).partial
+    assert not sp.perf_jit(lambda a, b: a * b).analyze(2.0, 3).partial
+
+
+def test_symbolic_shapes_are_unknown_shape_ops_and_cannot_be_measured():
+    (b,) = jax.export.symbolic_shape("b")
+    spec = jax.ShapeDtypeStruct((b, 8), jnp.float32)
+    res = sp.perf_jit(lambda x: jnp.exp(x) * 2.0, target="host").analyze(spec, measure=True)
+    assert not res.partial
+    models = {o.name: o.model for o in res.report.ops}
+    assert models["stablehlo.exponential"] == "unknown-shape"
+    assert "stablehlo.exponential" in {u["name"] for u in res.report.unmodelled}
+    assert res.measured is None and "symbolic" in res.measure_reason
+
+
+def test_measure_puts_measured_beside_predicted_and_keeps_donated_inputs():
+    def f(x, y):
+        return jnp.tanh(x @ y)
+
+    step = sp.perf_jit(f, target="host", donate_argnums=0)
+    x, y = jnp.ones((32, 32)), jnp.ones((32, 32))
+    res = step.analyze(x, y, measure=True)
+    m = res.measured
+    assert m.repeats >= 30 and 0 < m.p10_ns <= m.median_ns <= m.p90_ns
+    assert m.backend == "cpu" and len(m.samples_ns) == m.repeats
+    d = json.loads(res.to_json())
+    assert d["measured"]["median_ns"] == m.median_ns and d["total_latency_ns"] > 0
+    assert "measured / predicted" in str(res)
+    np.testing.assert_array_equal(x, jnp.ones((32, 32)))  # not donated by the timing runs
+    spec = jax.ShapeDtypeStruct((32, 32), jnp.float32)
+    assert step.analyze(spec, spec, measure=True).measured.median_ns > 0
