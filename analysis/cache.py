@@ -14,7 +14,8 @@ footprint ``U(t) = sum_i min(g_i, t)`` is the number of distinct blocks in any
 ``C``, so they are exact.
 
 The dynamic predictor (paper §4) lives in ``cache_predictor``; this module
-re-exports its public entry points so ``cache`` is the one public API.
+re-exports its public entry points lazily (PEP 562), so ``cache`` is the one public API and
+importing it for the static model does not import scikit-learn.
 """
 
 from __future__ import annotations
@@ -26,6 +27,21 @@ from numbers import Integral
 
 import numpy as np
 from scipy.stats import binom
+
+_PREDICTOR_EXPORTS = (
+    "Calibration",
+    "ConfigKey",
+    "GemmTraffic",
+    "ScanForecast",
+    "ScanPredictor",
+    "execution_class",
+    "gemm_cold_bytes",
+    "gemm_dram_traffic",
+    "gemm_k0",
+    "heldout_report",
+    "load_calibration",
+    "simulated_calibration",
+)
 
 __all__ = [
     "StaticForecast",
@@ -348,3 +364,12 @@ def static_forecast(
         che=che_misses(n, c, arr),
         sdcm=sdcm_misses(n, c, arr, ways),
     )
+
+
+def __getattr__(name: str) -> object:
+    """Lazily re-export the dynamic predictor's entry points from ``cache_predictor``."""
+    if name in _PREDICTOR_EXPORTS:
+        from . import cache_predictor
+
+        return getattr(cache_predictor, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -140,19 +140,22 @@ def test_geometric_mean_of_repeats() -> None:
 
 
 def test_anchored_interpolation_within_class() -> None:
-    """Between references: (p + 4 a_lin) / 5 with p the class-mean encoding (App. C.5)."""
+    """Between references: (p + 4 a_lin) / 5 with the aligned anchor p = log eps (App. C.5)."""
     pred = cp.ScanPredictor(calibration(ONE_SIZE)).fit()
     a0, a8, a12 = a(1.0), a(3.0), a(5.0)
     lin = (a0 + a8) / 2  # m = 4 sits midway between m = 0 and m = 8
-    expect = (np.mean([a0, a8, a12]) + 4 * lin) / 5
+    expect = (math.log(EPS) + 4 * lin) / 5
     k = pred.forecast(key(4), 32, 16).fill_multiple
     assert k == pytest.approx(1 + math.exp(expect) - EPS)
-    # the aligned anchor p = log(eps) pulls toward K = 1 instead
-    aligned = cp.ScanPredictor(calibration(ONE_SIZE, anchor="aligned")).fit()
-    expect_aligned = (math.log(EPS) + 4 * lin) / 5
-    k_aligned = aligned.forecast(key(4), 32, 16).fill_multiple
-    assert k_aligned == pytest.approx(1 + math.exp(expect_aligned) - EPS)
-    assert k_aligned < k
+    # the class-mean anchor pulls toward the class's mean encoding instead
+    mean = cp.ScanPredictor(calibration(ONE_SIZE, anchor="class-mean")).fit()
+    expect_mean = (np.mean([a0, a8, a12]) + 4 * lin) / 5
+    k_mean = mean.forecast(key(4), 32, 16).fill_multiple
+    assert k_mean == pytest.approx(1 + math.exp(expect_mean) - EPS)
+    assert k < k_mean
+    # an infinite weight is plain linear interpolation in the excess coordinate
+    linear = cp.ScanPredictor(calibration(ONE_SIZE, anchor_weight=math.inf)).fit()
+    assert linear.forecast(key(4), 32, 16).fill_multiple == pytest.approx(1 + math.exp(lin) - EPS)
 
 
 def test_classes_do_not_mix_and_compute_is_clamped() -> None:
@@ -226,6 +229,7 @@ def test_file_round_trip(tmp_path) -> None:
         (lambda d: d["scan_references"][0].pop("n_blocks"), "lacks field 'n_blocks'"),
         (lambda d: d.update(scan_references=[], gemm_references=[]), "no references"),
         (lambda d: d.update(anchor="median"), "anchor must be"),
+        (lambda d: d.update(gemm_anchor="median"), "gemm_anchor must be"),
         (lambda d: d.pop("capacity_blocks"), "lacks"),
     ],
 )
@@ -352,3 +356,23 @@ def test_sim_rejects_cache_resident_ring() -> None:
     """The scan must not fit in the simulated cache."""
     with pytest.raises(ValueError, match="must exceed the cache capacity"):
         simulate_scan(SimDevice(), cp.ConfigKey(1, "sync", 0, 0), 16, 1, seed=0)
+
+
+def test_cache_module_reexports_predictor_lazily() -> None:
+    """``cache`` is the public API; its static part does not import scikit-learn."""
+    import subprocess
+    import sys
+
+    from stablehlo_perf.analysis import cache
+
+    assert cache.gemm_dram_traffic is cp.gemm_dram_traffic
+    assert cache.ScanPredictor is cp.ScanPredictor
+    code = (
+        "import sys\n"
+        "from stablehlo_perf.analysis import cache\n"
+        "assert cache.gap_law_misses(8, 2, (0, 4)) == 2.0\n"
+        "assert 'sklearn' not in sys.modules\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        _ = cache.nope
