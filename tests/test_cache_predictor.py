@@ -76,6 +76,16 @@ def test_excess_coordinate_round_trip_and_clip() -> None:
     assert cp.decode_excess(10.0, 1.0, 8) == 8.0
 
 
+def test_excess_error_bound() -> None:
+    """App. C.3: a log error delta in the encoding moves K by at most (e + eps)|exp(delta) - 1|."""
+    rng = np.random.default_rng(5)
+    for _ in range(500):
+        k = 1.0 + rng.exponential(1.0) * rng.integers(0, 2)
+        delta = rng.normal(0.0, 0.7)
+        k_hat = cp.decode_excess(cp.encode_excess(k, 1.0) + delta, 1.0, 1000)
+        assert abs(k_hat - k) <= (k - 1.0 + EPS) * abs(math.exp(delta) - 1.0) + 1e-12
+
+
 def test_reference_is_reproduced_at_all_horizons() -> None:
     """At a reference key and calibrated size, the forecast is the reference's own K."""
     cal = calibration({**ONE_SIZE, (8, 32): [1.0, 1.5, 2.5, 3.0]})
@@ -313,6 +323,23 @@ def test_simulated_calibration_file() -> None:
     assert report.scan_cases >= 400 and report.gemm_cases >= 8
     assert report.scan_mape < report.scan_baseline_mape
     assert report.gemm_mape < 0.5 * report.gemm_baseline_mape
+
+
+def test_simulation_reproduces_depth_effect() -> None:
+    """The simulated source shows §3.6's contrast: d = 2 stays aligned, d = 4 diverges."""
+    cal = cp.simulated_calibration()
+
+    def mean_k(o: int, d: int, w: int) -> float:
+        ks = [
+            float(np.mean(r.fills[w])) / (r.n_blocks * w)
+            for r in cal.scans
+            if r.key.family == (o, "tma", d)
+        ]
+        return float(np.mean(ks))
+
+    assert mean_k(1, 2, 64) < 1.02
+    assert mean_k(1, 4, 64) > 1.5
+    assert mean_k(1, 4, 1) < 1.02  # a single scan has no time to diverge
 
 
 def test_forecast_is_fast() -> None:
