@@ -1,0 +1,625 @@
+"""Fusion: group one block's ops into the kernels XLA would launch for a target.
+
+Mirrors XLA's producer→consumer instruction fusion (and, for GPU/TPU, dot
+epilogue/operand fusion), visiting ops from last to first so each consumer's
+group exists before its producers are considered:
+
+- elementwise, convert, broadcast, reshape, transpose, slice, concatenate,
+  pad, iota, gather, dynamic-slice ops are *loop-fusible*: they join the group
+  of their consumers (loop fusion);
+- a reduce roots an *input fusion*: its loop-fusible producers join it; a
+  reduce also fuses into an elementwise consumer that does not re-read its
+  elements (XLA:CPU's `reduce_divide_fusion`, GPU reduction epilogues). On
+  cpu, reductions that do not reduce the minor dimension fuse with nothing
+  (XLA:CPU "Not fusing reductions over major dimensions");
+- an *expensive* producer (float divide, transcendental, reduce; XLA's
+  `InstructionFusion::IsExpensive`) never joins a consumer that reads its
+  elements more than once (through a broadcast or gather: XLA's
+  `ReusesOperandElements`) and is never duplicated. A divide by a constant is
+  cheap (XLA's simplifier turns it into a multiply);
+- a producer with consumers in several groups is *duplicated* into each of
+  them when it is cheap and every consumer group accepts it (XLA:CPU/GPU may
+  duplicate); a cheap producer that reads no more bytes than it writes
+  (broadcast, iota) is also duplicated into the groups that accept it while
+  keeping its own kernel for the rest (XLA's `ComputeGloballyUnfusible`);
+  otherwise it keeps its own kernel. A duplicated op's primary group is the
+  group of its first consumer; the others are listed in `FusionPlan.copies`;
+- dot_general/convolution: on cpu a library call of its own (XLA:CPU emits
+  `ynn_fusion` kCustom / `convolution` with the epilogue in a separate loop
+  fusion — measured with jax 0.10.2); on gpu (cuBLASLt/Triton epilogues) and
+  tpu (kOutput fusion) it joins an elementwise-only consumer group (epilogue)
+  and absorbs single-use convert/transpose/reshape/broadcast operand producers;
+- while/if/case/call, sort, scatter, custom calls and anything unknown are
+  opaque: a group of their own, fused with nothing;
+- constants are free: they join every consumer's group and launch nothing;
+  a group of only constants, reshapes, bitcasts and tuple plumbing launches
+  no kernel (kind "free"), as XLA turns reshapes into bitcasts.
+
+The pass is linear in ops + edges (a duplicated producer visits at most
+`MAX_COPIES` groups).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from stablehlo_perf.analysis.opinfo import OpInfo
+
+__all__ = [
+    "KINDS",
+    "FusionPlan",
+    "GroupTraffic",
+    "fuse_block",
+    "group_traffic",
+    "plan_fusion",
+    "while_init_copies",
+]
+
+KINDS = ("tpu", "gpu", "cpu")
+MAX_COPIES = 8
+"""Most groups a cheap producer is duplicated into before it keeps its own kernel."""
+
+_LOOP_MOVEMENT = frozenset(
+    {
+        "broadcast_in_dim", "broadcast", "reshape", "transpose", "concatenate", "slice", "pad",
+        "reverse", "iota", "dynamic_slice", "dynamic_update_slice", "gather", "copy", "bitcast",
+        "dynamic_broadcast_in_dim", "dynamic_reshape", "dynamic_iota", "dynamic_pad",
+        "dynamic_gather", "real_dynamic_slice",
+    }
+)  # fmt: skip
+_ELEMENTWISE_CLASSES = frozenset({"binary", "compare_select", "transcendental", "unary", "convert"})
+_FREE_ALONE = frozenset(
+    {"constant", "reshape", "bitcast", "get_tuple_element", "tuple", "optimization_barrier"}
+)
+_REUSING = frozenset({"broadcast_in_dim", "broadcast", "dynamic_broadcast_in_dim", "gather"})
+_EXPENSIVE_ELEMENTWISE = frozenset({"divide", "remainder"})
+_DOT_OPERAND_PRODUCERS = frozenset(
+    {"convert", "transpose", "reshape", "broadcast_in_dim", "bitcast_convert", "copy"}
+)
+_GPU_EPILOGUE_MAX_OPS = 8
+"""Largest elementwise epilogue (non-free ops) a GPU dot absorbs (cuBLASLt bias+activation, Triton)."""
+
+
+@dataclass(frozen=True)
+class FusionPlan:
+    """One block's fusion: a primary group per op, each group's kind and root, and duplicates.
+
+    `copies[i]` lists the other groups that recompute op i (a duplicated
+    cheap producer); `kinds[g]` is "loop", "input" (holds a reduce), "output"
+    (holds a dot/convolution with fused ops), "opaque" (one unfusible op) or
+    "free" (launches no kernel); `launches[g]` counts its kernels (0 when
+    free; XLA:CPU adds a reduce-window kernel for a tree reduction and
+    transposes around a non-NHWC convolution); `same_as[i]` is the earlier
+    identical op that CSE merged op i into (same group, computed once).
+    """
+
+    groups: list[int]
+    kinds: list[str]
+    roots: list[int]
+    launches: list[int]
+    copies: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    same_as: dict[int, int] = field(default_factory=dict)
+
+    @property
+    def num_groups(self) -> int:
+        return len(self.kinds)
+
+    @property
+    def num_kernels(self) -> int:
+        """Kernels launched: one per non-free group, plus XLA:CPU's extra ones (see `launches`)."""
+        return sum(self.launches)
+
+    def members(self) -> list[list[int]]:
+        """Ops computed by each group, in program order: its own ops plus the copies it recomputes."""
+        out: list[list[int]] = [[] for _ in self.kinds]
+        for i, g in enumerate(self.groups):
+            out[g].append(i)
+        for i, gs in self.copies.items():
+            for g in gs:
+                out[g].append(i)
+        for m in out:
+            m.sort()
+        return out
+
+
+@dataclass(frozen=True)
+class GroupTraffic:
+    """What one fused group moves and computes: external inputs once, outputs once."""
+
+    input_bytes: int
+    output_bytes: int
+    flops: int
+
+
+@dataclass
+class _Group:
+    root: int
+    has_matmul: bool = False
+    has_reduce: bool = False
+    opaque: bool = False
+    work_ops: int = 0
+    only_elementwise: bool = True
+    extra: int = 0
+    ynn: bool = False
+
+
+def _short(op: OpInfo) -> str:
+    return op.short_name
+
+
+def _is_loop_fusible(op: OpInfo, kind: str) -> bool:
+    s = _short(op)
+    if op.op_class in _ELEMENTWISE_CLASSES or s in _LOOP_MOVEMENT:
+        return True
+    return s == "reduce_window" and kind != "cpu"
+
+
+YNN_REDUCE_MIN_ELEMENTS = 4096
+"""XLA:CPU (jax 0.10.2) hands float reductions of at least this many input elements to YNNPACK."""
+TREE_REDUCE_WINDOW = 32
+"""XLA's TreeReductionRewriter splits a reduced dimension longer than this into a reduce-window."""
+
+
+def cpu_reduce_mode(op: OpInfo) -> str:
+    """How XLA:CPU emits a reduce (measured with jax 0.10.2).
+
+    "ynn": a YNNPACK custom fusion that takes single-use elementwise producers
+    but fuses into no consumer; "tree": a reduce-window kernel (which fuses
+    nothing) then a reduce that fuses into its consumers, two launches;
+    "loop": an ordinary loop fusion root that also fuses into consumers.
+    """
+    src = op.operands[0] if op.operands else None
+    n = src.num_elements if src is not None else None
+    floating = src is not None and src.element_type in ("f32", "bf16", "f16")
+    if floating and n is not None and n >= YNN_REDUCE_MIN_ELEMENTS:
+        return "ynn"
+    dims = op.attrs.get("dimensions") or ()
+    shape = src.shape if src is not None else None
+    if shape and any((shape[d] or 0) > TREE_REDUCE_WINDOW for d in dims if d < len(shape)):
+        return "tree"
+    return "loop"
+
+
+def _is_reduce(op: OpInfo) -> bool:
+    return _short(op) == "reduce"
+
+
+def _cpu_conv_layout_copies(op: OpInfo) -> int:
+    """Transposes XLA:CPU adds around a convolution not in NHWC/HWIO/NHWC layout."""
+    a = op.attrs
+    if _short(op) != "convolution" or "input_feature_dim" not in a:
+        return 0
+    rank = len(op.operands[0].shape or ())
+    copies = int(a["input_feature_dim"] != rank - 1)
+    copies += int(
+        a["kernel_output_feature_dim"] != rank - 1 or a["kernel_input_feature_dim"] != rank - 2
+    )
+    return copies + int(a["output_feature_dim"] != rank - 1)
+
+
+def _is_noop(op: OpInfo) -> bool:
+    """A broadcast or convert that returns its operand unchanged (XLA's simplifier drops it)."""
+    return (
+        _short(op) in ("broadcast_in_dim", "broadcast", "convert", "reshape", "transpose")
+        and len(op.operands) == 1
+        and op.operands[0] == op.results[0]
+        and (
+            _short(op) != "transpose"
+            or tuple(op.attrs.get("permutation", ()))
+            == tuple(range(len(op.results[0].shape or ())))
+        )
+    )
+
+
+def _is_matmul(op: OpInfo) -> bool:
+    return op.op_class == "matmul"
+
+
+def _is_constant(op: OpInfo) -> bool:
+    return _short(op) == "constant"
+
+
+def _constant_fed(j: int, ops: Sequence[OpInfo], deps: Sequence[Sequence[int]]) -> bool:
+    """Op j is a constant or a broadcast/reshape/convert of one (a splat XLA folds)."""
+    for _ in range(8):
+        op = ops[j]
+        if _is_constant(op):
+            return True
+        if _short(op) not in ("broadcast_in_dim", "broadcast", "reshape", "convert") or not deps[j]:
+            return False
+        j = deps[j][0]
+    return False
+
+
+def _is_expensive(
+    i: int, ops: Sequence[OpInfo], deps: Sequence[Sequence[int]], srcs: Sequence[int | None]
+) -> bool:
+    """XLA's IsExpensive: float divide/transcendental, reduce, reduce_window, dot, conv."""
+    op = ops[i]
+    s = _short(op)
+    if s in ("reduce", "reduce_window") or _is_matmul(op):
+        return True
+    floating = op.element_type.startswith(("f", "bf", "complex"))
+    if s in _EXPENSIVE_ELEMENTWISE:
+        divisor = srcs[1] if len(srcs) > 1 else None
+        return floating and not (
+            divisor is not None and divisor >= 0 and _constant_fed(divisor, ops, deps)
+        )
+    return op.op_class == "transcendental" and floating
+
+
+def _sources(
+    ops: Sequence[OpInfo],
+    deps: Sequence[Sequence[int]],
+    operand_sources: Sequence[Sequence[int | None]] | None,
+) -> list[list[int | None]]:
+    """Producer per operand; without `operand_sources`, deps are matched to operands by type."""
+    if operand_sources is not None:
+        return [list(s) for s in operand_sources]
+    out: list[list[int | None]] = []
+    for i, op in enumerate(ops):
+        d = list(deps[i])
+        if len(d) == len(op.operands):
+            out.append(list(d))
+            continue
+        srcs: list[int | None] = [None] * len(op.operands)
+        free = [k for k in range(len(op.operands))]
+        for j in d:
+            for k in free:
+                if op.operands[k] in ops[j].results:
+                    srcs[k] = j
+                    free.remove(k)
+                    break
+        out.append(srcs)
+    return out
+
+
+def _cse(ops: Sequence[OpInfo], srcs: list[list[int | None]]) -> list[int]:
+    """Representative per op after XLA-style CSE of identical loop-fusible ops (JAX repeats
+    e.g. `x - mean` in layer norm; XLA computes it once)."""
+    rep = list(range(len(ops)))
+    seen: dict[tuple, int] = {}
+    for i, op in enumerate(ops):
+        s = _short(op)
+        if s in ("constant", "iota", "reduce") or not (
+            op.op_class in _ELEMENTWISE_CLASSES or s in _LOOP_MOVEMENT
+        ):
+            continue
+        if any(x is None for x in srcs[i]):
+            continue
+        key = (
+            op.name,
+            tuple(rep[x] if x >= 0 else x for x in srcs[i]),  # type: ignore[operator]
+            op.results,
+            repr(sorted(op.attrs.items())),
+        )
+        rep[i] = seen.setdefault(key, i)
+    return rep
+
+
+@dataclass
+class _State:
+    """Working state of one `plan_fusion` run."""
+
+    ops: Sequence[OpInfo]
+    deps: Sequence[Sequence[int]]
+    srcs: list[list[int | None]]
+    kind: str
+    users: list[list[int]]
+    group_of: list[int]
+    copies: dict[int, list[int]] = field(default_factory=dict)
+    reused: dict[tuple[int, int], bool] = field(default_factory=dict)
+    groups: list[_Group] = field(default_factory=list)
+
+    def holding(self, u: int) -> list[int]:
+        return [self.group_of[u], *self.copies.get(u, ())]
+
+    def new_group(self, i: int) -> int:
+        op, kind = self.ops[i], self.kind
+        opaque = not (_is_loop_fusible(op, kind) or _is_reduce(op) or _is_constant(op))
+        if _is_matmul(op) and kind != "cpu":
+            opaque = False
+        g = _Group(root=i, opaque=opaque)
+        if kind == "cpu":
+            g.extra += _cpu_conv_layout_copies(op) + self._cpu_upcasts(i)
+        self.groups.append(g)
+        self.add(len(self.groups) - 1, i)
+        return len(self.groups) - 1
+
+    def _cpu_upcasts(self, i: int) -> int:
+        """XLA:CPU runs 16-bit float dots in f32: an operand no fusion can absorb the convert
+        into (a parameter, an opaque op's result) gets a convert kernel of its own."""
+        op = self.ops[i]
+        if not _is_matmul(op):
+            return 0
+        count = 0
+        for k, t in enumerate(op.operands):
+            src = self.srcs[i][k] if k < len(self.srcs[i]) else None
+            if t.element_type in ("bf16", "f16"):
+                fusible = src is not None and src >= 0 and _is_loop_fusible(self.ops[src], "cpu")
+                count += not fusible
+        return count
+
+    def add(self, g: int, i: int) -> None:
+        grp, op = self.groups[g], self.ops[i]
+        grp.has_matmul |= _is_matmul(op)
+        grp.has_reduce |= _is_reduce(op)
+        if self.kind == "cpu" and _is_reduce(op):
+            mode = cpu_reduce_mode(op)
+            grp.extra += mode == "tree"
+            grp.ynn |= mode == "ynn"
+        if _short(op) not in _FREE_ALONE and not _is_noop(op):
+            grp.work_ops += 1
+        if not (
+            op.op_class in _ELEMENTWISE_CLASSES
+            or _short(op) in _FREE_ALONE
+            or _short(op) in ("broadcast_in_dim", "broadcast")
+        ):
+            grp.only_elementwise = False
+        self.reused[(i, g)] = self.reuse_in(i, g)
+
+    def reuse_in(self, i: int, g: int) -> bool:
+        return any(
+            g in self.holding(u)
+            and (_short(self.ops[u]) in _REUSING or self.reused.get((u, g), False))
+            for u in self.users[i]
+        )
+
+    def accepts(self, g: int, i: int, expensive: bool) -> bool:
+        """Whether group g may take producer i (XLA's ShouldFuse for this target)."""
+        grp, op, kind = self.groups[g], self.ops[i], self.kind
+        if grp.opaque:
+            return False
+        inside = [u for u in self.users[i] if g in self.holding(u)]
+        if expensive and not _is_matmul(op) and self.reuse_in(i, g):
+            return False
+        if grp.ynn and len(self.users[i]) > 1:
+            return False
+        if kind == "cpu":
+            for u in inside:
+                if _is_reduce(self.ops[u]):
+                    mode = cpu_reduce_mode(self.ops[u])
+                    if mode == "tree" or (mode == "ynn" and len(self.users[i]) > 1):
+                        return False
+        if _is_matmul(op):
+            if kind == "cpu" or grp.has_matmul or grp.has_reduce or not grp.only_elementwise:
+                return False
+            return kind == "tpu" or grp.work_ops <= _GPU_EPILOGUE_MAX_OPS
+        if grp.has_matmul and any(_is_matmul(self.ops[u]) for u in inside):
+            # Only a dot's own operand producers (Triton / TPU operand fusion) join it.
+            return _short(op) in _DOT_OPERAND_PRODUCERS and len(self.users[i]) == 1
+        if _is_reduce(op):
+            if kind == "cpu":
+                return cpu_reduce_mode(op) != "ynn"
+            return not grp.has_reduce
+        return _is_loop_fusible(op, kind)
+
+    def visit(self, i: int, live_out: set[int]) -> None:
+        """Place op i, all of whose consumers are already placed."""
+        op = self.ops[i]
+        targets: list[int] = []
+        for u in self.users[i]:
+            for g in self.holding(u):
+                if g not in targets:
+                    targets.append(g)
+        if not targets:
+            self.group_of[i] = self.new_group(i)
+            return
+        if _is_constant(op):
+            self.join(i, targets)
+            return
+        fusible = _is_loop_fusible(op, self.kind) or _is_reduce(op) or _is_matmul(op)
+        expensive = _is_expensive(i, self.ops, self.deps, self.srcs[i])
+        ok = [g for g in targets if fusible and self.accepts(g, i, expensive)]
+        everyone = len(ok) == len(targets) and i not in live_out
+        if everyone and (len(targets) == 1 or (not expensive and len(targets) <= MAX_COPIES)):
+            self.join(i, targets)
+            return
+        own = self.new_group(i)
+        self.group_of[i] = own
+        widens = sum(t.nbytes or 0 for t in op.operands) <= sum(t.nbytes or 0 for t in op.results)
+        if ok and not expensive and widens and len(ok) <= MAX_COPIES:
+            self.copies[i] = ok
+            for g in ok:
+                self.add(g, i)
+
+    def join(self, i: int, targets: list[int]) -> None:
+        """Put op i in the group of its first consumer and copy it into the other targets."""
+
+        def first_use(g: int) -> int:
+            return min(u for u in self.users[i] if g in self.holding(u))
+
+        first = min(targets, key=first_use)
+        self.group_of[i] = first
+        rest = [g for g in targets if g != first]
+        if rest:
+            self.copies[i] = rest
+        for g in targets:
+            self.add(g, i)
+
+
+def plan_fusion(
+    ops: Sequence[OpInfo],
+    deps: Sequence[Sequence[int]],
+    kind: str,
+    operand_sources: Sequence[Sequence[int | None]] | None = None,
+    live_out: Sequence[int] = (),
+) -> FusionPlan:
+    """Group one block's ops the way XLA fuses them for `kind` ("tpu" | "gpu" | "cpu").
+
+    `operand_sources[i][k]` is the op in this block producing operand k of op
+    i, a negative number naming a value from outside the block (the same
+    number for the same value), or None (an unknown outside value); without
+    it, deps are matched to operands by type. `live_out` lists ops whose
+    results are also used outside the block (by its terminator).
+    """
+    if kind not in KINDS:
+        raise ValueError(f"unknown target kind '{kind}', expected one of {KINDS}")
+    n = len(ops)
+    srcs = _sources(ops, deps, operand_sources)
+    rep = _cse(ops, srcs)
+    users: list[list[int]] = [[] for _ in range(n)]
+    for i in range(n):
+        if rep[i] != i:
+            continue
+        seen: set[int] = set()
+        for j in deps[i]:
+            j = rep[j]
+            if j not in seen:
+                seen.add(j)
+                users[j].append(i)
+    for i in range(n):
+        if rep[i] != i:
+            users[rep[i]].extend(u for u in users[i] if u not in users[rep[i]])
+    escapes = {rep[i] for i in live_out}
+    state = _State(ops, deps, srcs, kind, users, [-1] * n)
+    for i in range(n - 1, -1, -1):
+        if rep[i] == i:
+            state.visit(i, escapes)
+    for i in range(n):
+        if rep[i] != i:
+            state.group_of[i] = state.group_of[rep[i]]
+    same_as = {i: r for i, r in enumerate(rep) if r != i}
+    return _renumber(ops, state, same_as)
+
+
+def _renumber(ops: Sequence[OpInfo], state: _State, same_as: dict[int, int]) -> FusionPlan:
+    """Number groups in program order of their first op and classify them."""
+    order: dict[int, int] = {}
+    for g in state.group_of:
+        if g not in order:
+            order[g] = len(order)
+    new_of = [order[g] for g in state.group_of]
+    kinds = [""] * len(order)
+    roots = [0] * len(order)
+    launches = [0] * len(order)
+    for old, g in order.items():
+        grp = state.groups[old]
+        roots[g] = grp.root
+        if grp.work_ops == 0:
+            kinds[g] = "free"
+        elif grp.opaque:
+            kinds[g] = "opaque"
+        elif grp.has_matmul:
+            kinds[g] = "output"
+        elif grp.has_reduce:
+            kinds[g] = "input"
+        else:
+            kinds[g] = "loop"
+        launches[g] = 0 if kinds[g] == "free" else 1 + grp.extra
+    copies = {i: tuple(sorted(order[g] for g in gs)) for i, gs in state.copies.items()}
+    return FusionPlan(
+        groups=new_of,
+        kinds=kinds,
+        roots=roots,
+        launches=launches,
+        copies=copies,
+        same_as=same_as,
+    )
+
+
+def fuse_block(
+    ops: Sequence[OpInfo],
+    deps: Sequence[Sequence[int]],
+    kind: str,
+    operand_sources: Sequence[Sequence[int | None]] | None = None,
+    live_out: Sequence[int] = (),
+) -> list[int]:
+    """Group id per op (0..G-1, numbered in program order of each group's first op)."""
+    return plan_fusion(ops, deps, kind, operand_sources, live_out).groups
+
+
+def group_traffic(
+    ops: Sequence[OpInfo],
+    deps: Sequence[Sequence[int]],
+    groups: FusionPlan | Sequence[int],
+    operand_sources: Sequence[Sequence[int | None]] | None = None,
+    live_out: Sequence[int] = (),
+) -> list[GroupTraffic]:
+    """Bytes in, bytes out and FLOPs of each group, internal tensors free.
+
+    Inputs: every value a group's ops (copies included) read that the group
+    does not compute, once per distinct value: (producer op, type) for values
+    of this block, the negative id for outside values, each None operand on
+    its own. Non-scalar constants count as inputs (literals in memory).
+    Outputs: results of the group's own ops used by another group, by the
+    terminator (`live_out`) or by nothing (module outputs). FLOPs include
+    recomputed copies.
+    """
+    plan = groups if isinstance(groups, FusionPlan) else None
+    group_of = list(plan.groups if plan else groups)
+    copies = plan.copies if plan else {}
+    same_as = plan.same_as if plan else {}
+    n_groups = max(group_of, default=-1) + 1
+    srcs = [
+        [same_as.get(x, x) if x is not None and x >= 0 else x for x in row]
+        for row in _sources(ops, deps, operand_sources)
+    ]
+    members: list[set[int]] = [set() for _ in range(n_groups)]
+    for i, g in enumerate(group_of):
+        members[g].add(i)
+    for i, gs in copies.items():
+        for g in gs:
+            members[g].add(i)
+    users: list[set[int]] = [set() for _ in ops]
+    for i, d in enumerate(deps):
+        if i not in same_as:
+            for j in d:
+                users[same_as.get(j, j)].add(i)
+    escapes = {same_as.get(i, i) for i in live_out}
+    out: list[GroupTraffic] = []
+    for g in range(n_groups):
+        seen: set[object] = set()
+        inp = outb = flops = 0
+        for i in sorted(members[g]):
+            op = ops[i]
+            if i in same_as:
+                continue
+            flops += op.flops or 0
+            if _is_constant(op) and (op.results[0].num_elements or 0) > 1:
+                inp += op.results[0].nbytes or 0
+            for k, t in enumerate(op.operands):
+                s = srcs[i][k] if k < len(srcs[i]) else None
+                if s is not None and s >= 0 and s in members[g]:
+                    continue
+                key: object = (s, t) if s is not None else (i, k, "ext")
+                if key not in seen:
+                    seen.add(key)
+                    inp += t.nbytes or 0
+            if group_of[i] != g or (_is_constant(op) and users[i]):
+                continue
+            external = i in escapes or not users[i]
+            external = external or any(
+                i not in members[h] for u in users[i] for h in _holders(u, group_of, copies)
+            )
+            if external:
+                outb += sum(t.nbytes or 0 for t in op.results)
+        out.append(GroupTraffic(input_bytes=inp, output_bytes=outb, flops=flops))
+    return out
+
+
+def _holders(
+    u: int, group_of: Sequence[int], copies: dict[int, tuple[int, ...]]
+) -> tuple[int, ...]:
+    return (group_of[u], *copies.get(u, ()))
+
+
+def while_init_copies(
+    ops: Sequence[OpInfo],
+    operand_sources: Sequence[Sequence[int | None]],
+    i: int,
+    carried: Sequence[bool],
+) -> int:
+    """Copies XLA's copy insertion puts before while op i (one kernel each).
+
+    A loop-carried value the body changes (`carried[k]`) gets its own buffer;
+    when its initial value is read-only — a constant or a value from outside
+    the block (an entry parameter) — XLA copies it first (`copy.N` beside
+    every while in the corpus).
+    """
+    count = 0
+    for k, src in enumerate(operand_sources[i]):
+        read_only = src is None or src < 0 or _is_constant(ops[src])
+        count += k < len(carried) and carried[k] and read_only
+    return count

@@ -1,0 +1,255 @@
+"""Helpers shared by the fusion benchmark and its test: XLA's kernels and our flat blocks.
+
+`xla_kernels` reads XLA's optimised HLO text (`compiled.as_text()`) and lists
+the instructions that launch work in the entry computation and in every
+computation control flow reaches (while bodies and conditions, conditional
+branches, calls): fusions, custom calls, dots, convolutions, copies, sorts,
+unfused elementwise ops. Parameters, constants, tuples, get-tuple-element and
+bitcasts launch nothing; while/conditional/call are counted apart as control.
+
+`flat_blocks` turns a parsed StableHLO module into the blocks `fuse_block`
+sees, with `func.call`s inlined the way XLA's CallInliner does before fusion,
+so both sides count the same program. Imported by path (not a package).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from jaxlib.mlir import ir
+from stablehlo_perf.analysis.fusion import FusionPlan, plan_fusion, while_init_copies
+from stablehlo_perf.analysis.opinfo import OpInfo
+from stablehlo_perf.passes.extract import ModuleView, view_module
+from stablehlo_perf.passes.ir import make_context, parse_module
+
+NO_KERNEL = frozenset(
+    {
+        "parameter", "constant", "tuple", "get-tuple-element", "bitcast", "after-all",
+        "partition-id", "replica-id", "opt-barrier", "domain", "add-dependency",
+    }
+)  # fmt: skip
+CONTROL = frozenset({"while", "conditional", "call"})
+_COMP = re.compile(r"^(ENTRY )?%([\w.\-]+) ")
+_INSTR = re.compile(r"^\s*(?:ROOT\s+)?%([\w.\-]+) = (.*?) ([\w\-]+)\((.*)$")
+_CALLED = re.compile(r"(?:condition|body|to_apply|true_computation|false_computation)=%([\w.\-]+)")
+_BRANCHES = re.compile(r"branch_computations=\{([^}]*)\}")
+_SOURCE_LINE = re.compile(r"source_line=(\d+)")
+_FUSED_CALL = re.compile(r"calls=%([\w.\-]+)")
+
+
+@dataclass(frozen=True)
+class XlaKernel:
+    """One instruction of XLA's optimised HLO that launches work, and the source lines it covers."""
+
+    computation: str
+    name: str
+    opcode: str
+    kind: str
+    lines: frozenset[int]
+
+
+@dataclass
+class XlaKernels:
+    """XLA's kernels over the computations a run reaches, and its control-flow instructions."""
+
+    kernels: list[XlaKernel] = field(default_factory=list)
+    control: int = 0
+
+
+def _computations(hlo: str) -> tuple[dict[str, list[str]], str]:
+    comps: dict[str, list[str]] = {}
+    entry = ""
+    current: list[str] | None = None
+    for line in hlo.splitlines():
+        m = _COMP.match(line)
+        if m and line.rstrip().endswith("{"):
+            current = comps.setdefault(m.group(2), [])
+            if m.group(1):
+                entry = m.group(2)
+            continue
+        if line.startswith("}"):
+            current = None
+        elif current is not None:
+            current.append(line)
+    return comps, entry
+
+
+def xla_kernels(hlo: str) -> XlaKernels:
+    """Kernels XLA launches for one program (each reachable computation counted once)."""
+    comps, entry = _computations(hlo)
+    out = XlaKernels()
+    todo, done = [entry], set()
+    while todo:
+        comp = todo.pop(0)
+        if comp in done or comp not in comps:
+            continue
+        done.add(comp)
+        for line in comps[comp]:
+            m = _INSTR.match(line)
+            if not m:
+                continue
+            name, opcode, rest = m.group(1), m.group(3), m.group(4)
+            if opcode in CONTROL:
+                out.control += 1
+                todo.extend(_CALLED.findall(rest))
+                for branches in _BRANCHES.findall(rest):
+                    todo.extend(b.strip().lstrip("%") for b in branches.split(","))
+                continue
+            if opcode in NO_KERNEL:
+                continue
+            lines = {int(x) for x in _SOURCE_LINE.findall(rest)}
+            called = _FUSED_CALL.search(rest)
+            if opcode == "fusion" and called:
+                for inner in comps.get(called.group(1), ()):
+                    lines.update(int(x) for x in _SOURCE_LINE.findall(inner))
+            kind = re.search(r"kind=(k\w+)", rest)
+            out.kernels.append(
+                XlaKernel(comp, name, opcode, kind.group(1) if kind else "", frozenset(lines))
+            )
+    return out
+
+
+@dataclass
+class FlatBlock:
+    """One block as fusion sees it: ops in order, their operand producers, and its live-out ops.
+
+    `owner` names where it comes from (`main`, or `while#12/1` for region 1 of
+    op 12); sources use negative ids for values from outside the block.
+    """
+
+    owner: str
+    ops: list[OpInfo] = field(default_factory=list)
+    sources: list[list[int | None]] = field(default_factory=list)
+    live_out: list[int] = field(default_factory=list)
+    carried: dict[int, list[bool]] = field(default_factory=dict)
+
+    @property
+    def deps(self) -> list[list[int]]:
+        return [sorted({s for s in src if s is not None and s >= 0}) for src in self.sources]
+
+    def plan(self, kind: str) -> FusionPlan:
+        return plan_fusion(self.ops, self.deps, kind, self.sources, self.live_out)
+
+
+class _Flattener:
+    """Inlines calls into their caller's block and splits control-op regions into blocks."""
+
+    def __init__(self, view: ModuleView, module: ir.Module) -> None:
+        self.view = view
+        self.rid = {rec.op: rec.info.id for rec in view.records}
+        self.funcs: dict[str, ir.Operation] = {}
+        for op in module.body.operations:
+            op = op.operation
+            if op.name == "func.func":
+                self.funcs[op.attributes["sym_name"].value] = op
+        self.blocks: list[FlatBlock] = []
+
+    def func_block(self, name: str) -> ir.Block:
+        return self.funcs[name].regions[0].blocks[0]
+
+    def run_block(self, owner: str, block: ir.Block) -> None:
+        flat = FlatBlock(owner)
+        self.blocks.append(flat)
+        env: dict[ir.Value, int] = {}
+        outside: dict[ir.Value, int] = {}
+        self._walk(block, flat, env, outside)
+        terminator = list(block.operations)[-1]
+        live = {self._lookup(v, env, outside) for v in terminator.operands}
+        flat.live_out = sorted(i for i in live if i >= 0)
+
+    def _lookup(self, v: ir.Value, env: dict[ir.Value, int], outside: dict[ir.Value, int]) -> int:
+        if v in env:
+            return env[v]
+        if v not in outside:
+            outside[v] = -1 - len(outside)
+        return outside[v]
+
+    def _walk(
+        self,
+        block: ir.Block,
+        flat: FlatBlock,
+        env: dict[ir.Value, int],
+        outside: dict[ir.Value, int],
+    ) -> None:
+        ops = list(block.operations)
+        for op in ops[:-1]:
+            op = op.operation
+            if op.name == "func.call":
+                callee = self.func_block(op.attributes["callee"].value)
+                inner = {
+                    arg: self._lookup(v, env, outside)
+                    for arg, v in zip(callee.arguments, op.operands, strict=True)
+                }
+                self._walk(callee, flat, inner, outside)
+                ret = list(callee.operations)[-1]
+                for res, v in zip(op.results, ret.operands, strict=True):
+                    env[res] = self._lookup(v, inner, outside)
+                continue
+            idx = len(flat.ops)
+            rid = self.rid[op]
+            flat.ops.append(self.view.records[rid].info)
+            flat.sources.append([self._lookup(v, env, outside) for v in op.operands])
+            for res in op.results:
+                env[res] = idx
+            if op.name == "stablehlo.while":
+                flat.carried[idx] = _while_carried(op)
+            if rid in self.view.regions:
+                short = op.name.split(".", 1)[-1]
+                for ri, region in enumerate(op.regions):
+                    for block_ in region.blocks:
+                        self.run_block(f"{short}#{rid}/{ri}", block_)
+
+
+def _while_carried(op: ir.Operation) -> list[bool]:
+    """Per loop-carried value: does the body change it (not returned as its own argument)?"""
+    body = op.regions[1].blocks[0]
+    ret = list(body.operations)[-1]
+    return [
+        not (isinstance(v, ir.BlockArgument) and v.owner == body and v.arg_number == k)
+        for k, v in enumerate(ret.operands)
+    ]
+
+
+def flat_blocks(text: str, entry: str = "main") -> list[FlatBlock]:
+    """The entry function's block (calls inlined) and every control-op region block under it."""
+    ctx = make_context()
+    with ctx:
+        module = parse_module(text, "<fusion>", ctx)
+        view = view_module(module, "<fusion>")
+        flattener = _Flattener(view, module)
+        flattener.run_block(entry, flattener.func_block(entry))
+    return flattener.blocks
+
+
+@dataclass(frozen=True)
+class OurKernels:
+    """Our grouping of a module: kernels (launches of non-control groups, plus the copies
+    XLA inserts before while loops), control ops, and each kernel's op names."""
+
+    kernels: int
+    control: int
+    while_copies: int
+    groups: list[tuple[str, list[str]]]
+
+
+def our_kernels(blocks: Sequence[FlatBlock], kind: str = "cpu") -> OurKernels:
+    """Count kernels over all blocks (each block once, as `xla_kernels` counts computations)."""
+    kernels = control = copies = 0
+    listed: list[tuple[str, list[str]]] = []
+    for b in blocks:
+        plan = b.plan(kind)
+        members = plan.members()
+        for i, carried in b.carried.items():
+            copies += while_init_copies(b.ops, b.sources, i, carried)
+        for g, k in enumerate(plan.kinds):
+            names = [b.ops[i].short_name for i in members[g]]
+            if k == "free":
+                continue
+            if k == "opaque" and b.ops[plan.roots[g]].op_class == "control":
+                control += 1
+                continue
+            kernels += plan.launches[g]
+            listed.append((b.owner, names))
+    return OurKernels(kernels + copies, control, copies, listed)
