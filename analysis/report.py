@@ -38,7 +38,8 @@ _OP_FIELDS = [f.name for f in fields(OpReport) if f.name != "top_level"]
 
 @dataclass
 class Report:
-    """Whole-module results; `total_latency_ns` is the entry function's ops run in sequence."""
+    """Whole-module results for the entry function: `total_latency_ns` is the makespan of its
+    schedule on the target's units, `critical_path_ns` the dataflow bound, `work_ns` the sum."""
 
     target: str
     entry: str

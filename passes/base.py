@@ -35,6 +35,8 @@ class AnalysisCache:
     filename: str
     warnings: list[str] = field(default_factory=list)
     values: dict[int, dict[str, object]] = field(default_factory=dict)
+    totals: dict[str, float] = field(default_factory=dict)
+    critical_path: list[int] = field(default_factory=list)
     _view: ModuleView | None = None
     _i64: ir.Type | None = None
 

@@ -1,4 +1,4 @@
-"""perf-critical-path: longest latency-weighted path over each function's SSA def-use graph."""
+"""perf-critical-path: schedule each function onto the target's units and find its critical path."""
 
 from __future__ import annotations
 
@@ -7,11 +7,14 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from jaxlib.mlir import ir
-from stablehlo_perf.analysis.critical_path import Schedule, longest_path
+
+from stablehlo_perf.analysis.critical_path import Schedule
+from stablehlo_perf.analysis.schedule import ScheduledBlock, list_schedule
+from stablehlo_perf.analysis.targets import DEFAULT_TARGET, load_target
 from stablehlo_perf.passes.base import AnalysisCache
 from stablehlo_perf.passes.extract import ModuleView
 
-__all__ = ["CriticalPathPass", "block_schedule", "read_latency"]
+__all__ = ["CriticalPathPass", "read_latency"]
 
 
 def read_latency(cache: AnalysisCache, op_id: int) -> float:
@@ -19,55 +22,41 @@ def read_latency(cache: AnalysisCache, op_id: int) -> float:
     return float(cache.values.get(op_id, {}).get("perf.latency_ns", 0.0))
 
 
-def block_schedule(
-    view: ModuleView, cache: AnalysisCache, ids: Sequence[int], op_ids: dict
-) -> Schedule:
-    """Longest path over one block's ops; an op depends on the ops its (nested) operands come from."""
-    local = {i: k for k, i in enumerate(ids)}
-    deps: list[list[int]] = []
-    for i in ids:
-        found: set[int] = set()
-        stack = [i]
-        while stack:
-            j = stack.pop()
-            for v in view.records[j].op.operands:
-                src = op_ids.get(v.owner)
-                if src is not None and src in local and src != i:
-                    found.add(local[src])
-            for block in view.regions.get(j, []):
-                stack.extend(block)
-        deps.append(sorted(found))
-    latency = [read_latency(cache, i) for i in ids]
-    return longest_path(latency, deps)
-
-
 @dataclass(frozen=True)
 class CriticalPathPass:
     """Write `perf.start_ns`, `perf.slack_ns` on every op and `perf.critical` on the critical path.
 
-    Each function's body (and each region body, from its op's start) is a DAG
-    of SSA def-use edges weighted by `perf.latency_ns`; a path is traced from
-    every public function into the regions and callees it runs through, and
-    the entry function's path is recorded on the module (`perf.critical_path`).
+    Options: target — decides which units overlap (TPU: MXU, VPU, DMA; GPU:
+    stream + copy engine; CPU: in order). Each block's ops are list-scheduled
+    in program order over SSA def-use edges weighted by `perf.latency_ns`;
+    region bodies start at their op's start. A path is traced from every
+    public function into the regions and callees it runs through; the entry
+    function's path and totals go on the module (`perf.critical_path`,
+    `perf.total_latency_ns` = makespan, `perf.critical_path_ns` = dataflow
+    bound, `perf.work_ns` = sum of latencies).
     """
 
     name: ClassVar[str] = "perf-critical-path"
+    target: str = DEFAULT_TARGET
 
     def apply(self, module: ir.Operation, cache: AnalysisCache) -> None:
         view = cache.view(module)
-        op_ids = {rec.op: rec.info.id for rec in view.records}
-        schedules: dict[tuple[int, ...], Schedule] = {}
+        kind = load_target(self.target).kind
+        schedules: dict[tuple[int, ...], ScheduledBlock] = {}
 
-        def schedule(ids: Sequence[int], offset: float) -> Schedule:
-            s = block_schedule(view, cache, ids, op_ids)
-            schedules[tuple(ids)] = s
+        def schedule(ids: Sequence[int], offset: float) -> ScheduledBlock:
+            latency = [read_latency(cache, i) for i in ids]
+            classes = [view.records[i].info.op_class for i in ids]
+            sb = list_schedule(latency, view.block_deps(ids), classes, kind)
+            schedules[tuple(ids)] = sb
+            s = sb.schedule
             for k, i in enumerate(ids):
                 rec = view.records[i]
-                cache.write(rec, "perf.start_ns", float(offset + s.start_ns[k]))
-                cache.write(rec, "perf.slack_ns", float(s.slack_ns[k]))
-                for block in view.regions.get(i, []):
+                cache.write(rec, "perf.start_ns", offset + s.start_ns[k])
+                cache.write(rec, "perf.slack_ns", s.slack_ns[k])
+                for block in view.regions.get(i, ()):
                     schedule(block, offset + s.start_ns[k])
-            return s
+            return sb
 
         for func in view.funcs.values():
             schedule(func.top, 0.0)
@@ -77,21 +66,33 @@ class CriticalPathPass:
                 path: list[int] = []
                 self._mark(view, cache, func.top, schedules, set(), path)
                 if func is entry:
-                    module.attributes["perf.critical_path"] = ir.DenseI64ArrayAttr.get(path)
+                    sb = schedules[tuple(func.top)]
+                    attrs = module.attributes
+                    attrs["perf.critical_path"] = ir.DenseI64ArrayAttr.get(path)
+                    attrs["perf.total_latency_ns"] = ir.FloatAttr.get_f64(sb.makespan_ns)
+                    attrs["perf.critical_path_ns"] = ir.FloatAttr.get_f64(sb.dataflow.span_ns)
+                    attrs["perf.work_ns"] = ir.FloatAttr.get_f64(sb.schedule.work_ns)
+                    cache.totals = {
+                        "total_latency_ns": sb.makespan_ns,
+                        "critical_path_ns": sb.dataflow.span_ns,
+                        "work_ns": sb.schedule.work_ns,
+                    }
+                    cache.critical_path = path
 
     def _mark(
         self,
         view: ModuleView,
         cache: AnalysisCache,
         ids: Sequence[int],
-        schedules: dict[tuple[int, ...], Schedule],
+        schedules: dict[tuple[int, ...], ScheduledBlock],
         seen: set[str],
         path: list[int],
     ) -> None:
         """Mark the path through `ids`, descending into the regions and callees on it."""
-        s = schedules.get(tuple(ids))
-        if s is None:
+        sb = schedules.get(tuple(ids))
+        if sb is None:
             return
+        s: Schedule = sb.schedule
         for k in s.path:
             i = ids[k]
             rec = view.records[i]

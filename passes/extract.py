@@ -10,7 +10,7 @@ once per element inside their parent, whose OpInfo carries their FLOPs as
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Sequence
 
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
@@ -60,6 +60,29 @@ class ModuleView:
     funcs: dict[str, FuncView]
     regions: dict[int, list[list[int]]]
     filename: str
+    _op_ids: dict | None = None
+
+    def block_deps(self, ids: Sequence[int]) -> list[list[int]]:
+        """For each op of a block, the block-local indices of the ops its operands come from,
+        including operands used inside its regions (values captured from the block)."""
+        if self._op_ids is None:
+            self._op_ids = {rec.op: rec.info.id for rec in self.records}
+        op_ids = self._op_ids
+        local = {i: k for k, i in enumerate(ids)}
+        deps: list[list[int]] = []
+        for i in ids:
+            found: set[int] = set()
+            stack = [i]
+            while stack:
+                j = stack.pop()
+                for v in self.records[j].op.operands:
+                    src = op_ids.get(v.owner)
+                    if src is not None and src != i and src in local:
+                        found.add(local[src])
+                for block in self.regions.get(j, ()):
+                    stack.extend(block)
+            deps.append(sorted(found))
+        return deps
 
     def entry(self) -> FuncView | None:
         """The function a report is about: `main`, else the first public one, else the first."""

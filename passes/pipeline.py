@@ -105,5 +105,6 @@ def parse_pipeline(text: str) -> list[PerfPass]:
 def default_pipeline(target: str) -> str:
     """Every analysis that applies to `target`, as a pipeline string."""
     return (
-        f"builtin.module(perf-op-info,perf-annotate-cycles{{target={target}}},perf-critical-path)"
+        f"builtin.module(perf-op-info,perf-annotate-cycles{{target={target}}},"
+        f"perf-critical-path{{target={target}}})"
     )

@@ -60,21 +60,18 @@ def collect_report(
             caveats = [*caveats, f"op {info.id} `{info.name}` at {info.loc}: {warning}"]
     top_ops = [o for o in ops if o.top_level]
     work = sum(o.latency_ns for o in top_ops)
-    span = max((o.start_ns + o.latency_ns for o in top_ops), default=0.0)
-    path = (
-        list(module.attributes["perf.critical_path"])
-        if "perf.critical_path" in module.attributes
-        else []
-    )
+    totals = cache.totals or {"total_latency_ns": work, "critical_path_ns": work, "work_ns": work}
+    if not cache.totals:
+        caveats.append("perf-critical-path did not run: ops assumed to run one after another")
     note = "" if target.calibrated else f"target `{target.name}`: {target.calibration_note}"
     return Report(
         target=target.name,
         entry=entry.name if entry else "",
-        total_latency_ns=work,
-        critical_path_ns=span,
-        work_ns=work,
+        total_latency_ns=totals["total_latency_ns"],
+        critical_path_ns=totals["critical_path_ns"],
+        work_ns=totals["work_ns"],
         ops=ops,
-        critical_path=path,
+        critical_path=list(cache.critical_path),
         unmodelled=unmodelled,
         caveats=list(dict.fromkeys(caveats)),
         target_note=note,

@@ -57,3 +57,20 @@ def test_aggregate_unknown_trips_and_recursion_are_caveats():
     assert agg.total[0, 0] == 1
     assert any("trip count not static" in c for c in agg.caveats)
     assert any("recursive call to @main" in c for c in agg.caveats)
+
+
+def test_list_schedule_overlaps_units_on_tpu_only():
+    from stablehlo_perf.analysis.schedule import list_schedule, unit_of
+
+    assert (unit_of("matmul", "tpu"), unit_of("binary", "tpu"), unit_of("movement", "tpu")) == (
+        "mxu", "vpu", "dma")  # fmt: skip
+    assert unit_of("matmul", "cpu") == unit_of("binary", "cpu") == "core"
+    # A 10 ns dot and an independent 4 ns -> 3 ns elementwise chain.
+    lat, deps, classes = [10, 4, 3], [[], [], [1]], ["matmul", "binary", "binary"]
+    tpu = list_schedule(lat, deps, classes, "tpu")
+    assert tpu.makespan_ns == 10 and tpu.schedule.slack_ns == [0, 3, 3]
+    cpu = list_schedule(lat, deps, classes, "cpu")
+    assert cpu.makespan_ns == 17 and cpu.schedule.start_ns == [0, 10, 14]
+    assert cpu.dataflow.span_ns == 10, "the dataflow bound ignores units"
+    gpu = list_schedule([5, 2, 0, 1], [[], [], [], [1]], ["binary", "movement", "constant", "binary"], "gpu")
+    assert gpu.schedule.start_ns == [0, 0, 0, 5], "copy engine overlaps; free ops take no unit"
