@@ -2,17 +2,19 @@
 
 SCALE-Sim builds per-cycle demand matrices for the three operands and replays them through
 double-buffered SRAM models; every count it reports is a function of the layer shape, the array
-and the SRAM sizes. This module evaluates those functions directly, in time independent of the
-number of cycles (at most one step per filter column fold), so huge layers cost microseconds.
+and the SRAM sizes. This module evaluates those functions directly: O(1) for cycles, utilisation
+and SRAM traffic, O(1) for DRAM reads, and one step per mid-layer ofmap drain for DRAM writes,
+so a layer costs microseconds however many cycles SCALE-Sim would simulate.
 
-Exact reproduction (cycles, stalls, utilisations, SRAM counts; DRAM counts, DRAM start/stop
-cycles and "Total Cycles (incl. prefetch)" wherever SCALE-Sim's buffers never have to evict):
-see ``LayerResult.exact_dram``. Outside that regime the DRAM numbers are documented estimates.
+What is exact and what is an estimate is reported per layer by the ``exact_*`` flags of
+``LayerResult``; tests/test_systolic.py pins each known difference against SCALE-Sim itself.
 """
 
 from __future__ import annotations
 
+import math
 import operator
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -95,10 +97,19 @@ class ArrayConfig:
 class LayerResult:
     """One layer's COMPUTE_REPORT, BANDWIDTH_REPORT and DETAILED_ACCESS_REPORT numbers.
 
-    ``exact_dram`` is True when the DRAM fields (counts, start/stop cycles, and therefore
-    ``total_cycles_incl_prefetch`` and the DRAM bandwidths) reproduce SCALE-Sim exactly; the other
-    fields always do. In USER mode a layer whose operands overflow the SRAMs also stalls in
-    SCALE-Sim; then ``exact_dram`` is False and cycles/stalls are the stall-free estimate.
+    Cycle fields are cycle numbers as SCALE-Sim prints them (DRAM prefetch before cycle 0 is
+    negative). Which fields reproduce SCALE-Sim exactly:
+
+    - ``exact_cycles``: cycles, stalls, utilisations and SRAM counts. Always in CALC mode; in USER
+      mode unless an operand overflows its SRAM's active half or the ofmap drain stalls the array
+      (then SCALE-Sim stalls on refetches and these are the stall-free numbers).
+    - ``exact_dram``: the three DRAM counts. False only for a conv ifmap that overflows a CALC
+      read buffer (refetches then depend on the order of overlapping windows' addresses), the
+      USER-mode overflow above, or more than ``_MAX_DRAINS`` mid-layer ofmap drains.
+    - ``exact_timeline``: DRAM start/stop cycles, SRAM start/stop cycles and
+      ``total_cycles_incl_prefetch``. Also False when a read buffer flushes (its last DRAM cycle
+      is then estimated as its operand's last demand) or a conv's last window hangs off the
+      ifmap (SCALE-Sim's ifmap demand then ends a few cycles earlier).
     """
 
     total_cycles_incl_prefetch: int
@@ -283,14 +294,13 @@ def _simulate(
         filter_sram = row_folds * t * s_c
         # SCALE-Sim adds rows + cols per fold to the OS ofmap write count (a counting quirk).
         ofmap_sram = s_r * s_c + folds * (rows + cols)
-        ofmap_elems = s_r * s_c
         i_first, i_last = 0, t + last_r - 2
         f_first, f_last = 0, t + last_c - 2
         o_first, o_last = t - 1 + rows - first_r, t + rows + last_c - 3
     else:
         fold_len = 2 * rows + cols + t - 2
         util_len = fold_len + cols - 1
-        ofmap_elems = ofmap_sram = row_folds * pixels * filters
+        ofmap_sram = row_folds * pixels * filters
         o_first, o_last = 2 * rows - 1, 2 * rows + t + last_c - 3
         if df == "ws":
             ifmap_sram = col_folds * t * s_r
@@ -320,7 +330,14 @@ def _simulate(
         (last_fold + i_last, last_fold + f_last),
         arr,
     )
-    ofmap = _dram_writes(ofmap_elems, total_cycles, arr)
+    if df == "os":
+        stream = _OfmapStream(
+            fold_len, row_folds, col_folds, cols, last_c, rows, last_r, t - 1, t - 1 + rows - last_r
+        )
+    else:
+        s0 = 2 * rows - 1
+        stream = _OfmapStream(fold_len, row_folds, col_folds, cols, last_c, t, t, s0, s0)
+    ofmap = _dram_writes(stream, total_cycles, arr)
     exact_cycles = True
     if arr.bandwidth_mode == "USER":
         if df == "os":
@@ -481,13 +498,154 @@ def _user_reads(
     return out[0], out[1], fits
 
 
-def _dram_writes(elems: int, total_cycles: int, arr: ArrayConfig) -> _Operand:
-    """DRAM writes of the ofmap SRAM (write_buffer.py).
+# Past this many mid-layer ofmap drains the write-back is estimated instead of replayed.
+_MAX_DRAINS = 4096
 
-    The ofmap buffer drains its inactive half only after it overflows; below that SCALE-Sim writes
-    everything back after the last compute cycle, one line of ``bw`` words per cycle. Past that it
-    also counts the padding of lines it cut short mid-stream, which is not modelled (estimate).
+
+def _tri(x: int) -> int:
+    return x * (x + 1) // 2
+
+
+def _block_lines(x: int, h: int, w: int) -> int:
+    """Writes in the first ``x`` cycles of an h x w output block skewed one cycle per column."""
+    a, b = (h, w) if h < w else (w, h)
+    if x <= 0:
+        return 0
+    if x < a:
+        return _tri(x)
+    if x <= b:
+        return _tri(a - 1) + (x - a + 1) * a
+    if x < a + b - 1:
+        return h * w - _tri(a + b - 1 - x)
+    return h * w
+
+
+def _block_line_of(e: int, h: int, w: int) -> int:
+    """Cycle offset, inside a skewed h x w output block, of its ``e``-th write (row-major per cycle)."""
+    a, b = (h, w) if h < w else (w, h)
+    ramp = _tri(a - 1)
+    if e < ramp:
+        return (math.isqrt(8 * e + 1) - 1) // 2
+    if e < ramp + (b - a + 1) * a:
+        return a - 1 + (e - ramp) // a
+    return a + b - 2 - (math.isqrt(8 * (h * w - 1 - e) + 1) - 1) // 2
+
+
+@dataclass(frozen=True)
+class _OfmapStream:
+    """When each ofmap write reaches the ofmap SRAM.
+
+    Folds run filter-fold-major; each writes an h x w block (w: the fold's used columns) starting
+    ``s0`` cycles into the fold, skewed one cycle per column. WS/IS blocks are t x w at 2R-1; OS
+    blocks are (used rows) x w, ending at t+R-2 (the compute/systolic_compute_*.py demand matrices).
     """
-    drain, bw = arr._write_geometry
-    exact = elems <= drain
-    return (elems, total_cycles, total_cycles - (-elems // bw) - 1, exact, exact)
+
+    fold_len: int
+    row_folds: int
+    col_folds: int
+    cols: int
+    last_w: int
+    full_h: int
+    last_h: int
+    s0_full: int
+    s0_last: int
+
+    @property
+    def total(self) -> int:
+        return ((self.col_folds - 1) * self.cols + self.last_w) * self._hsum
+
+    @property
+    def _hsum(self) -> int:
+        return (self.row_folds - 1) * self.full_h + self.last_h
+
+    def _fold(self, fc: int, fr: int) -> tuple[int, int, int, int]:
+        """(elements before the fold, h, w, s0) of fold (fc, fr)."""
+        w = self.cols if fc < self.col_folds - 1 else self.last_w
+        last = fr == self.row_folds - 1
+        before = fc * self.cols * self._hsum + fr * self.full_h * w
+        return (
+            before,
+            (self.last_h if last else self.full_h),
+            w,
+            (self.s0_last if last else self.s0_full),
+        )
+
+    def cycle_of(self, j: int) -> int:
+        """Cycle of the ``j``-th write (0-based)."""
+        fc = min(j // (self.cols * self._hsum), self.col_folds - 1)
+        w = self.cols if fc < self.col_folds - 1 else self.last_w
+        fr = min((j - fc * self.cols * self._hsum) // (self.full_h * w), self.row_folds - 1)
+        before, h, w, s0 = self._fold(fc, fr)
+        fold_start = (fc * self.row_folds + fr) * self.fold_len
+        return fold_start + s0 + _block_line_of(j - before, h, w)
+
+    def writes_before(self, cycle: int) -> int:
+        """Writes issued in cycles before ``cycle``."""
+        f = cycle // self.fold_len
+        if f >= self.row_folds * self.col_folds:
+            return self.total
+        before, h, w, s0 = self._fold(f // self.row_folds, f % self.row_folds)
+        return before + _block_lines(cycle - f * self.fold_len - s0, h, w)
+
+
+def _dram_writes(stream: _OfmapStream, total_cycles: int, arr: ArrayConfig) -> _Operand:
+    """DRAM writes of the ofmap SRAM, replaying write_buffer.py one drain at a time.
+
+    Writes fill lines of ``bw`` words. Once more than the drain half is held (and the previous
+    drain is done) the buffer closes its current line, padding it, and drains the next
+    ceil(half / bw) lines, one per cycle, counting padding except in a drain's last line. After
+    the last compute cycle everything left drains the same way. A drain stalling the array (USER
+    mode with a slow ofmap bandwidth) or more than ``_MAX_DRAINS`` drains make it an estimate.
+    """
+    drain_half, bw = arr._write_geometry
+    words = arr.words(arr.ofmap_sram_kb)
+    lines_per_drain = _ceil_div(drain_half, bw)
+    elems = stream.total
+    if elems > drain_half * _MAX_DRAINS:
+        return (elems, stream.writes_before(total_cycles), total_cycles, False, False)
+    drained = stored_lines_upto = lines = drained_lines = count = 0
+    pads: deque[tuple[int, int]] = deque()  # closed lines that are not full: (line, padding)
+    first = drain_end = 0
+    last_trigger = -1
+    triggered = False
+    while True:
+        if triggered and words + drained - 1 < min(stream.writes_before(drain_end), elems):
+            return (elems, first, drain_end, False, False)
+        j = max(stream.writes_before(drain_end), drain_half + drained, last_trigger + 1)
+        if j >= elems:
+            break
+        cycle = stream.cycle_of(j)
+        lines, stored_lines_upto = _close_lines(j + 1, stored_lines_upto, lines, bw, pads)
+        end = min(drained_lines + lines_per_drain, lines)
+        size = (end - drained_lines) * bw
+        while pads and pads[0][0] < end:
+            line, pad = pads.popleft()
+            if line == end - 1:
+                size -= pad
+        count += size
+        drained += size
+        if not triggered:
+            first, triggered = cycle, True
+        drain_end = cycle + end - drained_lines - 1
+        drained_lines, last_trigger = end, j
+    lines, _ = _close_lines(elems, stored_lines_upto, lines, bw, pads)
+    remaining = lines - drained_lines
+    count += remaining * bw
+    for line, pad in pads:
+        if (line - drained_lines + 1) % lines_per_drain == 0 or line == lines - 1:
+            count -= pad
+    stop = (
+        max(drain_end, total_cycles + remaining - 1) if triggered else total_cycles + remaining - 1
+    )
+    return (count, first if triggered else total_cycles, stop, True, True)
+
+
+def _close_lines(
+    stored: int, closed_upto: int, lines: int, bw: int, pads: deque[tuple[int, int]]
+) -> tuple[int, int]:
+    """Close the writes since ``closed_upto`` into lines of ``bw``; returns (lines, stored)."""
+    segment = stored - closed_upto
+    new = _ceil_div(segment, bw)
+    if segment % bw:
+        pads.append((lines + new - 1, bw - segment % bw))
+    return lines + new, stored
