@@ -31,23 +31,28 @@ NO_KERNEL = frozenset(
     }
 )  # fmt: skip
 CONTROL = frozenset({"while", "conditional", "call"})
+# Instructions inside a fusion whose positions say nothing about which ops it fused.
+_PLUMBING = NO_KERNEL | {"reshape", "copy"}
 _COMP = re.compile(r"^(ENTRY )?%([\w.\-]+) ")
 _INSTR = re.compile(r"^\s*(?:ROOT\s+)?%([\w.\-]+) = (.*?) ([\w\-]+)\((.*)$")
 _CALLED = re.compile(r"(?:condition|body|to_apply|true_computation|false_computation)=%([\w.\-]+)")
 _BRANCHES = re.compile(r"branch_computations=\{([^}]*)\}")
-_SOURCE_LINE = re.compile(r"source_line=(\d+)")
+_FRAME_ID = re.compile(r"stack_frame_id=(\d+)")
+_FILE_LOCATION = re.compile(r"^(\d+) \{.*?\bline=(\d+) .*?\bcolumn=(\d+)")
+_STACK_FRAME = re.compile(r"^(\d+) \{file_location_id=(\d+)")
 _FUSED_CALL = re.compile(r"calls=%([\w.\-]+)")
 
 
 @dataclass(frozen=True)
 class XlaKernel:
-    """One instruction of XLA's optimised HLO that launches work, and the source lines it covers."""
+    """One instruction of XLA's optimised HLO that launches work, and the source
+    positions (line, column) of the instructions it covers."""
 
     computation: str
     name: str
     opcode: str
     kind: str
-    lines: frozenset[int]
+    lines: frozenset[tuple[int, int]]
 
 
 @dataclass
@@ -76,9 +81,29 @@ def _computations(hlo: str) -> tuple[dict[str, list[str]], str]:
     return comps, entry
 
 
+def _frames(hlo: str) -> dict[str, tuple[int, int]]:
+    """Stack frame id -> (line, column) of its innermost location, from the HLO's tables."""
+    locations: dict[str, tuple[int, int]] = {}
+    frames: dict[str, tuple[int, int]] = {}
+    for line in hlo.splitlines():
+        m = _FILE_LOCATION.match(line)
+        if m:
+            locations[m.group(1)] = (int(m.group(2)), int(m.group(3)))
+            continue
+        m = _STACK_FRAME.match(line)
+        if m and m.group(2) in locations:
+            frames[m.group(1)] = locations[m.group(2)]
+    return frames
+
+
 def xla_kernels(hlo: str) -> XlaKernels:
     """Kernels XLA launches for one program (each reachable computation counted once)."""
     comps, entry = _computations(hlo)
+    frames = _frames(hlo)
+
+    def positions(text: str) -> set[tuple[int, int]]:
+        return {frames[f] for f in _FRAME_ID.findall(text) if f in frames}
+
     out = XlaKernels()
     todo, done = [entry], set()
     while todo:
@@ -99,11 +124,14 @@ def xla_kernels(hlo: str) -> XlaKernels:
                 continue
             if opcode in NO_KERNEL:
                 continue
-            lines = {int(x) for x in _SOURCE_LINE.findall(rest)}
+            lines = positions(rest)
             called = _FUSED_CALL.search(rest)
             if opcode == "fusion" and called:
+                lines = set()
                 for inner in comps.get(called.group(1), ()):
-                    lines.update(int(x) for x in _SOURCE_LINE.findall(inner))
+                    im = _INSTR.match(inner)
+                    if im and im.group(3) not in _PLUMBING:
+                        lines |= positions(im.group(4))
             kind = re.search(r"kind=(k\w+)", rest)
             out.kernels.append(
                 XlaKernel(comp, name, opcode, kind.group(1) if kind else "", frozenset(lines))
@@ -116,7 +144,9 @@ class FlatBlock:
     """One block as fusion sees it: ops in order, their operand producers, and its live-out ops.
 
     `owner` names where it comes from (`main`, or `while#12/1` for region 1 of
-    op 12); sources use negative ids for values from outside the block.
+    op 12); sources use negative ids for values from outside the block; `locs`
+    are the ops' `file:line:col`, an inlined op without one taking its call's
+    (as XLA's inliner does).
     """
 
     owner: str
@@ -124,6 +154,7 @@ class FlatBlock:
     sources: list[list[int | None]] = field(default_factory=list)
     live_out: list[int] = field(default_factory=list)
     carried: dict[int, list[bool]] = field(default_factory=dict)
+    locs: list[str] = field(default_factory=list)
 
     @property
     def deps(self) -> list[list[int]]:
@@ -154,7 +185,7 @@ class _Flattener:
         self.blocks.append(flat)
         env: dict[ir.Value, int] = {}
         outside: dict[ir.Value, int] = {}
-        self._walk(block, flat, env, outside)
+        self._walk(block, flat, env, outside, None)
         terminator = list(block.operations)[-1]
         live = {self._lookup(v, env, outside) for v in terminator.operands}
         flat.live_out = sorted(i for i in live if i >= 0)
@@ -172,17 +203,21 @@ class _Flattener:
         flat: FlatBlock,
         env: dict[ir.Value, int],
         outside: dict[ir.Value, int],
+        call_loc: str | None,
     ) -> None:
         ops = list(block.operations)
         for op in ops[:-1]:
             op = op.operation
+            loc = self.view.records[self.rid[op]].info.loc
+            if call_loc is not None and loc.endswith(":0:0"):
+                loc = call_loc
             if op.name == "func.call":
                 callee = self.func_block(op.attributes["callee"].value)
                 inner = {
                     arg: self._lookup(v, env, outside)
                     for arg, v in zip(callee.arguments, op.operands, strict=True)
                 }
-                self._walk(callee, flat, inner, outside)
+                self._walk(callee, flat, inner, outside, loc)
                 ret = list(callee.operations)[-1]
                 for res, v in zip(op.results, ret.operands, strict=True):
                     env[res] = self._lookup(v, inner, outside)
@@ -190,6 +225,7 @@ class _Flattener:
             idx = len(flat.ops)
             rid = self.rid[op]
             flat.ops.append(self.view.records[rid].info)
+            flat.locs.append(loc)
             flat.sources.append([self._lookup(v, env, outside) for v in op.operands])
             for res in op.results:
                 env[res] = idx
