@@ -79,12 +79,14 @@ def _check_ring(n_blocks: object, phases: object) -> tuple[int, np.ndarray]:
         raise ValueError(f"phases must be a sequence of integers, got {phases!r}")  # noqa: TRY004
     if len(phases) == 0:
         raise ValueError("phases must name at least one worker")
-    values = [_as_int(f"phases[{w}]", p) for w, p in enumerate(phases)]
-    arr = np.asarray(values, dtype=np.int64)
+    if isinstance(phases, np.ndarray) and phases.dtype.kind in "iu" and phases.ndim == 1:
+        arr = phases.astype(np.int64)  # fast path for large integer arrays
+    else:
+        arr = np.asarray([_as_int(f"phases[{w}]", p) for w, p in enumerate(phases)], np.int64)
     bad = (arr < 0) | (arr >= n)
     if bad.any():
         w = int(np.flatnonzero(bad)[0])
-        raise ValueError(f"phases[{w}] = {values[w]} is outside [0, N) for N = {n}")
+        raise ValueError(f"phases[{w}] = {arr[w]} is outside [0, N) for N = {n}")
     return n, arr
 
 

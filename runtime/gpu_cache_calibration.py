@@ -81,7 +81,7 @@ class GemmJob:
     stages: int = 3
 
 
-def _scan_call(job: ScanJob) -> Callable[..., Any]:
+def _scan_call(job: ScanJob, interpret: bool = False) -> Callable[..., Any]:
     """Build the jitted Pallas scan kernel for ``job`` (imports JAX lazily)."""
     import jax
     import jax.numpy as jnp
@@ -114,11 +114,12 @@ def _scan_call(job: ScanJob) -> Callable[..., Any]:
         out_shape=jax.ShapeDtypeStruct((job.workers, BLOCK_ROWS, BLOCK_COLS), jnp.float32),
         compiler_params=plt.CompilerParams(num_warps=4, num_stages=stages),
         name=SCAN_KERNEL,
+        interpret=interpret,
     )
     return jax.jit(call)
 
 
-def _gemm_call(job: GemmJob) -> Callable[..., Any]:
+def _gemm_call(job: GemmJob, interpret: bool = False) -> Callable[..., Any]:
     """Build a raster-ordered 128x128x64 FP16 Pallas GEMM (paper App. C.8)."""
     import jax
     import jax.numpy as jnp
@@ -147,30 +148,56 @@ def _gemm_call(job: GemmJob) -> Callable[..., Any]:
         out_shape=jax.ShapeDtypeStruct((job.nr * bm, job.nc * bn), jnp.float32),
         compiler_params=plt.CompilerParams(num_warps=4, num_stages=job.stages),
         name=GEMM_KERNEL,
+        interpret=interpret,
     )
     return jax.jit(call)
 
 
-def run_scan(job: ScanJob) -> None:
-    """Launch the scan once (the process that ``ncu`` profiles)."""
+def run_scan(job: ScanJob, interpret: bool = False) -> Any:
+    """Launch the scan once (the process that ``ncu`` profiles); ``interpret`` runs on CPU."""
     import jax
     import jax.numpy as jnp
 
     key = jax.random.PRNGKey(0)
     x = jax.random.normal(key, (job.n_blocks, BLOCK_ROWS, BLOCK_COLS), jnp.float16)
     w = (jnp.eye(BLOCK_COLS) * 0.5).astype(jnp.float16)
-    _scan_call(job)(x, w).block_until_ready()
+    return _scan_call(job, interpret)(x, w).block_until_ready()
 
 
-def run_gemm(job: GemmJob) -> None:
-    """Launch the GEMM once (the process that ``ncu`` profiles)."""
+def run_gemm(job: GemmJob, interpret: bool = False) -> Any:
+    """Launch the GEMM once (the process that ``ncu`` profiles); ``interpret`` runs on CPU."""
     import jax
     import jax.numpy as jnp
 
     ka, kb = jax.random.split(jax.random.PRNGKey(0))
     a = jax.random.normal(ka, (job.nr * 128, job.nk * 64), jnp.float16)
     b = jax.random.normal(kb, (job.nk * 64, job.nc * 128), jnp.float16)
-    _gemm_call(job)(a, b).block_until_ready()
+    return _gemm_call(job, interpret)(a, b).block_until_ready()
+
+
+def smoke() -> int:
+    """Run tiny scan and GEMM kernels in Pallas interpret mode (CPU) against jnp references."""
+    import jax
+    import jax.numpy as jnp
+
+    job = ScanJob(1, "tma", 3, 2, 4, 2, 2)
+    out = run_scan(job, interpret=True)
+    x = jax.random.normal(jax.random.PRNGKey(0), (4, BLOCK_ROWS, BLOCK_COLS), jnp.float16)
+    w = (jnp.eye(BLOCK_COLS) * 0.5).astype(jnp.float16)
+    acc = jnp.zeros((BLOCK_ROWS, BLOCK_COLS), jnp.float32)
+    for i in range(job.n_blocks * job.scans):
+        for _ in range(job.compute):
+            acc = jnp.dot(acc.astype(jnp.float16), w, preferred_element_type=jnp.float32)
+        acc = acc + x[i % job.n_blocks].astype(jnp.float32)
+    scan_err = float(jnp.abs(out - acc[None]).max())
+    gemm = GemmJob(2, 3, 2)
+    ka, kb = jax.random.split(jax.random.PRNGKey(0))
+    a = jax.random.normal(ka, (gemm.nr * 128, gemm.nk * 64), jnp.float16)
+    b = jax.random.normal(kb, (gemm.nk * 64, gemm.nc * 128), jnp.float16)
+    ref = jnp.dot(a, b, preferred_element_type=jnp.float32)
+    gemm_err = float(jnp.abs(run_gemm(gemm, interpret=True) - ref).max())
+    print(f"scan kernel max error {scan_err:.3g}, GEMM kernel max error {gemm_err:.3g}")
+    return 0 if scan_err == 0.0 and gemm_err < 1e-3 else 1
 
 
 def sm_count() -> int:
@@ -283,7 +310,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--l2-mib", type=float, help="effective L2 capacity (paper §5.1)")
     ap.add_argument("--out", default="cache_calibration.json")
     ap.add_argument("--quick", action="store_true", help="small grid for a smoke run")
+    ap.add_argument("--smoke", action="store_true", help="run both kernels in interpret mode")
     args = ap.parse_args(argv)
+    if args.smoke:
+        return smoke()
     if args.child:
         payload = json.loads(args.child)
         if "scan" in payload:

@@ -219,6 +219,13 @@ def test_sdcm_limits() -> None:
     assert cache.sdcm_misses(20, 8, (3, 0), ways=1) == pytest.approx(expected)
 
 
+def test_numpy_phase_arrays() -> None:
+    """Integer numpy phase arrays (the fast path) give the same answers as lists."""
+    phases = [0, 4, 4, 9]
+    for fn in (cache.gap_law_misses, cache.lru_misses, cache.policy_lower_bound):
+        assert fn(12, 5, np.array(phases, dtype=np.int32)) == fn(12, 5, phases)
+
+
 def test_static_forecast_record() -> None:
     """The combined record agrees with the individual functions."""
     f = cache.static_forecast(8, 2, (0, 4))
@@ -264,6 +271,8 @@ BAD_INPUTS = [
     (8, 2, [0, 1.0], "phases\\[1\\] must be an integer"),
     (8, True, [0], "C must be an integer"),
     (8, 2, "01", "sequence of integers"),
+    (8, 2, np.array([0.0, 4.0]), "phases\\[0\\] must be an integer"),
+    (8, 2, np.array([0, 8]), "phases\\[1\\] = 8 is outside"),
 ]
 
 
