@@ -31,9 +31,10 @@ class OpReport:
     slack_ns: float
     start_ns: float
     top_level: bool
+    unit: str = ""
 
 
-_OP_FIELDS = [f.name for f in fields(OpReport) if f.name != "top_level"]
+_OP_FIELDS = [f.name for f in fields(OpReport) if f.name not in ("top_level", "unit")]
 
 
 @dataclass
@@ -76,25 +77,28 @@ class Report:
         return "{\n" + ",\n".join(parts) + "\n}"
 
     def to_trace(self) -> dict:
-        """The predicted timeline as a Chrome/Perfetto trace: one slice per op, µs timestamps."""
-        events = [
-            {
-                "name": "process_name",
-                "ph": "M",
-                "pid": 1,
-                "args": {"name": f"{self.target} (predicted)"},
-            }
-        ]
+        """The predicted schedule as a Chrome/Perfetto trace: one track per execution unit
+        (per function), ops as slices with their attributes as args, µs timestamps."""
+        events: list[dict] = [
+            {"name": "process_name", "ph": "M", "pid": 1,
+             "args": {"name": f"stablehlo-perf: {self.target} (predicted)"}}
+        ]  # fmt: skip
+        tracks: dict[str, int] = {}
         for o in self.ops:
             if o.latency_ns <= 0:
                 continue
+            track = f"{o.func}: {o.unit or 'ops'}"
+            if track not in tracks:
+                tracks[track] = len(tracks) + 1
+                events.append({"name": "thread_name", "ph": "M", "pid": 1, "tid": tracks[track],
+                               "args": {"name": track}})  # fmt: skip
             events.append(
                 {
                     "name": o.name.split(".", 1)[-1],
                     "cat": "critical" if o.critical else "op",
                     "ph": "X",
                     "pid": 1,
-                    "tid": o.func,
+                    "tid": tracks[track],
                     "ts": o.start_ns / 1e3,
                     "dur": o.latency_ns / 1e3,
                     "args": {"id": o.id, "loc": o.loc, "model": o.model, "flops": o.flops,

@@ -43,6 +43,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--trace", help="write the predicted timeline as a Chrome/Perfetto trace (.json)"
     )
+    p.add_argument("--plot", help="write a roofline plot and latency breakdown (.png)")
     p.add_argument("--list-targets", action="store_true", help="list the built-in targets")
     p.add_argument("--list-passes", action="store_true", help="list passes with their options")
     p.add_argument("--mlir-timing", action="store_true", help="print MLIR's pass timing report")
@@ -103,7 +104,7 @@ def run(argv: list[str]) -> int:
         return 0
     if args.input is None:
         raise CliError(f"{PROG}: error: no input file (use - for stdin)")
-    for out in (args.output, args.report, args.trace):
+    for out in (args.output, args.report, args.trace, args.plot):
         _check_writable(out)
     if args.report and not args.report.endswith((".json", ".md")):
         raise CliError(f"{PROG}: error: --report must end in .json or .md: '{args.report}'")
@@ -132,7 +133,24 @@ def run(argv: list[str]) -> int:
             sys.stdout.write(content)
         else:
             _write_atomic(path, content)
+    if args.plot:
+        _plot(result, args.target, args.plot)
     return 0
+
+
+def _plot(result, target: str, path: str) -> None:
+    """Render the plot to a temp file and rename it, like every other output."""
+    from stablehlo_perf.analysis.plots import plot_report
+    from stablehlo_perf.analysis.targets import load_target
+
+    out = Path(path)
+    tmp = out.with_name(f".{out.name}.tmp.png")
+    try:
+        plot_report(result.report, load_target(target), tmp)
+        os.replace(tmp, out)
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        raise CliError(f"{PROG}: error: cannot write '{path}': {e.strerror}") from None
 
 
 def main(argv: list[str] | None = None) -> int:

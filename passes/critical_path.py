@@ -54,6 +54,7 @@ class CriticalPathPass:
                 rec = view.records[i]
                 cache.write(rec, "perf.start_ns", offset + s.start_ns[k])
                 cache.write(rec, "perf.slack_ns", s.slack_ns[k])
+                cache.values[i]["unit"] = sb.units[k]
                 for block in view.regions.get(i, ()):
                     schedule(block, offset + s.start_ns[k])
             return sb

@@ -44,6 +44,7 @@ def collect_report(
                 slack_ns=float(values.get("perf.slack_ns", 0.0)),
                 start_ns=float(values.get("perf.start_ns", 0.0)),
                 top_level=info.id in entry_top,
+                unit=str(values.get("unit", "")),
             )
         )
         if model in _REASONS:

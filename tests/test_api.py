@@ -133,3 +133,18 @@ def test_packages_list_matches_folders():
     assert found <= listed
     for pkg in listed:
         assert (ROOT / mapping.get(pkg, pkg.replace("stablehlo_perf.", "").replace(".", "/"))).is_dir()
+
+
+def test_cli_writes_trace_and_plot(tmp_path):
+    from stablehlo_perf.passes.cli import main
+
+    trace, plot = tmp_path / "t.json", tmp_path / "p.png"
+    src = str(ROOT / "test_ir/corpus/attention.mlir")
+    assert main([src, "-o", str(tmp_path / "o.mlir"), "--trace", str(trace), "--plot", str(plot)]) == 0
+    events = json.loads(trace.read_text())["traceEvents"]
+    tracks = {e["args"]["name"] for e in events if e.get("name") == "thread_name"}
+    assert {"main: mxu", "main: vpu"} <= tracks, "one track per TPU unit"
+    slices = [e for e in events if e["ph"] == "X"]
+    assert slices and all(e["dur"] > 0 for e in slices)
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["o.mlir", "p.png", "t.json"]
