@@ -1,0 +1,177 @@
+"""CC4CS on the live backend: executed-op features of an analysed module, the module-level
+LASSO cross-check, and the host per-op sweep that characterises target `host`.
+
+`executed_ops` counts how often each op runs (while bodies x static trips, each
+if/case branch weighted 1/branches, callees x their call sites) so the LASSO
+features (`analysis.cc4cs.module_features`) are executed counts, as CC4CS
+counts executed statements (paper §3, N_k^st).
+
+Usage (writes `analysis/data/cc4cs_host.json` and the raw sweep beside it)::
+
+    python -m stablehlo_perf.runtime.cc4cs_host --out analysis/data
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from stablehlo_perf.analysis.cc4cs import (
+    MeasuredOp,
+    ModuleEstimate,
+    characterise,
+    load_module_lasso,
+    module_features,
+    op_work,
+)
+from stablehlo_perf.analysis.opinfo import OpInfo
+from stablehlo_perf.analysis.targets import load_target
+from stablehlo_perf.passes.extract import ModuleView, view_module
+from stablehlo_perf.runtime.jit_hook import measure_callable
+
+__all__ = ["executed_ops", "host_sweep", "module_estimate", "result_features"]
+
+
+def executed_ops(view: ModuleView) -> list[tuple[OpInfo, float]]:
+    """Every analysed op of the entry function (and what it calls) with its execution count."""
+    recs = view.records
+    entry = view.entry()
+    func_times: dict[str, float] = {}
+    op_times: dict[int, float] = {}
+
+    def times_of_func(name: str, stack: frozenset[str]) -> float:
+        if name in func_times:
+            return func_times[name]
+        if entry is not None and name == entry.name:
+            total = 1.0
+        else:
+            total = sum(
+                times_of_op(r.info.id, stack | {name})
+                for r in recs
+                if r.info.name == "func.call"
+                and r.info.attrs.get("callee", "").lstrip("@") == name
+                and r.info.func not in stack | {name}
+            )
+        func_times[name] = total
+        return total
+
+    def times_of_op(i: int, stack: frozenset[str]) -> float:
+        if i in op_times:
+            return op_times[i]
+        rec = recs[i]
+        if rec.parent is None:
+            t = times_of_func(rec.info.func, stack)
+        else:
+            parent = recs[rec.parent].info
+            t = times_of_op(rec.parent, stack)
+            region = rec.block_key[1]
+            if parent.name == "stablehlo.while":
+                trips = parent.attrs.get("trip_count") or 1
+                t *= trips + 1 if region == 0 else trips
+            elif parent.name in ("stablehlo.if", "stablehlo.case"):
+                t /= len(view.regions.get(rec.parent, [])) or 1
+        op_times[i] = t
+        return t
+
+    return [(r.info, times_of_op(r.info.id, frozenset())) for r in recs]
+
+
+def result_features(result: Any) -> dict[str, float]:
+    """LASSO features (executed count and work per class) of an `AnalysisResult`."""
+    view = view_module(result.module, "<features>")
+    return module_features(executed_ops(view))
+
+
+def module_estimate(result: Any, target: str) -> ModuleEstimate | None:
+    """The stored module-level LASSO's estimate for this module, None if `target` has none."""
+    lasso = load_module_lasso(target)
+    if lasso is None:
+        return None
+    return lasso.estimate(result_features(result))
+
+
+# One op per program, in the op's class; sizes span the floor-bound to the work-bound regime.
+_SIZES = (256, 4096, 32768, 131072, 524288, 1048576)
+_MATMUL = ((16, 16, 16), (64, 64, 64), (128, 128, 128), (256, 256, 256), (128, 512, 256),
+           (512, 512, 512), (32, 1024, 256), (1024, 64, 512))  # fmt: skip
+_ELEMENTWISE: dict[str, tuple[str, Callable[..., Any], int]] = {
+    "add": ("binary", jnp.add, 2),
+    "multiply": ("binary", jnp.multiply, 2),
+    "maximum": ("compare_select", jnp.maximum, 2),
+    "negate": ("unary", jnp.negative, 1),
+    "exponential": ("transcendental", jnp.exp, 1),
+    "tanh": ("transcendental", jnp.tanh, 1),
+    "convert": ("convert", lambda x: x.astype(jnp.bfloat16), 1),
+    "transpose": ("movement", lambda x: x.reshape(-1, 64).T, 1),
+    "reduce": ("reduction", lambda x: jnp.sum(x.reshape(-1, 64), axis=1), 1),
+}
+
+
+def _program_ops(fn: Callable[..., Any], args: tuple[Any, ...]) -> list[OpInfo]:
+    from stablehlo_perf.passes.api import analyze
+
+    res = analyze(jax.jit(fn).lower(*args), target="host")
+    view = view_module(res.module, "<sweep>")
+    return [r.info for r in view.records if op_work(r.info) > 0]
+
+
+def host_sweep(repeats: int = 20) -> list[MeasuredOp]:
+    """Measure single-op programs on the local backend; the op latency is the program's
+    median minus the dispatch floor (a one-element add measured in the same run)."""
+    key = jax.random.key(0)
+    floor_fn = jax.jit(lambda a: a + 1.0)
+    dispatch = measure_callable(floor_fn, (jnp.ones(1),), repeats=repeats * 5).median_ns
+    cases: list[tuple[str, Callable[..., Any], tuple[Any, ...]]] = []
+    for name, (_, fn, arity) in _ELEMENTWISE.items():
+        for n in _SIZES:
+            args = tuple(jax.random.normal(k, (n,)) for k in jax.random.split(key, arity))
+            cases.append((name, fn, args))
+    for m, n, k in _MATMUL:
+        a, b = jax.random.normal(key, (m, k)), jax.random.normal(key, (k, n))
+        cases.append(("dot_general", jnp.matmul, (a, b)))
+    out = []
+    for name, fn, args in cases:
+        ops = [o for o in _program_ops(fn, args) if name in o.name]
+        if len(ops) != 1:
+            continue
+        t = measure_callable(jax.jit(fn), args, repeats=repeats).median_ns - dispatch
+        if t > 0:
+            out.append(MeasuredOp("host", ops[0].op_class, op_work(ops[0]), t, f"sweep:{name}"))
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Measure the host sweep, characterise it and write `cc4cs_host.json` and the raw CSV."""
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--out", type=Path, default=Path("analysis/data"))
+    p.add_argument("--repeats", type=int, default=20)
+    a = p.parse_args(argv)
+    records = host_sweep(a.repeats)
+    with open(a.out / "cc4cs_host_ops.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["target", "op_class", "work", "latency_ns", "source"])
+        for r in records:
+            w.writerow([r.target, r.op_class, r.work, f"{r.latency_ns:.1f}", r.source])
+    tgt = load_target("host")
+    ch = characterise(
+        records,
+        "host",
+        tgt.clock_ghz,
+        f"runtime/cc4cs_host.py sweep on {jax.devices()[0].device_kind}, "
+        "program median minus dispatch floor",
+        min_samples=6,
+    )
+    (a.out / "cc4cs_host.json").write_text(ch.to_json() + "\n")
+    for cls, d in ch.classes.items():
+        print(
+            f"{cls:15s} {d.family:12s} n={d.n:3d} floor={d.floor_cycles:9.0f} cyc params={d.params}"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,163 @@
+"""CC4CS: GOF selection, moment matching, characterisation, intervals, the LASSO (CLRA)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from stablehlo_perf.analysis import cc4cs
+from stablehlo_perf.analysis.opinfo import OpInfo, TensorType
+from stablehlo_perf.analysis.targets import load_target
+
+
+def test_gof_selects_lognormal_for_lognormal_and_normal_for_normal_samples():
+    rng = np.random.default_rng(1)
+    for criterion in ("nlogl", "aic", "bic", "aicc"):
+        logn = rng.lognormal(mean=-2.0, sigma=0.8, size=2000)
+        best, fits = cc4cs.select_distribution(logn, criterion)
+        assert best.family == "lognorm", {f.family: f.score(criterion) for f in fits}
+        norm = rng.normal(loc=10.0, scale=2.0, size=2000)
+        assert cc4cs.select_distribution(norm, criterion)[0].family == "norm"
+
+
+def test_gof_scores_follow_their_definitions_and_exclude_impossible_families():
+    x = np.random.default_rng(2).normal(0.0, 1.0, size=50)  # has negatives
+    fits = {f.family: f for f in cc4cs.fit_candidates(x)}
+    assert math.isinf(fits["lognorm"].nlogl) and math.isinf(fits["gamma"].bic)
+    f = fits["norm"]
+    assert f.nlogl == pytest.approx(
+        -np.sum(-0.5 * ((x - x.mean()) / x.std()) ** 2 - np.log(x.std() * math.sqrt(2 * math.pi)))
+    )
+    assert f.aic == pytest.approx(4 + 2 * f.nlogl)
+    assert f.bic == pytest.approx(2 * math.log(50) + 2 * f.nlogl)
+    assert f.aicc == pytest.approx(f.aic + 12 / 47)
+    with pytest.raises(ValueError, match="criterion"):
+        cc4cs.select_distribution(x, "r2")
+
+
+def test_moment_matching_recovers_lognormal_parameters():
+    x = np.random.default_rng(3).lognormal(mean=-3.0, sigma=0.3, size=20000)
+    mu, sigma = cc4cs.moment_match_lognormal(x)
+    assert mu == pytest.approx(-3.0, abs=0.01) and sigma == pytest.approx(0.3, abs=0.01)
+    # Exact on a sample whose moments are known: mean 1, mean square e^{0.25}.
+    mu, sigma = cc4cs.moment_match_lognormal(
+        [1 - math.sqrt(math.exp(0.25) - 1), 1 + math.sqrt(math.exp(0.25) - 1)]
+    )
+    assert sigma == pytest.approx(0.5) and mu == pytest.approx(-0.125)
+
+
+def _synthetic(target: str, cls: str, floor_ns: float, mu: float, sigma: float, n: int, seed: int):
+    rng = np.random.default_rng(seed)
+    work = np.concatenate([np.full(n // 10, 1.0), np.logspace(4, 7, n - n // 10)])
+    metric = rng.lognormal(mu, sigma, size=n)
+    ns = floor_ns + metric * work  # clock 1 GHz: cycles == ns
+    return [
+        cc4cs.MeasuredOp(target, cls, float(w), float(t)) for w, t in zip(work, ns, strict=True)
+    ]
+
+
+def test_characterise_recovers_floor_and_metric_of_synthetic_ops():
+    recs = _synthetic("t", "matmul", 900.0, math.log(2e-3), 0.25, 600, 4)
+    recs += _synthetic("t", "binary", 500.0, math.log(5e-2), 0.1, 300, 5)
+    recs += _synthetic("other-target", "binary", 1.0, 0.0, 0.1, 300, 6)
+    ch = cc4cs.characterise(recs, "t", clock_ghz=1.0, source="synthetic")
+    assert set(ch.classes) == {"matmul", "binary"}
+    mm = ch.classes["matmul"]
+    assert mm.family == "lognorm" and mm.unit == "flop" and mm.n == 600
+    assert mm.floor_cycles == pytest.approx(900.0, rel=0.01)
+    assert mm.params[0] == pytest.approx(math.log(2e-3), abs=0.05)
+    assert mm.params[1] == pytest.approx(0.25, abs=0.03)
+    assert ch.classes["binary"].metric_quantile(0.5) == pytest.approx(5e-2, rel=0.03)
+    mma = cc4cs.characterise(recs, "t", 1.0, "synthetic", lognormal="mma").classes["matmul"]
+    assert mma.estimator == "mma" and mma.params[1] == pytest.approx(0.25, abs=0.03)
+    # Round trip through the stored JSON form.
+    import json
+
+    again = cc4cs.TargetCharacterisation.from_dict(json.loads(ch.to_json()))
+    assert again.classes["matmul"] == mm
+
+
+def test_tpu_v4_characterisation_is_stored_and_covers_the_measurements():
+    from pathlib import Path
+
+    ch = cc4cs.load_characterisation("tpu-v4")
+    assert ch is not None and ch.clock_ghz == load_target("tpu-v4").clock_ghz
+    assert {"matmul", "binary", "compare_select"} <= set(ch.classes)
+    data = Path(__file__).resolve().parents[2] / "shared" / "data" / "tpu_v4"
+    if not data.is_dir():
+        pytest.skip("shared TPU v4 data not present")
+    recs = cc4cs.tpu_v4_records(data)
+    for cls, dist in ch.classes.items():
+        w = np.array([r.work for r in recs if r.op_class == cls])
+        t = np.array([r.latency_ns * ch.clock_ghz for r in recs if r.op_class == cls])
+        inside = (t >= dist.cycles(w, 0.1)) & (t <= dist.cycles(w, 0.9))
+        assert 0.6 <= inside.mean() <= 1.0, (cls, inside.mean())
+
+
+def _op(name: str, shape: tuple[int, ...], n_operands: int = 2) -> OpInfo:
+    t = TensorType(shape, "f32")
+    return OpInfo.build(0, name, [t] * n_operands, [t])
+
+
+def test_service_and_intervals_on_a_characterised_target():
+    tpu = load_target("tpu-v4")
+    model = cc4cs.CC4CSModel()
+    big, small = _op("stablehlo.add", (1024, 1024)), _op("stablehlo.add", (8,))
+    assert model.supports(big, tpu) and not model.supports(_op("stablehlo.sort", (8,), 1), tpu)
+    assert not model.supports(big, load_target("tpu-v5e"))  # no data: no statistical claim
+    c_big, c_small = model.predict([big, small], tpu)
+    assert (
+        c_big.model == "cc4cs"
+        and c_big.extra["latency_p10_ns"] < c_big.latency_ns < c_big.extra["latency_p90_ns"]
+    )
+    assert c_small.latency_ns < c_big.latency_ns
+    # TPU v4 add is ~0.87 us + ~0.018 ns/element (shared/data/tpu_v4/README.md).
+    assert c_big.latency_ns == pytest.approx(870 + 0.018 * 1024 * 1024, rel=0.25)
+    assert c_big.cycles == round(c_big.latency_ns * tpu.clock_ghz)
+    ivs = cc4cs.intervals_for(
+        [big, small, _op("stablehlo.sort", (8,), 1)], "tpu-v4", [2000.0, 900.0, 50.0]
+    )
+    lo, hi = ivs[0]
+    assert lo < 2000.0 < hi and ivs[2] is None
+    assert cc4cs.intervals_for([big], "tpu-v5e", [1.0]) == [None]
+
+
+def test_error_metrics_definitions():
+    m = cc4cs.error_metrics([100.0, 200.0, 400.0], [90.0, 220.0, 400.0])
+    assert m["pe"] == pytest.approx((10 - 10 + 0) / 3)
+    assert m["mape"] == pytest.approx((10 + 10 + 0) / 3)
+    assert m["reliability"] == pytest.approx(1.0)
+    assert m["r2"] == pytest.approx(1 - (100 + 400) / np.var([100, 200, 400]) / 3)
+
+
+def test_clra_recovers_known_coefficients_and_drops_irrelevant_features():
+    rng = np.random.default_rng(7)
+    X = rng.uniform(0, 100, size=(300, 5))
+    y = 50.0 + 3.0 * X[:, 0] + 0.5 * X[:, 2] + rng.normal(0, 0.5, size=300)
+    est = cc4cs.CLRA(relative=False).fit(X, y)
+    assert est.coef_[0] == pytest.approx(3.0, abs=0.05) and est.coef_[2] == pytest.approx(
+        0.5, abs=0.05
+    )
+    assert np.all(np.abs(est.coef_[[1, 3, 4]]) < 0.02)
+    assert est.intercept_ == pytest.approx(50.0, abs=2.0)
+    pred = est.predict(X)
+    assert cc4cs.error_metrics(y, pred)["mape"] < 1.0
+    rel = cc4cs.CLRA().fit(X, y)
+    assert rel.coef_[0] == pytest.approx(3.0, abs=0.1) and np.all(rel.coef_ >= 0)
+
+
+def test_module_features_count_executions_and_work():
+    dot = OpInfo.build(
+        0,
+        "stablehlo.dot_general",
+        [TensorType((4, 8), "f32"), TensorType((8, 2), "f32")],
+        [TensorType((4, 2), "f32")],
+    )
+    ex = OpInfo.build(
+        1, "stablehlo.exponential", [TensorType((4, 2), "f32")], [TensorType((4, 2), "f32")]
+    )
+    f = cc4cs.module_features([(dot, 3.0), (ex, 1.0), (ex, 2.0)])
+    assert f["n_matmul"] == 3 and f["w_matmul"] == 3 * 2 * 4 * 2 * 8
+    assert f["n_transcendental"] == 3 and f["w_transcendental"] == 3 * 8
+    assert f["n_binary"] == 0 and len(f) == 2 * len(cc4cs.FEATURE_CLASSES)
