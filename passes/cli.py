@@ -44,6 +44,7 @@ def _parser() -> argparse.ArgumentParser:
         "--trace", help="write the predicted timeline as a Chrome/Perfetto trace (.json)"
     )
     p.add_argument("--plot", help="write a roofline plot and latency breakdown (.png)")
+    p.add_argument("--summary", action="store_true", help="print a summary table to stderr")
     p.add_argument("--list-targets", action="store_true", help="list the built-in targets")
     p.add_argument("--list-passes", action="store_true", help="list passes with their options")
     p.add_argument("--mlir-timing", action="store_true", help="print MLIR's pass timing report")
@@ -135,6 +136,10 @@ def run(argv: list[str]) -> int:
             _write_atomic(path, content)
     if args.plot:
         _plot(result, args.target, args.plot)
+    if args.summary:
+        from stablehlo_perf.analysis.terminal import print_summary
+
+        print_summary(result.report)
     return 0
 
 

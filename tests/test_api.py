@@ -148,3 +148,15 @@ def test_cli_writes_trace_and_plot(tmp_path):
     assert slices and all(e["dur"] > 0 for e in slices)
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["o.mlir", "p.png", "t.json"]
+
+
+def test_terminal_summary_names_totals_and_models():
+    import io
+
+    from stablehlo_perf.analysis.terminal import print_summary
+
+    res = sp.analyze((ROOT / "test_ir/corpus/scan.mlir").read_text(), target="h100")
+    out = io.StringIO()
+    print_summary(res.report, file=out)
+    text = out.getvalue()
+    assert "h100" in text and "while(x8)" in text and "critical path (" in text
