@@ -391,15 +391,15 @@ class ScanForecast:
 
 
 class ScanPredictor:
-    """Scan predictor over one calibration; ``fit`` builds the curves, ``predict`` is cheap."""
+    """Scan predictor (estimator protocol): ``fit(calibration)`` builds curves, ``predict`` is cheap.
 
-    def __init__(self, calibration: Calibration) -> None:
-        """Store the calibration (the only hyperparameter source)."""
-        self.calibration = calibration
+    Its hyperparameters (``eps``, anchor, weight) travel with the calibration they were
+    frozen with, so the constructor takes none.
+    """
 
-    def fit(self) -> ScanPredictor:
+    def fit(self, calibration: Calibration) -> ScanPredictor:
         """Fit one cumulative-traffic curve per reference configuration and size."""
-        cal = self.calibration
+        self.calibration_ = cal = calibration
         if not cal.scans:
             raise ValueError(f"calibration {cal.device!r} has no scan references")
         _check_classes(cal.scans)
@@ -425,7 +425,7 @@ class ScanPredictor:
 
     def _encoded_at_size(self, key: ConfigKey, n: int, log_w: float) -> float:
         """Class-level encoded prediction at one reference size (§4.3-4.4)."""
-        cal = self.calibration
+        cal = self.calibration_
         entries = self.curves_.get((key.family, n, key.klass))
         if not entries:
             raise ValueError(
@@ -448,7 +448,7 @@ class ScanPredictor:
         for name, v in (("n_blocks", n_blocks), ("scans", scans)):
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
                 raise ValueError(f"{name} must be a positive integer, got {v!r}")
-        cal = self.calibration
+        cal = self.calibration_
         if n_blocks <= cal.capacity_blocks:
             raise ValueError(f"N = {n_blocks} fits in the {cal.capacity_blocks}-block cache")
         sizes = self.sizes_.get(key.family)
@@ -534,15 +534,11 @@ class GemmTraffic:
 
 
 class GemmPredictor:
-    """GEMM transfer over reference tile grids (§4.6, App. C.8)."""
+    """GEMM transfer over reference tile grids (§4.6, App. C.8); same protocol as scans."""
 
-    def __init__(self, calibration: Calibration) -> None:
-        """Store the calibration."""
-        self.calibration = calibration
-
-    def fit(self) -> GemmPredictor:
+    def fit(self, calibration: Calibration) -> GemmPredictor:
         """Fit one cumulative curve over ``nk`` per reference grid ``(nr, nc)``."""
-        cal = self.calibration
+        self.calibration_ = cal = calibration
         if not cal.gemms:
             raise ValueError(f"calibration {cal.device!r} has no GEMM references")
         grids: dict[tuple[int, int], dict[int, list[float]]] = {}
@@ -561,7 +557,7 @@ class GemmPredictor:
         self, nr_entries: list[tuple[int, Any, tuple[int, int]]], nr: int, nc: int, nk: int
     ) -> float:
         """Encoded ``V / B0`` at requested ``nk``, transferred along ``log nc`` for one ``nr``."""
-        cal = self.calibration
+        cal = self.calibration_
         xs, enc = [], []
         for ref_nc, curve, (k_lo, k_hi) in nr_entries:
             k = min(max(nk, k_lo), k_hi)
@@ -580,7 +576,7 @@ class GemmPredictor:
         """Predicted ``V / B0``: transfer along ``log nc`` then ``log nr``, decode, clip."""
         if not hasattr(self, "curves_"):
             raise ValueError("GemmPredictor.fit() must run before fill_multiple()")
-        cal = self.calibration
+        cal = self.calibration_
         rows = sorted(self.curves_)
         xs = np.log(np.array(rows, dtype=float))
         enc = np.array([self._encoded(self.curves_[r], r, nc, nk) for r in rows])
@@ -596,7 +592,7 @@ def _gemm_predictor(calibration: Calibration) -> GemmPredictor:
     """Fitted GEMM predictor for a calibration object, fitted once per object."""
     hit = _FITTED.get(id(calibration))
     if hit is None or hit[0] is not calibration:
-        hit = (calibration, GemmPredictor(calibration).fit())
+        hit = (calibration, GemmPredictor().fit(calibration))
         _FITTED[id(calibration)] = hit
     return hit[1]
 
@@ -675,7 +671,7 @@ def heldout_report(calibration: Calibration) -> HeldoutReport:
             gemm_true.append(h["fill_bytes"] / b0)
     scan_pred = []
     if scan_q:
-        scan_pred = [f.fill_multiple for f in ScanPredictor(calibration).fit().predict(scan_q)]
+        scan_pred = [f.fill_multiple for f in ScanPredictor().fit(calibration).predict(scan_q)]
     return HeldoutReport(
         scan_cases=len(scan_true),
         scan_mape=_mape(scan_pred, scan_true),

@@ -29,7 +29,7 @@ def main() -> None:
     """Run and print every timing."""
     cal = cp.simulated_calibration()
     t = time.perf_counter()
-    pred = cp.ScanPredictor(cal).fit()
+    pred = cp.ScanPredictor().fit(cal)
     print(f"predictor fit (once per calibration): {1e3 * (time.perf_counter() - t):.1f} ms")
     key = cp.ConfigKey(2, "tma", 4, 5)
     f = per_call(lambda: pred.forecast(key, 40, 32), 2000)

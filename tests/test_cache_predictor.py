@@ -89,7 +89,7 @@ def test_excess_error_bound() -> None:
 def test_reference_is_reproduced_at_all_horizons() -> None:
     """At a reference key and calibrated size, the forecast is the reference's own K."""
     cal = calibration({**ONE_SIZE, (8, 32): [1.0, 1.5, 2.5, 3.0]})
-    pred = cp.ScanPredictor(cal).fit()
+    pred = cp.ScanPredictor().fit(cal)
     for w, k in zip(cp.HORIZONS, [1.0, 1.5, 2.5, 3.0]):
         f = pred.forecast(key(8), 32, w)
         assert f.fill_multiple == pytest.approx(k)
@@ -102,7 +102,7 @@ def test_horizon_interpolation_and_clamp() -> None:
     """PCHIP over log W between horizons; K held at the endpoints outside [1, 64] (§4.2)."""
     # cumulative fills N*W*K with K = (1, 2, 2, 2): V = 32 * (1, 8, 32, 128)
     cal = calibration({**ONE_SIZE, (8, 32): [1.0, 2.0, 2.0, 2.0]})
-    pred = cp.ScanPredictor(cal).fit()
+    pred = cp.ScanPredictor().fit(cal)
     v = [pred.forecast(key(8), 32, w).fill_blocks for w in (4, 6, 8, 12, 16)]
     assert v == sorted(v) and v[0] == pytest.approx(256) and v[-1] == pytest.approx(1024)
     # the Fritsch-Butland interpolant of log V over log W, evaluated by hand at W = 8
@@ -132,7 +132,7 @@ def test_isotonic_pools_decreasing_traffic() -> None:
     refs = [r for r in scan_refs(ONE_SIZE) if r.key.compute != 8]
     refs.append(cp.ScanReference(key(8), n, WORKERS, fills))
     cal = replace(calibration(ONE_SIZE), scans=tuple(refs))
-    pred = cp.ScanPredictor(cal).fit()
+    pred = cp.ScanPredictor().fit(cal)
     assert pred.forecast(key(8), n, 4).fill_multiple == pytest.approx(math.sqrt(120) / 4)
     assert pred.forecast(key(8), n, 16).fill_multiple == pytest.approx(
         max(1.0, math.sqrt(120) / 16)
@@ -145,32 +145,32 @@ def test_geometric_mean_of_repeats() -> None:
     refs = [r for r in scan_refs(ONE_SIZE) if r.key.compute != 8]
     fills = {w: (2.0 * n * w, 8.0 * n * w) for w in cp.HORIZONS}
     refs.append(cp.ScanReference(key(8), n, WORKERS, fills))
-    pred = cp.ScanPredictor(replace(calibration(ONE_SIZE), scans=tuple(refs))).fit()
+    pred = cp.ScanPredictor().fit(replace(calibration(ONE_SIZE), scans=tuple(refs)))
     assert pred.forecast(key(8), n, 16).fill_multiple == pytest.approx(4.0)
 
 
 def test_anchored_interpolation_within_class() -> None:
     """Between references: (p + 4 a_lin) / 5 with the aligned anchor p = log eps (App. C.5)."""
-    pred = cp.ScanPredictor(calibration(ONE_SIZE)).fit()
+    pred = cp.ScanPredictor().fit(calibration(ONE_SIZE))
     a0, a8, a12 = a(1.0), a(3.0), a(5.0)
     lin = (a0 + a8) / 2  # m = 4 sits midway between m = 0 and m = 8
     expect = (math.log(EPS) + 4 * lin) / 5
     k = pred.forecast(key(4), 32, 16).fill_multiple
     assert k == pytest.approx(1 + math.exp(expect) - EPS)
     # the class-mean anchor pulls toward the class's mean encoding instead
-    mean = cp.ScanPredictor(calibration(ONE_SIZE, anchor="class-mean")).fit()
+    mean = cp.ScanPredictor().fit(calibration(ONE_SIZE, anchor="class-mean"))
     expect_mean = (np.mean([a0, a8, a12]) + 4 * lin) / 5
     k_mean = mean.forecast(key(4), 32, 16).fill_multiple
     assert k_mean == pytest.approx(1 + math.exp(expect_mean) - EPS)
     assert k < k_mean
     # an infinite weight is plain linear interpolation in the excess coordinate
-    linear = cp.ScanPredictor(calibration(ONE_SIZE, anchor_weight=math.inf)).fit()
+    linear = cp.ScanPredictor().fit(calibration(ONE_SIZE, anchor_weight=math.inf))
     assert linear.forecast(key(4), 32, 16).fill_multiple == pytest.approx(1 + math.exp(lin) - EPS)
 
 
 def test_classes_do_not_mix_and_compute_is_clamped() -> None:
     """m = 5 (class 1) uses only class-1 references; beyond the class range it is clamped."""
-    pred = cp.ScanPredictor(calibration(ONE_SIZE)).fit()
+    pred = cp.ScanPredictor().fit(calibration(ONE_SIZE))
     assert pred.forecast(key(5), 32, 16).fill_multiple == pytest.approx(2.0)
     assert pred.forecast(key(40), 32, 16).fill_multiple == pytest.approx(5.0)
     assert pred.forecast(key(7), 32, 16).fill_multiple == pytest.approx(1.5)
@@ -181,7 +181,7 @@ def test_size_interpolation_in_capacity_ratio() -> None:
     k_of = {}
     for m, (k32, k64) in {0: (2.0, 4.0), 1: (1.0, 1.0), 2: (1.0, 1.0)}.items():
         k_of[(m, 32)], k_of[(m, 64)] = k32, k64
-    pred = cp.ScanPredictor(calibration(k_of)).fit()
+    pred = cp.ScanPredictor().fit(calibration(k_of))
     # C = 16: eta(32) = 1/2, eta(64) = 1/4, eta(48) = 1/3 -> one third of the way from N=64
     assert pred.forecast(key(0), 48, 16).fill_multiple == pytest.approx(4.0 + (2.0 - 4.0) / 3)
     assert pred.forecast(key(0), 20, 16).fill_multiple == pytest.approx(2.0)
@@ -193,7 +193,7 @@ def test_unsampled_class_is_refused() -> None:
     k_of = {(0, 32): 1.0, (8, 32): 3.0, (2, 32): 1.5}
     cal = calibration(k_of)
     with pytest.raises(ValueError, match=r"execution class\(es\) \[1\]"):
-        cp.ScanPredictor(cal).fit()
+        cp.ScanPredictor().fit(cal)
     doc = cal.to_json()
     with pytest.raises(ValueError, match="unsampled class"):
         cp.Calibration.from_json(doc)
@@ -201,7 +201,7 @@ def test_unsampled_class_is_refused() -> None:
 
 def test_uncalibrated_family_and_bad_queries() -> None:
     """Unknown families, cache-resident sizes and bad horizons are clear errors."""
-    pred = cp.ScanPredictor(calibration(ONE_SIZE)).fit()
+    pred = cp.ScanPredictor().fit(calibration(ONE_SIZE))
     with pytest.raises(ValueError, match="not calibrated"):
         pred.forecast(cp.ConfigKey(2, "sync", 0, 0), 32, 4)
     with pytest.raises(ValueError, match="fits in the 16-block cache"):
@@ -209,7 +209,7 @@ def test_uncalibrated_family_and_bad_queries() -> None:
     with pytest.raises(ValueError, match="scans must be a positive integer"):
         pred.forecast(key(0), 32, 0)
     with pytest.raises(ValueError, match="fit"):
-        cp.ScanPredictor(calibration(ONE_SIZE)).forecast(key(0), 32, 4)
+        cp.ScanPredictor().forecast(key(0), 32, 4)
     with pytest.raises(ValueError, match="depth 0"):
         cp.ConfigKey(1, "sync", 2, 0)
     with pytest.raises(ValueError, match="load path"):
@@ -302,7 +302,7 @@ def test_gemm_transfer_by_hand() -> None:
                     cp.GemmReference(nr, nc, nk, 12, (kappa * cp.gemm_cold_bytes(nr, nc, nk),))
                 )
     cal = replace(calibration(ONE_SIZE), gemms=tuple(gemms))
-    g = cp.GemmPredictor(cal).fit()
+    g = cp.GemmPredictor().fit(cal)
     assert g.fill_multiple(12, 8, 5, 8) == pytest.approx(2.0)
     assert g.fill_multiple(12, 2, 3, 100) == pytest.approx(1.0)
     # nr = 4 is midway in log nr: anchored mean of a(1) and a(2) with the class-mean prior
@@ -346,7 +346,7 @@ def test_forecast_is_fast() -> None:
     """A forecast costs well under the paper's 0.5 ms per op on a fitted predictor (§5.1)."""
     import time
 
-    pred = cp.ScanPredictor(cp.simulated_calibration()).fit()
+    pred = cp.ScanPredictor().fit(cp.simulated_calibration())
     q = cp.ConfigKey(2, "tma", 4, 5)
     pred.forecast(q, 40, 32)
     t = time.perf_counter()
