@@ -291,6 +291,9 @@ def capacity_for_lead(sigma: int) -> int:
     """Capacity that preserves all sharing when no worker leads another by more than sigma.
 
     Thm 5 (§3.5): ``2*sigma - 1`` blocks suffice and ``2*sigma - 2`` can already lose sharing.
+    The lead counts requests: a leader ``sigma - 1`` blocks ahead has issued ``sigma`` more
+    requests (its fill of the shared block included) when the follower reaches that block,
+    and the reuse window then holds ``2*(sigma - 1)`` other blocks.
     """
     s = _as_int("sigma", sigma)
     if s < 1:

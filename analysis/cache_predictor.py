@@ -444,7 +444,7 @@ class ScanPredictor:
     def forecast(self, key: ConfigKey, n_blocks: int, scans: int) -> ScanForecast:
         """Predicted cumulative fills of ``scans`` passes over ``n_blocks`` blocks for ``key``."""
         if not hasattr(self, "curves_"):
-            raise ValueError("ScanPredictor.fit() must run before forecast()")
+            raise ValueError("ScanPredictor.fit(calibration) must run before forecast()")
         for name, v in (("n_blocks", n_blocks), ("scans", scans)):
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
                 raise ValueError(f"{name} must be a positive integer, got {v!r}")
@@ -575,7 +575,7 @@ class GemmPredictor:
     def fill_multiple(self, workers: int, nr: int, nc: int, nk: int) -> float:
         """Predicted ``V / B0``: transfer along ``log nc`` then ``log nr``, decode, clip."""
         if not hasattr(self, "curves_"):
-            raise ValueError("GemmPredictor.fit() must run before fill_multiple()")
+            raise ValueError("GemmPredictor.fit(calibration) must run before fill_multiple()")
         cal = self.calibration_
         rows = sorted(self.curves_)
         xs = np.log(np.array(rows, dtype=float))
