@@ -331,13 +331,23 @@ def _simulate(
         arr,
     )
     if df == "os":
-        stream = _OfmapStream(
-            fold_len, row_folds, col_folds, cols, last_c, rows, last_r, t - 1, t - 1 + rows - last_r
+        ofmap_elems = s_r * s_c
+        stream = (
+            fold_len,
+            row_folds,
+            col_folds,
+            cols,
+            last_c,
+            rows,
+            last_r,
+            t - 1,
+            t + rows - last_r - 1,
         )
     else:
+        ofmap_elems = ofmap_sram
         s0 = 2 * rows - 1
-        stream = _OfmapStream(fold_len, row_folds, col_folds, cols, last_c, t, t, s0, s0)
-    ofmap = _dram_writes(stream, total_cycles, arr)
+        stream = (fold_len, row_folds, col_folds, cols, last_c, t, t, s0, s0)
+    ofmap = _dram_writes(ofmap_elems, stream, total_cycles, arr)
     exact_cycles = True
     if arr.bandwidth_mode == "USER":
         if df == "os":
@@ -499,7 +509,7 @@ def _user_reads(
 
 
 # Past this many mid-layer ofmap drains the write-back is estimated instead of replayed.
-_MAX_DRAINS = 4096
+_MAX_DRAINS = 5_000
 
 
 def _tri(x: int) -> int:
@@ -531,7 +541,7 @@ def _block_line_of(e: int, h: int, w: int) -> int:
     return a + b - 2 - (math.isqrt(8 * (h * w - 1 - e) + 1) - 1) // 2
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class _OfmapStream:
     """When each ofmap write reaches the ofmap SRAM.
 
@@ -588,7 +598,9 @@ class _OfmapStream:
         return before + _block_lines(cycle - f * self.fold_len - s0, h, w)
 
 
-def _dram_writes(stream: _OfmapStream, total_cycles: int, arr: ArrayConfig) -> _Operand:
+def _dram_writes(
+    elems: int, stream_args: tuple[int, ...], total_cycles: int, arr: ArrayConfig
+) -> _Operand:
     """DRAM writes of the ofmap SRAM, replaying write_buffer.py one drain at a time.
 
     Writes fill lines of ``bw`` words. Once more than the drain half is held (and the previous
@@ -598,11 +610,15 @@ def _dram_writes(stream: _OfmapStream, total_cycles: int, arr: ArrayConfig) -> _
     mode with a slow ofmap bandwidth) or more than ``_MAX_DRAINS`` drains make it an estimate.
     """
     drain_half, bw = arr._write_geometry
+    if elems <= drain_half:
+        # Never more than half full: one write-back after the last compute cycle.
+        return (elems, total_cycles, total_cycles + _ceil_div(elems, bw) - 1, True, True)
+    stream = _OfmapStream(*stream_args)
     words = arr.words(arr.ofmap_sram_kb)
     lines_per_drain = _ceil_div(drain_half, bw)
-    elems = stream.total
     if elems > drain_half * _MAX_DRAINS:
-        return (elems, stream.writes_before(total_cycles), total_cycles, False, False)
+        first = stream.cycle_of(drain_half)
+        return (elems, first, total_cycles + lines_per_drain - 1, False, False)
     drained = stored_lines_upto = lines = drained_lines = count = 0
     pads: deque[tuple[int, int]] = deque()  # closed lines that are not full: (line, padding)
     first = drain_end = 0
