@@ -144,13 +144,28 @@ class _Group:
     ynn: bool = False
 
 
+_SHORT: dict[str, str] = {}
+_ELEMENTWISE: dict[str, bool] = {}
+
+
 def _short(op: OpInfo) -> str:
-    return op.short_name
+    """Op name without dialect, memoised by name (this runs a dozen times per op)."""
+    s = _SHORT.get(op.name)
+    if s is None:
+        s = _SHORT[op.name] = op.short_name
+    return s
+
+
+def _is_elementwise(op: OpInfo) -> bool:
+    e = _ELEMENTWISE.get(op.name)
+    if e is None:
+        e = _ELEMENTWISE[op.name] = op.op_class in _ELEMENTWISE_CLASSES
+    return e
 
 
 def _is_loop_fusible(op: OpInfo, kind: str) -> bool:
     s = _short(op)
-    if op.op_class in _ELEMENTWISE_CLASSES or s in _LOOP_MOVEMENT:
+    if s in _LOOP_MOVEMENT or _is_elementwise(op):
         return True
     return s == "reduce_window" and kind != "cpu"
 
@@ -282,9 +297,7 @@ def _cse(ops: Sequence[OpInfo], srcs: list[list[int | None]]) -> list[int]:
     seen: dict[tuple, int] = {}
     for i, op in enumerate(ops):
         s = _short(op)
-        if s in ("constant", "iota", "reduce") or not (
-            op.op_class in _ELEMENTWISE_CLASSES or s in _LOOP_MOVEMENT
-        ):
+        if s in ("constant", "iota", "reduce") or not (_is_elementwise(op) or s in _LOOP_MOVEMENT):
             continue
         if any(x is None for x in srcs[i]):
             continue
@@ -292,37 +305,93 @@ def _cse(ops: Sequence[OpInfo], srcs: list[list[int | None]]) -> list[int]:
             op.name,
             tuple(rep[x] if x >= 0 else x for x in srcs[i]),  # type: ignore[operator]
             op.results,
-            repr(sorted(op.attrs.items())),
+            repr(sorted(op.attrs.items())) if op.attrs else "",
         )
         rep[i] = seen.setdefault(key, i)
     return rep
 
 
-@dataclass
+@dataclass(frozen=True)
+class _Facts:
+    """What fusion asks about one op, computed once per op."""
+
+    short: str
+    loop: bool
+    reduce: bool
+    matmul: bool
+    constant: bool
+    elementwise: bool
+    free: bool
+    reusing: bool
+    reduce_mode: str
+
+    @classmethod
+    def of(cls, op: OpInfo, kind: str) -> _Facts:
+        """Facts of op, shared between ops of one name unless they depend on shapes."""
+        key = (op.name, kind)
+        found = _FACTS.get(key)
+        if found is not None:
+            return found
+        facts = cls._compute(op, kind)
+        if facts.short not in _SHAPE_DEPENDENT:
+            _FACTS[key] = facts
+        return facts
+
+    @classmethod
+    def _compute(cls, op: OpInfo, kind: str) -> _Facts:
+        s = _short(op)
+        reduce = s == "reduce"
+        return cls(
+            short=s,
+            loop=_is_loop_fusible(op, kind),
+            reduce=reduce,
+            matmul=_is_matmul(op),
+            constant=s == "constant",
+            elementwise=_is_elementwise(op),
+            free=s in _FREE_ALONE or _is_noop(op),
+            reusing=s in _REUSING,
+            reduce_mode=cpu_reduce_mode(op) if reduce and kind == "cpu" else "",
+        )
+
+
+_FACTS: dict[tuple[str, str], _Facts] = {}
+_SHAPE_DEPENDENT = frozenset(
+    {"broadcast_in_dim", "broadcast", "convert", "reshape", "transpose", "reduce"}
+)
+
+
 class _State:
     """Working state of one `plan_fusion` run."""
 
-    ops: Sequence[OpInfo]
-    deps: Sequence[Sequence[int]]
-    srcs: list[list[int | None]]
-    kind: str
-    users: list[list[int]]
-    group_of: list[int]
-    copies: dict[int, list[int]] = field(default_factory=dict)
-    reused: dict[tuple[int, int], bool] = field(default_factory=dict)
-    groups: list[_Group] = field(default_factory=list)
+    def __init__(
+        self,
+        ops: Sequence[OpInfo],
+        deps: Sequence[Sequence[int]],
+        srcs: list[list[int | None]],
+        kind: str,
+        users: list[list[int]],
+    ) -> None:
+        self.ops, self.deps, self.srcs, self.kind, self.users = ops, deps, srcs, kind, users
+        self.facts = [_Facts.of(op, kind) for op in ops]
+        self.group_of = [-1] * len(ops)
+        self.copies: dict[int, list[int]] = {}
+        # reused[(op, group)]: some element of op's result is read more than once in group.
+        self.reused: dict[tuple[int, int], bool] = {}
+        self.groups: list[_Group] = []
 
     def holding(self, u: int) -> list[int]:
-        return [self.group_of[u], *self.copies.get(u, ())]
+        extra = self.copies.get(u)
+        return [self.group_of[u], *extra] if extra else [self.group_of[u]]
+
+    def in_group(self, u: int, g: int) -> bool:
+        return self.group_of[u] == g or g in self.copies.get(u, ())
 
     def new_group(self, i: int) -> int:
-        op, kind = self.ops[i], self.kind
-        opaque = not (_is_loop_fusible(op, kind) or _is_reduce(op) or _is_constant(op))
-        if _is_matmul(op) and kind != "cpu":
-            opaque = False
+        f = self.facts[i]
+        opaque = not (f.loop or f.reduce or f.constant) and not (f.matmul and self.kind != "cpu")
         g = _Group(root=i, opaque=opaque)
-        if kind == "cpu":
-            g.extra += _cpu_conv_layout_copies(op) + self._cpu_upcasts(i)
+        if self.kind == "cpu":
+            g.extra += _cpu_conv_layout_copies(self.ops[i]) + self._cpu_upcasts(i)
         self.groups.append(g)
         self.add(len(self.groups) - 1, i)
         return len(self.groups) - 1
@@ -330,74 +399,63 @@ class _State:
     def _cpu_upcasts(self, i: int) -> int:
         """XLA:CPU runs 16-bit float dots in f32: an operand no fusion can absorb the convert
         into (a parameter, an opaque op's result) gets a convert kernel of its own."""
-        op = self.ops[i]
-        if not _is_matmul(op):
+        if not self.facts[i].matmul:
             return 0
         count = 0
-        for k, t in enumerate(op.operands):
+        for k, t in enumerate(self.ops[i].operands):
             src = self.srcs[i][k] if k < len(self.srcs[i]) else None
             if t.element_type in ("bf16", "f16"):
-                fusible = src is not None and src >= 0 and _is_loop_fusible(self.ops[src], "cpu")
-                count += not fusible
+                count += not (src is not None and src >= 0 and self.facts[src].loop)
         return count
 
     def add(self, g: int, i: int) -> None:
-        grp, op = self.groups[g], self.ops[i]
-        grp.has_matmul |= _is_matmul(op)
-        grp.has_reduce |= _is_reduce(op)
-        if self.kind == "cpu" and _is_reduce(op):
-            mode = cpu_reduce_mode(op)
-            grp.extra += mode == "tree"
-            grp.ynn |= mode == "ynn"
-        if _short(op) not in _FREE_ALONE and not _is_noop(op):
+        grp, f = self.groups[g], self.facts[i]
+        grp.has_matmul |= f.matmul
+        grp.has_reduce |= f.reduce
+        grp.extra += f.reduce_mode == "tree"
+        grp.ynn |= f.reduce_mode == "ynn"
+        if not f.free:
             grp.work_ops += 1
-        if not (
-            op.op_class in _ELEMENTWISE_CLASSES
-            or _short(op) in _FREE_ALONE
-            or _short(op) in ("broadcast_in_dim", "broadcast")
-        ):
+        if not (f.elementwise or f.free or f.short in ("broadcast_in_dim", "broadcast")):
             grp.only_elementwise = False
-        self.reused[(i, g)] = self.reuse_in(i, g)
+        if self.users[i]:
+            self.reused[(i, g)] = self.reuse_in(i, g)
 
     def reuse_in(self, i: int, g: int) -> bool:
         return any(
-            g in self.holding(u)
-            and (_short(self.ops[u]) in _REUSING or self.reused.get((u, g), False))
+            self.in_group(u, g) and (self.facts[u].reusing or self.reused.get((u, g), False))
             for u in self.users[i]
         )
 
     def accepts(self, g: int, i: int, expensive: bool) -> bool:
         """Whether group g may take producer i (XLA's ShouldFuse for this target)."""
-        grp, op, kind = self.groups[g], self.ops[i], self.kind
+        grp, f, kind = self.groups[g], self.facts[i], self.kind
         if grp.opaque:
             return False
-        inside = [u for u in self.users[i] if g in self.holding(u)]
-        if expensive and not _is_matmul(op) and self.reuse_in(i, g):
+        if expensive and not f.matmul and self.reuse_in(i, g):
             return False
         if grp.ynn and len(self.users[i]) > 1:
             return False
-        if kind == "cpu":
-            for u in inside:
-                if _is_reduce(self.ops[u]):
-                    mode = cpu_reduce_mode(self.ops[u])
-                    if mode == "tree" or (mode == "ynn" and len(self.users[i]) > 1):
-                        return False
-        if _is_matmul(op):
+        if kind == "cpu" and grp.has_reduce:
+            for u in self.users[i]:
+                if self.facts[u].reduce_mode == "tree" and self.in_group(u, g):
+                    return False
+        if f.matmul:
             if kind == "cpu" or grp.has_matmul or grp.has_reduce or not grp.only_elementwise:
                 return False
             return kind == "tpu" or grp.work_ops <= _GPU_EPILOGUE_MAX_OPS
-        if grp.has_matmul and any(_is_matmul(self.ops[u]) for u in inside):
+        if grp.has_matmul and any(
+            self.facts[u].matmul and self.in_group(u, g) for u in self.users[i]
+        ):
             # Only a dot's own operand producers (Triton / TPU operand fusion) join it.
-            return _short(op) in _DOT_OPERAND_PRODUCERS and len(self.users[i]) == 1
-        if _is_reduce(op):
-            if kind == "cpu":
-                return cpu_reduce_mode(op) != "ynn"
-            return not grp.has_reduce
-        return _is_loop_fusible(op, kind)
+            return f.short in _DOT_OPERAND_PRODUCERS and len(self.users[i]) == 1
+        if f.reduce:
+            return f.reduce_mode != "ynn" if kind == "cpu" else not grp.has_reduce
+        return f.loop
 
     def visit(self, i: int, live_out: set[int]) -> None:
         """Place op i, all of whose consumers are already placed."""
-        op = self.ops[i]
+        f = self.facts[i]
         targets: list[int] = []
         for u in self.users[i]:
             for g in self.holding(u):
@@ -406,10 +464,10 @@ class _State:
         if not targets:
             self.group_of[i] = self.new_group(i)
             return
-        if _is_constant(op):
+        if f.constant:
             self.join(i, targets)
             return
-        fusible = _is_loop_fusible(op, self.kind) or _is_reduce(op) or _is_matmul(op)
+        fusible = f.loop or f.reduce or f.matmul
         expensive = _is_expensive(i, self.ops, self.deps, self.srcs[i])
         ok = [g for g in targets if fusible and self.accepts(g, i, expensive)]
         everyone = len(ok) == len(targets) and i not in live_out
@@ -418,6 +476,7 @@ class _State:
             return
         own = self.new_group(i)
         self.group_of[i] = own
+        op = self.ops[i]
         widens = sum(t.nbytes or 0 for t in op.operands) <= sum(t.nbytes or 0 for t in op.results)
         if ok and not expensive and widens and len(ok) <= MAX_COPIES:
             self.copies[i] = ok
@@ -426,15 +485,17 @@ class _State:
 
     def join(self, i: int, targets: list[int]) -> None:
         """Put op i in the group of its first consumer and copy it into the other targets."""
+        if len(targets) == 1:
+            self.group_of[i] = targets[0]
+            self.add(targets[0], i)
+            return
 
         def first_use(g: int) -> int:
-            return min(u for u in self.users[i] if g in self.holding(u))
+            return min(u for u in self.users[i] if self.in_group(u, g))
 
         first = min(targets, key=first_use)
         self.group_of[i] = first
-        rest = [g for g in targets if g != first]
-        if rest:
-            self.copies[i] = rest
+        self.copies[i] = [g for g in targets if g != first]
         for g in targets:
             self.add(g, i)
 
@@ -473,7 +534,7 @@ def plan_fusion(
         if rep[i] != i:
             users[rep[i]].extend(u for u in users[i] if u not in users[rep[i]])
     escapes = {rep[i] for i in live_out}
-    state = _State(ops, deps, srcs, kind, users, [-1] * n)
+    state = _State(ops, deps, srcs, kind, users)
     for i in range(n - 1, -1, -1):
         if rep[i] == i:
             state.visit(i, escapes)

@@ -1,0 +1,321 @@
+"""Fusion grouping (analysis/fusion.py) on hand-built blocks, and against XLA:CPU live.
+
+Hand-built blocks use `OpInfo.build` with f32[4,8] tensors (128 bytes) unless
+a case needs other shapes; operand sources use -1, -2, ... for the block's
+arguments.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import jax
+import pytest
+from conftest import corpus_programs
+from stablehlo_perf.analysis.fusion import (
+    KINDS,
+    cpu_reduce_mode,
+    fuse_block,
+    group_traffic,
+    plan_fusion,
+    while_init_copies,
+)
+from stablehlo_perf.analysis.opinfo import OpInfo, TensorType
+
+ROOT = Path(__file__).resolve().parents[1]
+T = TensorType((4, 8), "f32")
+SCALAR = TensorType((), "f32")
+ROW = TensorType((4,), "f32")
+
+
+class Block:
+    """Builds one block: each `op` call appends an op and returns its index."""
+
+    def __init__(self) -> None:
+        self.ops: list[OpInfo] = []
+        self.sources: list[list[int | None]] = []
+
+    def op(
+        self,
+        name: str,
+        srcs: Sequence[int],
+        operands: Sequence[TensorType] | None = None,
+        result: TensorType = T,
+        **attrs,
+    ) -> int:
+        operands = list(operands) if operands is not None else [T] * len(srcs)
+        i = len(self.ops)
+        self.ops.append(OpInfo.build(i, f"stablehlo.{name}", operands, [result], attrs))
+        self.sources.append(list(srcs))
+        return i
+
+    @property
+    def deps(self) -> list[list[int]]:
+        return [sorted({s for s in src if s is not None and s >= 0}) for src in self.sources]
+
+    def plan(self, kind: str, live_out: Sequence[int] = ()):
+        return plan_fusion(self.ops, self.deps, kind, self.sources, live_out)
+
+    def groups(self, kind: str) -> list[int]:
+        return fuse_block(self.ops, self.deps, kind, self.sources)
+
+
+def chain() -> Block:
+    """add(x, y) -> multiply(., z) -> exponential -> subtract(., x): one loop fusion."""
+    b = Block()
+    a = b.op("add", [-1, -2])
+    m = b.op("multiply", [a, -3])
+    e = b.op("exponential", [m])
+    b.op("subtract", [e, -1])
+    return b
+
+
+def dense_relu() -> Block:
+    """dot(x, w) + broadcast(bias), then max(., broadcast(0)): bias and ReLU epilogue."""
+    b = Block()
+    d = b.op("dot_general", [-1, -2], lhs_contracting_dims=(1,), rhs_contracting_dims=(0,))
+    bias = b.op("broadcast_in_dim", [-3], [TensorType((8,), "f32")])
+    add = b.op("add", [d, bias])
+    zero = b.op("constant", [], [], SCALAR)
+    zeros = b.op("broadcast_in_dim", [zero], [SCALAR])
+    b.op("maximum", [add, zeros])
+    return b
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_elementwise_chain_is_one_loop_fusion(kind: str) -> None:
+    plan = chain().plan(kind)
+    assert plan.groups == [0, 0, 0, 0]
+    assert plan.kinds == ["loop"]
+    assert plan.num_kernels == 1
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_reduce_roots_an_input_fusion_with_its_producers(kind: str) -> None:
+    b = Block()
+    init = b.op("constant", [], [], SCALAR)
+    sq = b.op("multiply", [-1, -1])
+    b.op("reduce", [sq, init], [T, SCALAR], ROW, dimensions=(1,), body_flops=1)
+    plan = b.plan(kind)
+    assert plan.groups == [0, 0, 0]
+    assert plan.kinds == ["input"]
+    assert plan.num_kernels == 1
+
+
+def test_cpu_reduce_modes_follow_xla_cpu() -> None:
+    """Measured on XLA:CPU: f32 rows of 64 split into reduce-window + reduce (two kernels,
+    the multiply apart); a 64x64 reduce is a YNNPACK fusion taking its producer."""
+    b = Block()
+    x = TensorType((16, 64), "f32")
+    init = b.op("constant", [], [], SCALAR)
+    sq = b.op("multiply", [-1, -1], [x, x], x)
+    red = b.op("reduce", [sq, init], [x, SCALAR], TensorType((16,), "f32"), dimensions=(1,))
+    assert cpu_reduce_mode(b.ops[red]) == "tree"
+    plan = b.plan("cpu")
+    assert plan.groups == [0, 1, 0]
+    assert plan.launches == [2, 1]
+    assert plan.num_kernels == 3
+    assert b.plan("gpu").num_kernels == 1
+
+    big = TensorType((64, 64), "f32")
+    b = Block()
+    init = b.op("constant", [], [], SCALAR)
+    sq = b.op("multiply", [-1, -1], [big, big], big)
+    red = b.op("reduce", [sq, init], [big, SCALAR], TensorType((64,), "f32"), dimensions=(1,))
+    b.op("sqrt", [red], [TensorType((64,), "f32")], TensorType((64,), "f32"))
+    assert cpu_reduce_mode(b.ops[red]) == "ynn"
+    assert b.groups("cpu") == [0, 0, 0, 1]
+    assert b.groups("gpu") == [0, 0, 0, 0]
+
+
+@pytest.mark.parametrize(("kind", "groups"), [("gpu", [0] * 6), ("tpu", [0] * 6), ("cpu", [0, 1, 1, 1, 1, 1])])  # fmt: skip
+def test_dot_epilogue_fuses_on_gpu_and_tpu_not_cpu(kind: str, groups: list[int]) -> None:
+    plan = dense_relu().plan(kind)
+    assert plan.groups == groups
+    assert plan.kinds == (["output"] if kind != "cpu" else ["opaque", "loop"])
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("control", ["while", "call", "case"])
+def test_control_op_is_its_own_group_and_breaks_chains(kind: str, control: str) -> None:
+    b = Block()
+    a = b.op("add", [-1, -2])
+    c = b.op(control, [a])
+    b.op("multiply", [c, c])
+    plan = b.plan(kind)
+    assert plan.groups == [0, 1, 2]
+    assert plan.kinds == ["loop", "opaque", "loop"]
+
+
+def test_cheap_producer_with_two_consumer_groups_is_duplicated() -> None:
+    """add(x, y) feeds two module outputs: XLA recomputes it in both fusions."""
+    b = Block()
+    p = b.op("add", [-1, -2])
+    b.op("negate", [p])
+    b.op("abs", [p])
+    plan = b.plan("cpu")
+    assert plan.groups == [0, 0, 1]
+    assert plan.copies == {0: (1,)}
+    assert plan.members() == [[0, 1], [0, 2]]
+    assert plan.num_kernels == 2
+
+
+def test_expensive_producer_with_two_consumer_groups_keeps_its_kernel() -> None:
+    b = Block()
+    p = b.op("exponential", [-1])
+    b.op("negate", [p])
+    b.op("abs", [p])
+    plan = b.plan("cpu")
+    assert plan.groups == [0, 1, 2]
+    assert plan.copies == {}
+
+
+def test_expensive_producer_is_not_fused_into_a_broadcast() -> None:
+    """rsqrt of a row, broadcast over columns (layer norm): XLA keeps add_rsqrt_fusion apart;
+    a divide by a constant counts as a cheap multiply and is fused."""
+    b = Block()
+    r = b.op("rsqrt", [-1], [ROW], ROW)
+    br = b.op("broadcast_in_dim", [r], [ROW])
+    b.op("multiply", [-2, br])
+    assert b.groups("cpu") == [0, 1, 1]
+
+    b = Block()
+    c = b.op("constant", [], [], SCALAR)
+    cb = b.op("broadcast_in_dim", [c], [SCALAR], ROW)
+    d = b.op("divide", [-1, cb], [ROW, ROW], ROW)
+    br = b.op("broadcast_in_dim", [d], [ROW])
+    b.op("multiply", [-2, br])
+    assert b.groups("cpu") == [0, 0, 0, 0, 0]
+
+
+def test_broadcast_feeding_a_library_dot_is_copied_into_fusible_consumers() -> None:
+    """A broadcast reads fewer bytes than it writes: XLA fuses it where it can and keeps
+    one kernel for the consumer that cannot take it (the dot on cpu)."""
+    b = Block()
+    br = b.op("broadcast_in_dim", [-1], [ROW])
+    b.op("dot_general", [br, -2], lhs_contracting_dims=(1,), rhs_contracting_dims=(0,))
+    b.op("add", [br, -3])
+    plan = b.plan("cpu")
+    assert plan.groups == [0, 1, 2]
+    assert plan.copies == {0: (2,)}
+
+
+def test_live_out_producer_is_not_fused() -> None:
+    b = chain()
+    plan = b.plan("cpu", live_out=[1])
+    assert plan.groups == [0, 0, 1, 1]
+
+
+def test_identical_ops_are_merged_like_xla_cse() -> None:
+    b = Block()
+    s1 = b.op("subtract", [-1, -2])
+    s2 = b.op("subtract", [-1, -2])
+    b.op("multiply", [s1, s2])
+    plan = b.plan("cpu")
+    assert plan.same_as == {1: 0}
+    assert plan.groups == [0, 0, 0]
+    (traffic,) = group_traffic(b.ops, b.deps, plan, b.sources)
+    assert traffic.flops == 2 * 32
+
+
+def test_traffic_of_a_fused_chain_reads_inputs_once_and_writes_output_once() -> None:
+    b = chain()
+    plan = b.plan("cpu")
+    (traffic,) = group_traffic(b.ops, b.deps, plan, b.sources)
+    # x (read by add and subtract, counted once), y, z in; the subtract's result out.
+    assert traffic.input_bytes == 3 * 128
+    assert traffic.output_bytes == 128
+    # add, multiply, subtract: 32 flops each; exponential is a transcendental (0 flops).
+    assert traffic.flops == 3 * 32
+    unfused = sum(op.bytes for op in b.ops)
+    assert unfused == 11 * 128
+
+
+def test_traffic_of_unfused_dot_and_epilogue_on_cpu() -> None:
+    b = dense_relu()
+    plan = b.plan("cpu")
+    dot, epilogue = group_traffic(b.ops, b.deps, plan, b.sources)
+    assert (dot.input_bytes, dot.output_bytes) == (2 * 128, 128)
+    # dot result + bias (32 bytes) in; the scalar zero constant is free.
+    assert (epilogue.input_bytes, epilogue.output_bytes) == (128 + 32, 128)
+    fused = group_traffic(b.ops, b.deps, b.plan("gpu"), b.sources)
+    assert [(t.input_bytes, t.output_bytes) for t in fused] == [(2 * 128 + 32, 128)]
+
+
+def test_traffic_without_operand_sources_matches_deps_to_operands() -> None:
+    b = chain()
+    groups = fuse_block(b.ops, b.deps, "cpu")
+    assert groups == [0, 0, 0, 0]
+    (traffic,) = group_traffic(b.ops, b.deps, groups)
+    # Without sources outside values cannot be told apart: x counts twice.
+    assert (traffic.input_bytes, traffic.output_bytes) == (4 * 128, 128)
+
+
+def test_100k_op_chain_groups_in_one_pass() -> None:
+    """100,000 alternating add/multiply ops in a chain: one loop fusion (records are shared,
+    fusion reads no ids)."""
+    add = OpInfo.build(0, "stablehlo.add", [T, T], [T])
+    mul = OpInfo.build(1, "stablehlo.multiply", [T, T], [T])
+    n = 100_000
+    ops = [mul if k % 2 else add for k in range(n)]
+    sources: list[list[int | None]] = [[k - 1 if k else -2, -1 - k % 3] for k in range(n)]
+    deps = [[k - 1] if k else [] for k in range(n)]
+    plan = plan_fusion(ops, deps, "cpu", sources)
+    assert plan.num_groups == 1
+    assert plan.num_kernels == 1
+    assert set(plan.groups) == {0}
+
+
+def test_while_copies_of_read_only_inputs() -> None:
+    b = Block()
+    c = b.op("constant", [], [], SCALAR)
+    b.op("while", [c, -1, -2], [SCALAR, T, T])
+    assert while_init_copies(b.ops, b.sources, 1, [True, True, False]) == 2
+    assert while_init_copies(b.ops, b.sources, 1, [False, False, False]) == 0
+
+
+def test_unknown_kind_is_an_error() -> None:
+    with pytest.raises(ValueError, match="unknown target kind"):
+        fuse_block(chain().ops, chain().deps, "npu")
+
+
+def test_fusion_module_imports_neither_jax_nor_mlir() -> None:
+    code = (
+        "import sys, stablehlo_perf.analysis.fusion; "
+        "print(sorted(m for m in sys.modules if m.startswith(('jax', 'jaxlib', 'mlir'))))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def _xla_kernels_module():
+    spec = importlib.util.spec_from_file_location(
+        "_xla_kernels", ROOT / "benchmarks" / "_xla_kernels.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["_xla_kernels"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize(
+    ("name", "kernels"),
+    # XLA:CPU's own counts (jax 0.10.2), read from compiled.as_text():
+    # mlp: 3 ynn dots + 3 bias/ReLU loops; layer_norm: 2 YNN reduces + 3 loops;
+    # while_dynamic: 2 init copies + body (add, multiply) + cond (multiply, reduce-window,
+    # reduce+compare).
+    [("mlp", 6), ("layer_norm", 5), ("while_dynamic", 7)],
+)
+def test_corpus_kernel_count_equals_xla_cpu(name: str, kernels: int) -> None:
+    xk = _xla_kernels_module()
+    fn, args = corpus_programs().PROGRAMS[name]()
+    lowered = jax.jit(fn).lower(*args)
+    xla = xk.xla_kernels(lowered.compile().as_text())
+    ours = xk.our_kernels(xk.flat_blocks(lowered.as_text()), "cpu")
+    assert len(xla.kernels) == kernels
+    assert ours.kernels == len(xla.kernels)
+    assert ours.control == xla.control
