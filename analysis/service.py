@@ -112,5 +112,8 @@ class Registry:
 def default_registry() -> Registry:
     """The service chain used by `perf-annotate-cycles`: specialised models, then roofline."""
     from stablehlo_perf.analysis.roofline import RooflineModel
+    from stablehlo_perf.analysis.systolic_service import SystolicService
 
-    return Registry(fallback=RooflineModel())
+    registry = Registry(fallback=RooflineModel())
+    registry.register(SystolicService(), kinds=("tpu",))
+    return registry

@@ -30,7 +30,7 @@ APPLIED_REGION_OPS = frozenset(
 CONTROL_OPS = frozenset({"stablehlo.while", "stablehlo.if", "stablehlo.case"})
 TERMINATORS = frozenset({"func.return", "stablehlo.return"})
 # Attributes too large or useless for the models.
-_SKIP_ATTRS = frozenset({"value", "precision_config", "mhlo.sharding", "mhlo.frontend_attributes"})
+_SKIP_ATTRS = frozenset({"value", "mhlo.sharding", "mhlo.frontend_attributes"})
 
 
 @dataclass
