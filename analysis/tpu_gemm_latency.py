@@ -30,6 +30,7 @@ from sklearn.ensemble import HistGradientBoostingRegressor
 from stablehlo_perf.analysis.opinfo import OpInfo
 from stablehlo_perf.analysis.service import OpCost
 from stablehlo_perf.analysis.targets import Target
+from threadpoolctl import threadpool_limits
 
 __all__ = [
     "FEATURE_NAMES",
@@ -163,15 +164,17 @@ class TpuGemmLatencyRegressor(RegressorMixin, BaseEstimator):
         self.coef_, _ = nnls(terms * w[:, None], y * w)
         self.floor_ns_ = float(y.min())
         core = terms @ self.coef_
-        self.residual_ = HistGradientBoostingRegressor(
-            max_iter=self.max_iter,
-            learning_rate=self.learning_rate,
-            max_depth=self.max_depth,
-            min_samples_leaf=self.min_samples_leaf,
-            l2_regularization=self.l2_regularization,
-            early_stopping=False,
-            random_state=self.random_state,
-        ).fit(_tree_features(X), np.log(y / core))
+        # ~2k rows: OpenMP threads only add contention (minutes on a busy 2-core host).
+        with threadpool_limits(1, user_api="openmp"):
+            self.residual_ = HistGradientBoostingRegressor(
+                max_iter=self.max_iter,
+                learning_rate=self.learning_rate,
+                max_depth=self.max_depth,
+                min_samples_leaf=self.min_samples_leaf,
+                l2_regularization=self.l2_regularization,
+                early_stopping=False,
+                random_state=self.random_state,
+            ).fit(_tree_features(X), np.log(y / core))
         self.n_features_in_ = X.shape[1]
         return self
 
@@ -182,7 +185,9 @@ class TpuGemmLatencyRegressor(RegressorMixin, BaseEstimator):
     def predict(self, X: np.ndarray) -> np.ndarray:
         """Predicted kernel latency in ns, one per row of `X`."""
         X = np.asarray(X, dtype=float)
-        corr = np.clip(self.residual_.predict(_tree_features(X)), -self.clip, self.clip)
+        with threadpool_limits(1, user_api="openmp"):
+            corr = self.residual_.predict(_tree_features(X))
+        corr = np.clip(corr, -self.clip, self.clip)
         return np.maximum(self.core_ns(X) * np.exp(corr), self.floor_ns_)
 
 
