@@ -213,6 +213,14 @@ def _cpu_conv_layout_copies(op: OpInfo) -> int:
     return copies + int(a["output_feature_dim"] != rank - 1)
 
 
+def _grows(op: OpInfo) -> bool:
+    """More result elements than operand elements (a broadcast that really replicates)."""
+    if not op.operands or not op.results:
+        return True
+    n_in, n_out = op.operands[0].num_elements, op.results[0].num_elements
+    return n_in is None or n_out is None or n_out > n_in
+
+
 def _is_noop(op: OpInfo) -> bool:
     """A broadcast or convert that returns its operand unchanged (XLA's simplifier drops it)."""
     return (
@@ -349,7 +357,7 @@ class _Facts:
             constant=s == "constant",
             elementwise=_is_elementwise(op),
             free=s in _FREE_ALONE or _is_noop(op),
-            reusing=s in _REUSING,
+            reusing=s in _REUSING and _grows(op),
             reduce_mode=cpu_reduce_mode(op) if reduce and kind == "cpu" else "",
         )
 
@@ -373,11 +381,44 @@ class _State:
     ) -> None:
         self.ops, self.deps, self.srcs, self.kind, self.users = ops, deps, srcs, kind, users
         self.facts = [_Facts.of(op, kind) for op in ops]
+        self.folded = {
+            i for i, f in enumerate(self.facts) if f.short == "transpose" and self._folds(i)
+        }
         self.group_of = [-1] * len(ops)
         self.copies: dict[int, list[int]] = {}
         # reused[(op, group)]: some element of op's result is read more than once in group.
         self.reused: dict[tuple[int, int], bool] = {}
         self.groups: list[_Group] = []
+
+    def _folds(self, i: int) -> bool:
+        """A transpose read only by dots that keeps their batch dims in place: XLA's
+        TransposeFolding turns it into the dots' dimension numbers (no kernel)."""
+        src = self.srcs[i][0] if self.srcs[i] else None
+        if src is not None and src >= 0 and self._transposes_dot_output(i, src):
+            return True
+        if not self.users[i]:
+            return False
+        perm = tuple(self.ops[i].attrs.get("permutation", ()))
+        for u in self.users[i]:
+            dot = self.ops[u]
+            if _short(dot) != "dot_general":
+                return False
+            for k, src in enumerate(self.srcs[u][:2]):
+                batch = dot.attrs.get("lhs_batch_dims" if k == 0 else "rhs_batch_dims", ())
+                if src == i and any(d >= len(perm) or perm[d] != d for d in batch):
+                    return False
+        return True
+
+    def _transposes_dot_output(self, i: int, src: int) -> bool:
+        """transpose(dot(a, b)) of a matrix product read only by the transpose: XLA's
+        simplifier rewrites it as dot(b, a)."""
+        dot = self.ops[src]
+        return (
+            _short(dot) == "dot_general"
+            and not dot.attrs.get("lhs_batch_dims")
+            and len(dot.results[0].shape or ()) == 2
+            and self.users[src] == [i]
+        )
 
     def holding(self, u: int) -> list[int]:
         extra = self.copies.get(u)
@@ -414,7 +455,7 @@ class _State:
         grp.has_reduce |= f.reduce
         grp.extra += f.reduce_mode == "tree"
         grp.ynn |= f.reduce_mode == "ynn"
-        if not f.free:
+        if not f.free and i not in self.folded:
             grp.work_ops += 1
         if not (f.elementwise or f.free or f.short in ("broadcast_in_dim", "broadcast")):
             grp.only_elementwise = False
