@@ -204,6 +204,56 @@ def test_broadcast_feeding_a_library_dot_is_copied_into_fusible_consumers() -> N
     assert plan.copies == {0: (2,)}
 
 
+@pytest.mark.parametrize("kind", KINDS)
+def test_transpose_read_only_by_dots_is_folded(kind: str) -> None:
+    """q @ k.T: XLA folds the transpose into the dot's dimension numbers (no kernel); a
+    transpose that moves a batch dim (attention's head split) stays a kernel."""
+    b = Block()
+    t = b.op("transpose", [-1], permutation=(1, 0))
+    b.op("dot_general", [-2, t], lhs_contracting_dims=(1,), rhs_contracting_dims=(0,))
+    plan = b.plan(kind)
+    assert plan.num_kernels == 1
+
+    b = Block()
+    x = TensorType((4, 2, 8), "f32")
+    t = b.op("transpose", [-1], [x], TensorType((2, 4, 8), "f32"), permutation=(1, 0, 2))
+    b.op(
+        "dot_general",
+        [t, t],
+        [TensorType((2, 4, 8), "f32")] * 2,
+        TensorType((2, 4, 4), "f32"),
+        lhs_batch_dims=(0,),
+        rhs_batch_dims=(0,),
+    )
+    assert b.plan("cpu").num_kernels == 2
+
+
+def test_transpose_of_a_matrix_product_is_folded() -> None:
+    b = Block()
+    d = b.op("dot_general", [-1, -2], lhs_contracting_dims=(1,), rhs_contracting_dims=(0,))
+    b.op("transpose", [d], permutation=(1, 0))
+    assert b.plan("cpu").num_kernels == 1
+
+
+def test_broadcast_adding_unit_dims_lets_a_reduce_fuse_into_its_consumer() -> None:
+    """var = sum(.) / n as f32[16] -> f32[16,1] (layer norm): no element is read twice, so
+    XLA:CPU fuses the reduce into the add/rsqrt consumer (add_rsqrt_fusion)."""
+    b = Block()
+    x, row, col = TensorType((16, 8), "f32"), TensorType((16,), "f32"), TensorType((16, 1), "f32")
+    init = b.op("constant", [], [], SCALAR)
+    red = b.op("reduce", [-1, init], [x, SCALAR], row, dimensions=(1,))
+    r2 = b.op("broadcast_in_dim", [red], [row], col)
+    b.op("rsqrt", [r2], [col], col)
+    assert b.plan("cpu").groups == [0, 0, 0, 0]
+
+    b = Block()
+    init = b.op("constant", [], [], SCALAR)
+    red = b.op("reduce", [-1, init], [x, SCALAR], row, dimensions=(1,))
+    wide = b.op("broadcast_in_dim", [red], [row], x)
+    b.op("subtract", [-1, wide], [x, x], x)
+    assert b.plan("cpu").groups == [0, 0, 1, 1]
+
+
 def test_live_out_producer_is_not_fused() -> None:
     b = chain()
     plan = b.plan("cpu", live_out=[1])
