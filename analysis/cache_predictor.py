@@ -37,6 +37,7 @@ Constants the paper leaves open, chosen here:
 
 from __future__ import annotations
 
+import bisect
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
@@ -351,32 +352,58 @@ def decode_excess(a: float, k0: float, workers: int, epsilon: float = EPSILON) -
     return min(float(workers), k0 * (1.0 + max(math.exp(a) - epsilon, 0.0)))
 
 
-def _log_curve(x: Sequence[float], repeats: Sequence[Sequence[float]]) -> PchipInterpolator:
-    """Geometric mean of repeats, isotonic in ``x``, PCHIP over ``log x`` (App. C.2)."""
-    y = np.array([np.mean(np.log(np.asarray(r, dtype=float))) for r in repeats])
-    return PchipInterpolator(np.log(np.asarray(x, dtype=float)), isotonic_regression(y))
+def _isotonic_log(repeats: Sequence[Sequence[float]]) -> np.ndarray:
+    """Log of the geometric mean of repeats at each horizon, made nondecreasing (App. C.2)."""
+    return isotonic_regression(
+        [float(np.mean(np.log(np.asarray(r, dtype=float)))) for r in repeats]
+    )
 
 
 def _anchored(
-    x: float, xs: np.ndarray, values: np.ndarray, weight: float, anchor: float | None
+    x: float, xs: Sequence[float], values: Sequence[float], weight: float, anchor: float | None
 ) -> float:
     """Anchored interpolation within a class (§4.4, App. C.5); clamped beyond the ends.
 
-    ``anchor`` is the prior ``p``; ``None`` means the mean of ``values`` (class-mean anchor).
-    An infinite weight is plain linear interpolation.
+    ``xs`` is increasing; ``anchor`` is the prior ``p`` and ``None`` means the mean of
+    ``values`` (class-mean anchor).  An infinite weight is plain linear interpolation.
     """
     if x <= xs[0]:
         return float(values[0])
     if x >= xs[-1]:
         return float(values[-1])
-    hit = np.flatnonzero(xs == x)
-    if hit.size:
-        return float(values[hit[0]])
-    linear = float(np.interp(x, xs, values))
+    j = bisect.bisect_left(xs, x)
+    if xs[j] == x:
+        return float(values[j])
+    t = (x - xs[j - 1]) / (xs[j] - xs[j - 1])
+    linear = float((1.0 - t) * values[j - 1] + t * values[j])
     if math.isinf(weight):
         return linear
-    p = float(values.mean()) if anchor is None else anchor
+    p = float(sum(values) / len(values)) if anchor is None else anchor
     return (p + weight * linear) / (1.0 + weight)
+
+
+@dataclass(frozen=True)
+class _CurveSet:
+    """PCHIP curves of one (family, size, class) as plain floats, for sub-millisecond forecasts."""
+
+    computes: list[float]
+    knots: list[float]
+    coef: list[list[tuple[float, float, float, float]]]  # [interval][reference]
+
+    @classmethod
+    def build(cls, log_w: np.ndarray, computes: list[float], y: np.ndarray) -> _CurveSet:
+        """Fit a multi-column PCHIP over ``log W`` and keep its piecewise-cubic coefficients."""
+        c = PchipInterpolator(log_w, y, axis=0).c  # (4, intervals, references)
+        coef = [
+            [tuple(map(float, c[:, i, r])) for r in range(c.shape[2])] for i in range(c.shape[1])
+        ]
+        return cls(computes, [float(v) for v in log_w], coef)
+
+    def __call__(self, lw: float) -> list[float]:
+        """Every reference's log cumulative traffic at ``log W = lw`` (inside the knots)."""
+        i = min(max(bisect.bisect_right(self.knots, lw) - 1, 0), len(self.coef) - 1)
+        t = lw - self.knots[i]
+        return [((a * t + b) * t + c) * t + d for a, b, c, d in self.coef[i]]
 
 
 @dataclass(frozen=True)
@@ -406,40 +433,46 @@ class ScanPredictor:
         grouped: dict[tuple[ConfigKey, int], list[ScanReference]] = {}
         for r in cal.scans:
             grouped.setdefault((r.key, r.n_blocks), []).append(r)
-        self.curves_: dict[tuple[tuple[int, str, int], int, int], list[tuple[int, Any]]] = {}
+        per_slot: dict[tuple[tuple[int, str, int], int, int], list[tuple[int, np.ndarray]]] = {}
         self.workers_: dict[tuple[int, str, int], int] = {}
+        ws = list(cal.horizons)
         for (key, n), refs in sorted(grouped.items()):
-            ws = list(cal.horizons)
             repeats = [[x for r in refs for x in r.fills[w]] for w in ws]
-            curve = _log_curve(ws, repeats)
             slot = (key.family, n, key.klass)
-            self.curves_.setdefault(slot, []).append((key.compute, curve))
+            per_slot.setdefault(slot, []).append((key.compute, _isotonic_log(repeats)))
             self.workers_[key.family] = refs[0].workers
-        for entries in self.curves_.values():
+        # one multi-column PCHIP per (family, size, class): a forecast is one call per size
+        self.curves_: dict[tuple[tuple[int, str, int], int, int], _CurveSet] = {}
+        log_w = np.log(np.asarray(ws, dtype=float))
+        for slot, entries in per_slot.items():
             entries.sort(key=lambda e: e[0])
+            y = np.column_stack([col for _, col in entries])
+            self.curves_[slot] = _CurveSet.build(log_w, [float(m) for m, _ in entries], y)
         sizes: dict[tuple[int, str, int], set[int]] = {}
         for fam, n, _ in self.curves_:
             sizes.setdefault(fam, set()).add(n)
-        self.sizes_ = {f: np.array(sorted(s)) for f, s in sizes.items()}
+        # reference sizes per family, ordered by increasing eta = C / N
+        self.sizes_ = {f: sorted(s, reverse=True) for f, s in sizes.items()}
+        self.log_w_range_ = (math.log(cal.horizons[0]), math.log(cal.horizons[-1]))
+        self.anchor_ = cal.anchor_value()
         return self
 
     def _encoded_at_size(self, key: ConfigKey, n: int, log_w: float) -> float:
         """Class-level encoded prediction at one reference size (§4.3-4.4)."""
         cal = self.calibration_
-        entries = self.curves_.get((key.family, n, key.klass))
-        if not entries:
+        entry = self.curves_.get((key.family, n, key.klass))
+        if entry is None:
             raise ValueError(
                 f"no reference for {key} in execution class {key.klass} at N = {n}: "
                 "an unsampled class cannot be predicted (App. C.4)"
             )
-        lo, hi = math.log(cal.horizons[0]), math.log(cal.horizons[-1])
+        lo, hi = self.log_w_range_
         lw = min(max(log_w, lo), hi)
         base = math.log(n) + lw
-        xs = np.array([m for m, _ in entries], dtype=float)
-        enc = np.array(
-            [encode_excess(math.exp(float(c(lw)) - base), 1.0, cal.epsilon) for _, c in entries]
-        )
-        return _anchored(float(key.compute), xs, enc, cal.anchor_weight, cal.anchor_value())
+        eps = cal.epsilon
+        # encode_excess of every reference's K at this size and horizon
+        enc = [math.log(max(math.exp(v - base) - 1.0, 0.0) + eps) for v in entry(lw)]
+        return _anchored(float(key.compute), entry.computes, enc, cal.anchor_weight, self.anchor_)
 
     def forecast(self, key: ConfigKey, n_blocks: int, scans: int) -> ScanForecast:
         """Predicted cumulative fills of ``scans`` passes over ``n_blocks`` blocks for ``key``."""
@@ -456,19 +489,18 @@ class ScanPredictor:
             raise ValueError(f"family (o, path, d) = {key.family} is not calibrated")
         workers = self.workers_[key.family]
         log_w = math.log(scans)
-        eta = cal.capacity_blocks / n_blocks
-        etas = cal.capacity_blocks / sizes  # decreasing in N
-        order = np.argsort(etas)
-        etas, ns = etas[order], sizes[order]
-        if eta <= etas[0] or eta >= etas[-1]:
-            n_ref = int(ns[0] if eta <= etas[0] else ns[-1])
+        c = cal.capacity_blocks
+        eta = c / n_blocks
+        if eta <= c / sizes[0] or eta >= c / sizes[-1]:
+            n_ref = sizes[0] if eta <= c / sizes[0] else sizes[-1]
             k = decode_excess(self._encoded_at_size(key, n_ref, log_w), 1.0, workers, cal.epsilon)
         else:
-            j = int(np.searchsorted(etas, eta))
-            t = (eta - etas[j - 1]) / (etas[j] - etas[j - 1])
+            j = next(i for i, n in enumerate(sizes) if c / n > eta)
+            e_lo, e_hi = c / sizes[j - 1], c / sizes[j]
+            t = (eta - e_lo) / (e_hi - e_lo)
             k_lo, k_hi = (
-                decode_excess(self._encoded_at_size(key, int(n), log_w), 1.0, workers, cal.epsilon)
-                for n in (ns[j - 1], ns[j])
+                decode_excess(self._encoded_at_size(key, n, log_w), 1.0, workers, cal.epsilon)
+                for n in (sizes[j - 1], sizes[j])
             )
             k = (1.0 - t) * k_lo + t * k_hi
         blocks = k * n_blocks * scans
@@ -544,33 +576,28 @@ class GemmPredictor:
         grids: dict[tuple[int, int], dict[int, list[float]]] = {}
         for g in cal.gemms:
             grids.setdefault((g.nr, g.nc), {}).setdefault(g.nk, []).extend(g.fill_bytes)
-        self.curves_: dict[int, list[tuple[int, Any, tuple[int, int]]]] = {}
+        self.curves_: dict[int, list[tuple[int, _CurveSet, tuple[int, int]]]] = {}
         for (nr, nc), by_k in sorted(grids.items()):
             ks = sorted(by_k)
             if len(ks) < 2:
                 raise ValueError(f"GEMM grid ({nr}, {nc}) needs at least two reduction lengths")
-            curve = _log_curve(ks, [by_k[k] for k in ks])
+            y = _isotonic_log([by_k[k] for k in ks])[:, None]
+            curve = _CurveSet.build(np.log(np.asarray(ks, dtype=float)), [float(nc)], y)
             self.curves_.setdefault(nr, []).append((nc, curve, (ks[0], ks[-1])))
         return self
 
     def _encoded(
-        self, nr_entries: list[tuple[int, Any, tuple[int, int]]], nr: int, nc: int, nk: int
+        self, nr_entries: list[tuple[int, _CurveSet, tuple[int, int]]], nr: int, nc: int, nk: int
     ) -> float:
         """Encoded ``V / B0`` at requested ``nk``, transferred along ``log nc`` for one ``nr``."""
         cal = self.calibration_
         xs, enc = [], []
         for ref_nc, curve, (k_lo, k_hi) in nr_entries:
             k = min(max(nk, k_lo), k_hi)
-            kappa = math.exp(float(curve(math.log(k)))) / gemm_cold_bytes(nr, ref_nc, k)
+            kappa = math.exp(curve(math.log(k))[0]) / gemm_cold_bytes(nr, ref_nc, k)
             xs.append(math.log(ref_nc))
             enc.append(math.log(max(kappa - 1.0, 0.0) + cal.epsilon))
-        return _anchored(
-            math.log(nc),
-            np.array(xs),
-            np.array(enc),
-            cal.anchor_weight,
-            cal.anchor_value(gemm=True),
-        )
+        return _anchored(math.log(nc), xs, enc, cal.anchor_weight, cal.anchor_value(gemm=True))
 
     def fill_multiple(self, workers: int, nr: int, nc: int, nk: int) -> float:
         """Predicted ``V / B0``: transfer along ``log nc`` then ``log nr``, decode, clip."""
@@ -578,8 +605,8 @@ class GemmPredictor:
             raise ValueError("GemmPredictor.fit(calibration) must run before fill_multiple()")
         cal = self.calibration_
         rows = sorted(self.curves_)
-        xs = np.log(np.array(rows, dtype=float))
-        enc = np.array([self._encoded(self.curves_[r], r, nc, nk) for r in rows])
+        xs = [math.log(r) for r in rows]
+        enc = [self._encoded(self.curves_[r], r, nc, nk) for r in rows]
         a = _anchored(math.log(nr), xs, enc, cal.anchor_weight, cal.anchor_value(gemm=True))
         k0 = gemm_k0(workers, nr, nc)
         return decode_excess(a, k0, workers, cal.epsilon) / k0
