@@ -103,7 +103,8 @@ def _check(n_blocks: object, capacity: object, phases: object) -> tuple[int, int
 
 def _gaps(n: int, arr: np.ndarray) -> np.ndarray:
     """Cyclic gaps between consecutive distinct phases, in phase order; sum is ``N``."""
-    distinct = np.unique(arr)
+    ordered = np.sort(arr)  # sort-based distinct values: O(D log D), no hashing
+    distinct = ordered[np.r_[True, ordered[1:] != ordered[:-1]]]
     if distinct.size == 1:
         return np.array([n], dtype=np.int64)
     return np.diff(np.append(distinct, distinct[0] + n))
