@@ -28,8 +28,8 @@ Constants the paper leaves open, chosen here:
   target is the minimiser of ``4 (a - a_lin)^2 + (a - p)^2``, i.e. ``(p + 4 a_lin) / 5``
   (App. C.5, C.8); at a reference it is that reference, beyond the end references it is
   clamped.  Scans use the aligned anchor ``p = log eps`` (the analytical ``K = 1``
-  reference, ``ANCHOR``); GEMM uses the mean encoding of the bracketing axis's references
-  (``GEMM_ANCHOR``), because its static reference ``B0`` is a cold-input bound rather than
+  reference, ``ANCHOR``); GEMM uses the mean encoding of the references along the axis being
+  transferred (``GEMM_ANCHOR``), because its static reference ``B0`` is a cold-input bound rather than
   the typical outcome.  Both were chosen by leave-one-reference-out error on the simulated
   references only (scan 7.6% aligned vs 7.9% class-mean; GEMM 32.0% class-mean vs 34.6%
   aligned; ``benchmarks/cache_predictor_mape.py`` prints the comparison).
