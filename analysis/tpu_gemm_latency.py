@@ -221,7 +221,8 @@ def dot_general_gemm(op: OpInfo) -> tuple[int, int, int, int]:
     (`stablehlo.dot` semantics).
     """
     lhs, rhs = op.operands[0].shape, op.operands[1].shape
-    assert lhs is not None and rhs is not None
+    if lhs is None or rhs is None or not op.is_static:
+        raise ValueError(f"{op.name}: dot_general needs static operand shapes")
     lb = tuple(op.attrs.get("lhs_batch_dims", ()))
     rb = tuple(op.attrs.get("rhs_batch_dims", ()))
     lc = tuple(op.attrs.get("lhs_contracting_dims", (len(lhs) - 1,) if lhs else ()))

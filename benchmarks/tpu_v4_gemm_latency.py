@@ -3,9 +3,11 @@
 Data: the shipped real TPU v4 float16 `jnp.matmul` kernel times
 (`analysis/data/tpu_v4_gemm.csv`). Every split holds out whole shapes:
 GroupKFold by (M, N, K); the largest 20% by volume; every shape with a dim of
-2560 or more; skinny shapes (min dim <= 32 and max dim >= 8x min); and the
+2560 or more; skinny shapes (min dim <= 32 and max dim >= 8x min); the
 shapes off the 128-grid (min dim >= 128, some dim not a multiple of 128), the
-closest proxy the data has for unaligned shapes. Baselines: SCALE-Sim
+closest proxy the data has for unaligned shapes; and elongated shapes (min dim
+>= 128, max dim >= 4x min), a proxy for random shapes that mix small and large
+dims. Baselines: SCALE-Sim
 weight-stationary cycles on one 128x128 array at 1.05 GHz (the SCALE-Sim TPU
 paper's pipeline, arXiv 2603.22535), the same cycles with a fitted
 `a + b * cycles` mapping, and this model's analytic core without the trees.
@@ -47,6 +49,7 @@ def splits(mnk: np.ndarray) -> dict[str, Split]:
         "max dim >= 2560": hi >= 2560,
         "skinny": (lo <= 32) & (hi >= 8 * lo),
         "off 128-grid": (lo >= 128) & ((mnk % 128) != 0).any(axis=1),
+        "elongated": (lo >= 128) & (hi >= 4 * lo),
     }
     out: dict[str, Split] = {"GroupKFold(5)": list(GroupKFold(5).split(idx, groups=groups))}
     out.update({f"hold {name}": [(idx[~mask], idx[mask])] for name, mask in held.items()})
@@ -88,7 +91,7 @@ def main() -> None:
     named = splits(mnk)
     print(f"TPU v4 float16 matmul, {len(y)} measured rows, {len(np.unique(mnk, axis=0))} shapes")
     print("MAPE (90th pct APE) on held-out shapes\n")
-    width = 24
+    width = 22
     print(f"{'model':34s}" + "".join(f"{s:>{width}s}" for s in named))
     print(f"{'(held-out rows)':34s}" + "".join(
         f"{sum(len(te) for _, te in sp):>{width}d}" for sp in named.values()))  # fmt: skip
