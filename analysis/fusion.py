@@ -51,6 +51,7 @@ __all__ = [
     "FusionPlan",
     "GroupTraffic",
     "fuse_block",
+    "group_deps",
     "group_traffic",
     "plan_fusion",
     "while_init_copies",
@@ -699,6 +700,25 @@ def group_traffic(
                 outb += sum(t.nbytes or 0 for t in op.results)
         out.append(GroupTraffic(input_bytes=inp, output_bytes=outb, flops=flops))
     return out
+
+
+def group_deps(plan: FusionPlan, deps: Sequence[Sequence[int]]) -> list[list[int]]:
+    """Producer groups of each group (sorted): the group-level graph a schedule walks.
+
+    A value a group recomputes itself (a copy) is no edge, so the graph is
+    acyclic even though a duplicated op's primary group is only one of them.
+    """
+    same = plan.same_as
+    out: list[set[int]] = [set() for _ in plan.kinds]
+    for i, d in enumerate(deps):
+        if i in same:
+            continue
+        for h in _holders(i, plan.groups, plan.copies):
+            for j in d:
+                j = same.get(j, j)
+                if plan.groups[j] != h and h not in plan.copies.get(j, ()):
+                    out[h].add(plan.groups[j])
+    return [sorted(s) for s in out]
 
 
 def _holders(

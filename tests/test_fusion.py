@@ -15,11 +15,12 @@ from pathlib import Path
 
 import jax
 import pytest
-from conftest import corpus_programs
+from conftest import corpus_files, corpus_programs
 from stablehlo_perf.analysis.fusion import (
     KINDS,
     cpu_reduce_mode,
     fuse_block,
+    group_deps,
     group_traffic,
     plan_fusion,
     while_init_copies,
@@ -340,6 +341,72 @@ def test_fusion_module_imports_neither_jax_nor_mlir() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_traffic_of_a_group_that_recomputes_a_copy() -> None:
+    """p = add(x, y) copied into both consumers: each group reads x and y, not p."""
+    b = Block()
+    p = b.op("add", [-1, -2])
+    b.op("negate", [p])
+    b.op("abs", [p])
+    first, second = group_traffic(b.ops, b.deps, b.plan("cpu"), b.sources)
+    assert (first.input_bytes, first.output_bytes, first.flops) == (2 * 128, 128, 2 * 32)
+    assert (second.input_bytes, second.output_bytes, second.flops) == (2 * 128, 128, 2 * 32)
+
+
+def test_group_deps_skip_values_a_group_recomputes() -> None:
+    """broadcast -> dot (library call on cpu) and broadcast -> add(dot, .): the add's group
+    recomputes the broadcast, so it depends on the dot only."""
+    b = Block()
+    br = b.op("broadcast_in_dim", [-1], [ROW])
+    d = b.op("dot_general", [br, -2], lhs_contracting_dims=(1,), rhs_contracting_dims=(0,))
+    b.op("add", [d, br])
+    plan = b.plan("cpu")
+    assert plan.groups == [0, 1, 2]
+    assert plan.copies == {0: (2,)}
+    assert group_deps(plan, b.deps) == [[], [0], [1]]
+
+
+def _acyclic(edges: list[list[int]]) -> bool:
+    indegree = [0] * len(edges)
+    consumers: list[list[int]] = [[] for _ in edges]
+    for g, producers in enumerate(edges):
+        for p in producers:
+            indegree[g] += 1
+            consumers[p].append(g)
+    ready = [g for g, d in enumerate(indegree) if d == 0]
+    seen = 0
+    while ready:
+        g = ready.pop()
+        seen += 1
+        for c in consumers[g]:
+            indegree[c] -= 1
+            if indegree[c] == 0:
+                ready.append(c)
+    return seen == len(edges)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_corpus_block_gets_ordered_acyclic_groups(kind: str) -> None:
+    """All corpus files (handwritten ones too), every block: ids 0..G-1 by first op,
+    an acyclic group graph, and traffic for every group."""
+    xk = _xla_kernels_module()
+    blocks = 0
+    for path in corpus_files():
+        for block in xk.flat_blocks(path.read_text(), entry=_entry(path)):
+            plan = block.plan(kind)
+            first_seen = list(dict.fromkeys(plan.groups))
+            assert first_seen == list(range(plan.num_groups))
+            assert _acyclic(group_deps(plan, block.deps))
+            traffic = group_traffic(block.ops, block.deps, plan, block.sources, block.live_out)
+            assert len(traffic) == plan.num_groups
+            blocks += 1
+    assert blocks > 20
+
+
+def _entry(path: Path) -> str:
+    text = path.read_text()
+    return "main" if "@main(" in text else text.split("func.func", 1)[1].split("@")[1].split("(")[0]
 
 
 def _xla_kernels_module():
