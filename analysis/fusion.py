@@ -1,42 +1,54 @@
 """Fusion: group one block's ops into the kernels XLA would launch for a target.
 
-Mirrors XLA's producer→consumer instruction fusion (and, for GPU/TPU, dot
-epilogue/operand fusion), visiting ops from last to first so each consumer's
-group exists before its producers are considered:
+Mirrors XLA's producer→consumer instruction fusion, visiting ops from last to
+first so every consumer's group exists before its producers are considered.
+Rules for all targets ("cpu" measured on XLA:CPU, jax 0.10.2, see
+benchmarks/fusion_vs_xla.py; "gpu"/"tpu" from XLA's GPU priority fusion,
+cuBLASLt/Triton epilogues and TPU output fusion, not measured here):
 
 - elementwise, convert, broadcast, reshape, transpose, slice, concatenate,
-  pad, iota, gather, dynamic-slice ops are *loop-fusible*: they join the group
-  of their consumers (loop fusion);
-- a reduce roots an *input fusion*: its loop-fusible producers join it; a
-  reduce also fuses into an elementwise consumer that does not re-read its
-  elements (XLA:CPU's `reduce_divide_fusion`, GPU reduction epilogues). On
-  cpu, reductions that do not reduce the minor dimension fuse with nothing
-  (XLA:CPU "Not fusing reductions over major dimensions");
-- an *expensive* producer (float divide, transcendental, reduce; XLA's
-  `InstructionFusion::IsExpensive`) never joins a consumer that reads its
-  elements more than once (through a broadcast or gather: XLA's
-  `ReusesOperandElements`) and is never duplicated. A divide by a constant is
-  cheap (XLA's simplifier turns it into a multiply);
-- a producer with consumers in several groups is *duplicated* into each of
-  them when it is cheap and every consumer group accepts it (XLA:CPU/GPU may
-  duplicate); a cheap producer that reads no more bytes than it writes
-  (broadcast, iota) is also duplicated into the groups that accept it while
-  keeping its own kernel for the rest (XLA's `ComputeGloballyUnfusible`);
-  otherwise it keeps its own kernel. A duplicated op's primary group is the
-  group of its first consumer; the others are listed in `FusionPlan.copies`;
-- dot_general/convolution: on cpu a library call of its own (XLA:CPU emits
-  `ynn_fusion` kCustom / `convolution` with the epilogue in a separate loop
-  fusion — measured with jax 0.10.2); on gpu (cuBLASLt/Triton epilogues) and
-  tpu (kOutput fusion) it joins an elementwise-only consumer group (epilogue)
-  and absorbs single-use convert/transpose/reshape/broadcast operand producers;
-- while/if/case/call, sort, scatter, custom calls and anything unknown are
-  opaque: a group of their own, fused with nothing;
-- constants are free: they join every consumer's group and launch nothing;
-  a group of only constants, reshapes, bitcasts and tuple plumbing launches
-  no kernel (kind "free"), as XLA turns reshapes into bitcasts.
+  pad, iota, gather and dynamic-slice ops are *loop-fusible*: they join
+  their consumers' group (loop fusion); reduce-window too, except on cpu;
+- a reduce roots an *input fusion* that takes its loop-fusible producers,
+  and fuses into a consumer that reads each of its elements once (XLA:CPU's
+  `reduce_divide_fusion`; GPU reduction epilogues, one reduce per group);
+- an *expensive* producer (float divide or transcendental, reduce: XLA's
+  `IsExpensive`) never joins a group that re-reads its elements through a
+  broadcast that replicates or a gather (`ReusesOperandElements`), and is
+  never duplicated; a divide by a constant counts as the cheap multiply
+  XLA's simplifier makes of it;
+- a producer whose consumers sit in several groups is *duplicated* into all
+  of them when it is cheap and every group accepts it; a cheap producer that
+  reads no more bytes than it writes (a broadcast) is copied into the groups
+  that accept it and keeps its own kernel for the rest
+  (`ComputeGloballyUnfusible`); otherwise it keeps its own kernel. Its
+  primary group is its first consumer's; `FusionPlan.copies` lists the rest;
+- identical loop-fusible ops on the same operands are merged first (XLA's
+  CSE: JAX emits `x - mean` twice in a layer norm);
+- a transpose read only by dots (batch dims fixed), or of a matrix product
+  read only by it, is folded into the dot (XLA's TransposeFolding and
+  simplifier): no kernel;
+- dot_general/convolution: on cpu a library call of its own (`ynn_fusion` /
+  `convolution`, epilogue in a separate loop fusion); on gpu and tpu it joins
+  an elementwise-only consumer group as its epilogue (gpu: at most
+  `_GPU_EPILOGUE_MAX_OPS` ops) and takes single-use convert / transpose /
+  reshape / broadcast operand producers;
+- while/if/case/call, sort, scatter, custom calls and unknown ops are opaque:
+  a group of their own, fused with nothing;
+- constants join every consumer's group; a group of only constants,
+  reshapes, no-op broadcasts and tuple plumbing launches nothing ("free").
 
-The pass is linear in ops + edges (a duplicated producer visits at most
-`MAX_COPIES` groups).
+XLA:CPU specifics (extra kernels in `FusionPlan.launches`): float reductions
+of 4096+ elements go to YNNPACK (take single-use producers, fuse into no
+consumer); others with a reduced dimension over 32 are split by the
+TreeReductionRewriter into a reduce-window kernel (which fuses nothing) and a
+reduce; a convolution outside NHWC/HWIO layout gets a transpose per operand
+and result; bf16/f16 dots run in f32 with a convert kernel per operand no
+fusion absorbs. `while_init_copies` counts the copies of read-only while
+inputs that XLA's copy insertion adds.
+
+Linear in ops + edges: a duplicated producer visits at most `MAX_COPIES`
+groups.
 """
 
 from __future__ import annotations
@@ -135,6 +147,8 @@ class GroupTraffic:
 
 @dataclass
 class _Group:
+    """A group being built: its first-created op and what decides what it accepts."""
+
     root: int
     has_matmul: bool = False
     has_reduce: bool = False
