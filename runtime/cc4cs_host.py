@@ -21,6 +21,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from stablehlo_perf.analysis.cc4cs import (
     MeasuredOp,
     ModuleEstimate,
@@ -96,7 +97,7 @@ def module_estimate(result: Any, target: str) -> ModuleEstimate | None:
 
 
 # One op per program, in the op's class; sizes span the floor-bound to the work-bound regime.
-_SIZES = (256, 4096, 32768, 131072, 524288, 1048576)
+_SIZES = (1024, 4096, 16384, 32768, 65536, 131072, 262144, 524288, 1048576, 2097152)
 _MATMUL = ((16, 16, 16), (64, 64, 64), (128, 128, 128), (256, 256, 256), (128, 512, 256),
            (512, 512, 512), (32, 1024, 256), (1024, 64, 512))  # fmt: skip
 _ELEMENTWISE: dict[str, tuple[str, Callable[..., Any], int]] = {
@@ -120,13 +121,15 @@ def _program_ops(fn: Callable[..., Any], args: tuple[Any, ...]) -> list[OpInfo]:
     return [r.info for r in view.records if op_work(r.info) > 0]
 
 
-def host_sweep(repeats: int = 20) -> list[MeasuredOp]:
-    """Measure single-op programs on the local backend; the op latency is the program's
-    median minus the dispatch floor (a one-element add measured in the same run)."""
+def host_sweep(repeats: int = 10, rounds: int = 3) -> list[MeasuredOp]:
+    """Measure single-op programs on the local backend; an op's latency is its program's
+    median minus the dispatch floor (a one-element add). All programs, the floor
+    included, are timed in `rounds` interleaved rounds, so load from other processes
+    hits them alike."""
     key = jax.random.key(0)
-    floor_fn = jax.jit(lambda a: a + 1.0)
-    dispatch = measure_callable(floor_fn, (jnp.ones(1),), repeats=repeats * 5).median_ns
-    cases: list[tuple[str, Callable[..., Any], tuple[Any, ...]]] = []
+    cases: list[tuple[str, Callable[..., Any], tuple[Any, ...]]] = [
+        ("floor", lambda a: a + 1.0, (jnp.ones(1),))
+    ]
     for name, (_, fn, arity) in _ELEMENTWISE.items():
         for n in _SIZES:
             args = tuple(jax.random.normal(k, (n,)) for k in jax.random.split(key, arity))
@@ -134,14 +137,21 @@ def host_sweep(repeats: int = 20) -> list[MeasuredOp]:
     for m, n, k in _MATMUL:
         a, b = jax.random.normal(key, (m, k)), jax.random.normal(key, (k, n))
         cases.append(("dot_general", jnp.matmul, (a, b)))
+    ops: list[OpInfo | None] = [None]
+    for name, fn, args in cases[1:]:
+        found = [o for o in _program_ops(fn, args) if name in o.name]
+        ops.append(found[0] if len(found) == 1 else None)
+    jitted = [jax.jit(fn) for _, fn, _ in cases]
+    samples: list[list[float]] = [[] for _ in cases]
+    for _ in range(rounds):
+        for i, (_, _, args) in enumerate(cases):
+            samples[i].extend(measure_callable(jitted[i], args, repeats=repeats).samples_ns)
+    dispatch = float(np.median(samples[0]))
     out = []
-    for name, fn, args in cases:
-        ops = [o for o in _program_ops(fn, args) if name in o.name]
-        if len(ops) != 1:
-            continue
-        t = measure_callable(jax.jit(fn), args, repeats=repeats).median_ns - dispatch
-        if t > 0:
-            out.append(MeasuredOp("host", ops[0].op_class, op_work(ops[0]), t, f"sweep:{name}"))
+    for (name, _, _), op, ts in zip(cases[1:], ops[1:], samples[1:], strict=True):
+        t = float(np.median(ts)) - dispatch
+        if op is not None and t > 0:
+            out.append(MeasuredOp("host", op.op_class, op_work(op), t, f"sweep:{name}"))
     return out
 
 
@@ -149,9 +159,10 @@ def main(argv: list[str] | None = None) -> None:
     """Measure the host sweep, characterise it and write `cc4cs_host.json` and the raw CSV."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", type=Path, default=Path("analysis/data"))
-    p.add_argument("--repeats", type=int, default=20)
+    p.add_argument("--repeats", type=int, default=10)
+    p.add_argument("--rounds", type=int, default=3)
     a = p.parse_args(argv)
-    records = host_sweep(a.repeats)
+    records = host_sweep(a.repeats, a.rounds)
     with open(a.out / "cc4cs_host_ops.csv", "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["target", "op_class", "work", "latency_ns", "source"])
@@ -163,8 +174,8 @@ def main(argv: list[str] | None = None) -> None:
         "host",
         tgt.clock_ghz,
         f"runtime/cc4cs_host.py sweep on {jax.devices()[0].device_kind}, "
-        "program median minus dispatch floor",
-        min_samples=6,
+        f"median of {a.rounds} interleaved rounds minus the dispatch floor",
+        min_samples=5,
     )
     (a.out / "cc4cs_host.json").write_text(ch.to_json() + "\n")
     for cls, d in ch.classes.items():

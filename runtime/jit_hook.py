@@ -22,9 +22,17 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
-__all__ = ["Measurement", "PerfAnalysis", "PerfJitted", "measure_callable", "perf_jit"]
+__all__ = [
+    "Measurement",
+    "PerfAnalysis",
+    "PerfJitted",
+    "concrete_inputs",
+    "measure_callable",
+    "perf_jit",
+]
 
 
 @dataclass(frozen=True)
@@ -113,6 +121,13 @@ class PerfAnalysis:
         if self.measure_reason:
             status += f"; not measured: {self.measure_reason}"
         head.append(f"| {self.target} | {_ns(pred)} | {_ns(meas)} | {ratio} | {status} |")
+        est = self.extras.get("module_estimate")
+        if est:
+            cv = est["cv_metrics"]
+            head.append(
+                f"\nCC4CS LASSO cross-check: {_ns(est['estimate_ns'])} "
+                f"(held-out MAPE {cv['mape']:.0f}% on {est['trained_on']})"
+            )
         body = "" if self.result is None else "\n" + self.result.to_markdown()
         return "\n".join(head) + "\n" + body
 
@@ -225,6 +240,8 @@ class PerfJitted:
         return self._jitted(*args, **kwargs)
 
     def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
         return getattr(self._jitted, name)
 
     def __get__(self, obj: Any, objtype: type | None = None) -> Any:
@@ -284,7 +301,9 @@ class PerfJitted:
             )
         except Exception as e:  # noqa: BLE001 - any analysis failure degrades to a partial result
             return PerfAnalysis(target=self.target, stablehlo=text, reason=_reason(e))
-        return PerfAnalysis(target=self.target, stablehlo=text, result=result)
+        return PerfAnalysis(
+            target=self.target, stablehlo=text, result=result, extras=_module_estimate(result)
+        )
 
     def _filename(self) -> str:
         return f"<perf_jit {getattr(self._fun, '__qualname__', 'fun')}>"
@@ -305,32 +324,44 @@ class PerfJitted:
     def _concrete_inputs(
         self, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> tuple[tuple[Any, ...], dict[str, Any]]:
-        """Replace `ShapeDtypeStruct` leaves by deterministic data (normal floats, zero ints)."""
-        rng = np.random.default_rng(0)
-
-        def concrete(leaf: Any) -> Any:
-            if not isinstance(leaf, jax.ShapeDtypeStruct):
-                return leaf
-            if not all(isinstance(d, int) for d in leaf.shape):
-                raise ValueError(f"symbolic shape {leaf.shape} cannot run: give concrete sizes")
-            dtype = np.dtype(leaf.dtype)
-            if np.issubdtype(dtype, np.floating) or np.issubdtype(dtype, np.complexfloating):
-                data = rng.standard_normal(leaf.shape).astype(dtype)
-            else:
-                data = np.zeros(leaf.shape, dtype)
-            return jax.device_put(data)
-
         n = len(args)
         static_pos = {i % n for i in self._static_nums if -n <= i < n}
-        cargs = tuple(
-            a if i in static_pos else jax.tree_util.tree_map(concrete, a)
-            for i, a in enumerate(args)
-        )
+        cargs = tuple(a if i in static_pos else concrete_inputs(a) for i, a in enumerate(args))
         ckwargs = {
-            k: v if k in self._static_names else jax.tree_util.tree_map(concrete, v)
-            for k, v in kwargs.items()
+            k: v if k in self._static_names else concrete_inputs(v) for k, v in kwargs.items()
         }
         return cargs, ckwargs
+
+
+def concrete_inputs(tree: Any, seed: int = 0) -> Any:
+    """`tree` with every `ShapeDtypeStruct` replaced by deterministic device data
+    (standard normal floats, zero integers and booleans, so indices stay in range)."""
+    rng = np.random.default_rng(seed)
+
+    def concrete(leaf: Any) -> Any:
+        if not isinstance(leaf, jax.ShapeDtypeStruct):
+            return leaf
+        if not all(isinstance(d, int) for d in leaf.shape):
+            raise ValueError(f"symbolic shape {leaf.shape} cannot run: give concrete sizes")
+        dtype = np.dtype(leaf.dtype)
+        if jnp.issubdtype(dtype, jnp.inexact):
+            data = rng.standard_normal(leaf.shape).astype(dtype)
+        else:
+            data = np.zeros(leaf.shape, dtype)
+        return jax.device_put(data)
+
+    return jax.tree_util.tree_map(concrete, tree)
+
+
+def _module_estimate(result: Any) -> dict[str, Any]:
+    """The CC4CS module-level LASSO beside the op-level sum, where the target has one trained."""
+    try:
+        from stablehlo_perf.runtime.cc4cs_host import module_estimate
+
+        est = module_estimate(result, result.report.target)
+    except Exception as e:  # noqa: BLE001 - the cross-check is optional information
+        return {"module_estimate": None, "module_estimate_reason": _reason(e)}
+    return {"module_estimate": None if est is None else est.to_dict()}
 
 
 def _reason(e: BaseException) -> str:

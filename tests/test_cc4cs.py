@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pytest
+import stablehlo_perf as sp
 from stablehlo_perf.analysis import cc4cs
 from stablehlo_perf.analysis.opinfo import OpInfo, TensorType
 from stablehlo_perf.analysis.targets import load_target
@@ -161,3 +162,31 @@ def test_module_features_count_executions_and_work():
     assert f["n_matmul"] == 3 and f["w_matmul"] == 3 * 2 * 4 * 2 * 8
     assert f["n_transcendental"] == 3 and f["w_transcendental"] == 3 * 8
     assert f["n_binary"] == 0 and len(f) == 2 * len(cc4cs.FEATURE_CLASSES)
+
+
+def test_executed_ops_count_loop_trips_branches_and_calls():
+    import jax
+    import jax.numpy as jnp
+    from jax import lax
+    from stablehlo_perf.passes.extract import view_module
+    from stablehlo_perf.runtime.cc4cs_host import executed_ops, result_features
+
+    @jax.jit
+    def inner(v):
+        return jnp.sin(v)
+
+    def f(x, a):
+        y = lax.fori_loop(0, 7, lambda i, v: jnp.tanh(a @ v), x)
+        z = lax.cond(jnp.sum(y) > 0, lambda t: jnp.exp(t), lambda t: jnp.log(t), y)
+        return inner(z) + inner(y)
+
+    res = sp.analyze(jax.jit(f).lower(jnp.ones(8), jnp.ones((8, 8))), target="host")
+    counts = {}
+    for info, times in executed_ops(view_module(res.module, "<t>")):
+        counts.setdefault(info.name, []).append(times)
+    assert counts["stablehlo.tanh"] == [7.0] and counts["stablehlo.dot_general"] == [7.0]
+    assert counts["stablehlo.exponential"] == [0.5] and counts["stablehlo.log"] == [0.5]
+    assert sum(counts["stablehlo.sine"]) == 2.0
+    feats = result_features(res)
+    assert feats["n_matmul"] == 7 and feats["w_matmul"] == 7 * 2 * 8 * 8
+    assert feats["n_transcendental"] == 7 + 0.5 + 0.5 + 2

@@ -170,3 +170,25 @@ def test_measure_puts_measured_beside_predicted_and_keeps_donated_inputs():
     np.testing.assert_array_equal(x, jnp.ones((32, 32)))  # not donated by the timing runs
     spec = jax.ShapeDtypeStruct((32, 32), jnp.float32)
     assert step.analyze(spec, spec, measure=True).measured.median_ns > 0
+
+
+def test_module_lasso_estimate_sits_beside_the_op_level_sum():
+    from stablehlo_perf.analysis.cc4cs import load_module_lasso
+    from stablehlo_perf.runtime.cc4cs_host import result_features
+
+    def f(x, w):
+        return jnp.tanh(x @ w) + 1.0
+
+    x, w = jnp.ones((16, 32)), jnp.ones((32, 8))
+    host = sp.perf_jit(f, target="host").analyze(x, w)
+    d = json.loads(host.to_json())
+    lasso = load_module_lasso("host")
+    assert lasso is not None and d["module_estimate"]["model"] == "cc4cs-lasso"
+    feats = result_features(host.result)
+    assert feats["n_matmul"] == 1 and feats["w_matmul"] == 2 * 16 * 32 * 8
+    expected = sum(c * feats[k] for k, c in zip(lasso.features, lasso.coef, strict=True))
+    assert d["module_estimate"]["estimate_ns"] == pytest.approx(expected + lasso.intercept)
+    assert d["module_estimate"]["cv_metrics"]["mape"] == lasso.cv_metrics["mape"]
+    assert "CC4CS LASSO cross-check" in str(host)
+    other = json.loads(sp.perf_jit(f, target="tpu-v5e").analyze(x, w).to_json())
+    assert other["module_estimate"] is None and d["total_latency_ns"] > 0

@@ -1,0 +1,383 @@
+"""End-to-end check on this machine: predicted (target `host`) vs measured latency of a zoo of
+real JAX programs, through the `perf_jit` hook (issue 7, §3).
+
+For every program family at several sizes it prints the op-level prediction
+of the default pipeline, the CC4CS op sum (each executed op priced by the host
+characterisation's median, where its class has one), the module-level LASSO
+(CLRA) estimate held out by family (GroupKFold: the programs it is scored on
+are of kinds it never saw), the measured median, and the same-run repeat noise.
+
+Measurement: all programs are compiled first, then `--rounds` rounds each
+time every program once (interleaved, so drift hits all alike). A program's
+measured latency is the median of all its samples; its noise is the mean
+|round median - overall median| / overall median, i.e. the error a perfect
+model would show against a single round. The noise floor is the mean of that
+over the zoo.
+
+    python benchmarks/end_to_end.py [--scales 1 2 4] [--rounds 5] [--json out/e2e.json]
+        [--save-lasso analysis/data/cc4cs_lasso_host.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import itertools
+import json
+import math
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+from scipy import stats
+from stablehlo_perf.analysis.cc4cs import (
+    CLRA,
+    StoredLasso,
+    error_metrics,
+    load_characterisation,
+    op_work,
+)
+from stablehlo_perf.passes.extract import view_module
+from stablehlo_perf.runtime.cc4cs_host import executed_ops
+from stablehlo_perf.runtime.jit_hook import concrete_inputs, measure_callable, perf_jit
+
+ROOT = Path(__file__).resolve().parents[1]
+F32, BF16, I8 = jnp.float32, jnp.bfloat16, jnp.int8
+NHWC = ("NHWC", "HWIO", "NHWC")
+Program = tuple[Callable[..., Any], tuple[Any, ...]]
+
+
+def _s(shape: tuple[int, ...], dtype: Any = F32) -> jax.ShapeDtypeStruct:
+    return jax.ShapeDtypeStruct(shape, dtype)
+
+
+def _corpus() -> Any:
+    spec = importlib.util.spec_from_file_location(
+        "corpus_programs", ROOT / "test_ir" / "corpus" / "programs.py"
+    )
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _mlp_loss(params: Any, x: jax.Array, y: jax.Array) -> jax.Array:
+    h = x
+    for w, b in params[:-1]:
+        h = jax.nn.relu(h @ w + b)
+    w, b = params[-1]
+    return jnp.mean((h @ w + b - y) ** 2)
+
+
+def _mlp_params(d: int) -> list[tuple[jax.ShapeDtypeStruct, jax.ShapeDtypeStruct]]:
+    dims = (d, 2 * d, 2 * d, 16)
+    return [(_s((a, b)), _s((b,))) for a, b in itertools.pairwise(dims)]
+
+
+def mlp_fwd(s: int) -> Program:
+    def fn(params, x):
+        h = x
+        for w, b in params[:-1]:
+            h = jax.nn.relu(h @ w + b)
+        w, b = params[-1]
+        return h @ w + b
+
+    return fn, (_mlp_params(128), _s((32 * s, 128)))
+
+
+def mlp_grad(s: int) -> Program:
+    return jax.grad(_mlp_loss), (_mlp_params(128), _s((32 * s, 128)), _s((32 * s, 16)))
+
+
+def cnn(s: int) -> Program:
+    def fn(x, k1, k2, w):
+        h = jax.nn.relu(lax.conv_general_dilated(x, k1, (1, 1), "SAME", dimension_numbers=NHWC))
+        h = jax.nn.relu(lax.conv_general_dilated(h, k2, (2, 2), "SAME", dimension_numbers=NHWC))
+        h = lax.reduce_window(h, -jnp.inf, lax.max, (1, 2, 2, 1), (1, 2, 2, 1), "VALID")
+        return h.reshape(h.shape[0], -1) @ w
+
+    return fn, (_s((2 * s, 32, 32, 3)), _s((3, 3, 3, 16)), _s((3, 3, 16, 32)), _s((2048, 10)))
+
+
+def resnet_block(s: int) -> Program:
+    def norm(h):
+        m = jnp.mean(h, axis=(0, 1, 2))
+        v = jnp.var(h, axis=(0, 1, 2))
+        return (h - m) * lax.rsqrt(v + 1e-5)
+
+    def fn(x, k1, k2):
+        h = jax.nn.relu(
+            norm(lax.conv_general_dilated(x, k1, (1, 1), "SAME", dimension_numbers=NHWC))
+        )
+        h = norm(lax.conv_general_dilated(h, k2, (1, 1), "SAME", dimension_numbers=NHWC))
+        return jax.nn.relu(h + x)
+
+    return fn, (_s((s, 16, 16, 32)), _s((3, 3, 32, 32)), _s((3, 3, 32, 32)))
+
+
+def depthwise_conv(s: int) -> Program:
+    def fn(x, dw, pw):
+        h = lax.conv_general_dilated(
+            x, dw, (1, 1), "SAME", dimension_numbers=NHWC, feature_group_count=32
+        )
+        h = jax.nn.relu(h)
+        return lax.conv_general_dilated(h, pw, (1, 1), "SAME", dimension_numbers=NHWC)
+
+    return fn, (_s((s, 32, 32, 32)), _s((3, 3, 1, 32)), _s((1, 1, 32, 64)))
+
+
+def attention(s: int) -> Program:
+    c = _corpus()
+
+    def fn(x, wq, wk, wv, wo):
+        return c._mha(x, wq, wk, wv, wo, heads=4)
+
+    return fn, (_s((64 * s, 128)),) + tuple(_s((128, 128)) for _ in range(4))
+
+
+def transformer_block(s: int) -> Program:
+    fn, args = _corpus().deep_transformer(1, d_model=128, seq=32 * s, heads=4)
+    return fn, args
+
+
+def deep_transformer(s: int) -> Program:
+    return _corpus().deep_transformer(6, d_model=64, seq=16 * s, heads=4)
+
+
+def layer_norm(s: int) -> Program:
+    return _corpus()._layer_norm, (_s((128 * s, 512)), _s((512,)), _s((512,)))
+
+
+def softmax_xent(s: int) -> Program:
+    def fn(logits, labels):
+        logp = jax.nn.log_softmax(logits, axis=-1)
+        return -jnp.mean(jnp.take_along_axis(logp, labels[:, None], axis=-1))
+
+    return fn, (_s((64 * s, 1000)), _s((64 * s,), jnp.int32))
+
+
+def scan_rnn(s: int) -> Program:
+    def fn(xs, h0, w, u, b):
+        def cell(h, x):
+            h = jnp.tanh(x @ w + h @ u + b)
+            return h, h
+
+        return lax.scan(cell, h0, xs)
+
+    return fn, (_s((16, 8 * s, 64)), _s((8 * s, 128)), _s((64, 128)), _s((128, 128)), _s((128,)))
+
+
+def fori_loop(s: int) -> Program:
+    def fn(x, a):
+        return lax.fori_loop(0, 20, lambda i, v: 0.5 * v + jnp.tanh(a @ v), x)
+
+    return fn, (_s((128 * s, 16)), _s((128 * s, 128 * s)))
+
+
+def cond(s: int) -> Program:
+    def fn(x, w):
+        return lax.cond(jnp.sum(x) > 0, lambda t: t @ w, lambda t: jnp.sin(t) * 2.0, x)
+
+    return fn, (_s((128 * s, 256)), _s((256, 256)))
+
+
+def embedding_gather(s: int) -> Program:
+    def fn(table, ids, w):
+        return jnp.tanh(table[ids].sum(axis=1) @ w)
+
+    return fn, (_s((5000, 128)), _s((64 * s, 8), jnp.int32), _s((128, 64)))
+
+
+def int8_bmm(s: int) -> Program:
+    def fn(a, b):
+        q = lax.dot_general(a, b, (((2,), (1,)), ((0,), (0,))), preferred_element_type=jnp.int32)
+        return q.astype(F32) * 0.01
+
+    return fn, (_s((4, 64 * s, 256), I8), _s((4, 256, 128), I8))
+
+
+ZOO: dict[str, Callable[[int], Program]] = {
+    f.__name__: f
+    for f in (
+        mlp_fwd, mlp_grad, cnn, resnet_block, depthwise_conv, attention, transformer_block,
+        layer_norm, softmax_xent, scan_rnn, fori_loop, cond, embedding_gather, int8_bmm,
+        deep_transformer,
+    )
+}  # fmt: skip
+
+
+@dataclass
+class Row:
+    """One program: predictions, measurement and the LASSO features."""
+
+    family: str
+    scale: int
+    ops: int
+    predicted_ns: float
+    cc4cs_sum_ns: float | None
+    measured_ns: float = 0.0
+    noise: float = 0.0
+    lasso_ns: float = 0.0
+    features: dict[str, float] | None = None
+
+
+def cc4cs_sum(result: Any) -> float | None:
+    """Σ over executed ops of the host CC4CS median, for ops whose class is characterised,
+    else the pipeline's own latency for that op; None without a host characterisation."""
+    ch = load_characterisation("host")
+    if ch is None:
+        return None
+    own = {o.id: o.latency_ns for o in result.report.ops}
+    total = 0.0
+    for info, times in executed_ops(view_module(result.module, "<e2e>")):
+        if info.name in ("stablehlo.while", "stablehlo.if", "stablehlo.case", "func.call"):
+            continue
+        dist = ch.classes.get(info.op_class)
+        w = op_work(info)
+        if dist is not None and w > 0 and info.is_static:
+            total += times * float(dist.cycles(w, 0.5)) / ch.clock_ghz
+        else:
+            total += times * own.get(info.id, 0.0)
+    return total
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    p = argparse.ArgumentParser(description="Predicted vs measured latency on this machine.")
+    p.add_argument("--scales", type=int, nargs="+", default=[1, 2, 4])
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--only", nargs="*", default=None, help="family names to run")
+    p.add_argument("--json", type=Path, default=None)
+    p.add_argument("--save-lasso", type=Path, default=None)
+    a = p.parse_args(argv)
+    from stablehlo_perf.runtime.cc4cs_host import result_features
+
+    t_start = time.perf_counter()
+    families = {k: v for k, v in ZOO.items() if a.only is None or k in a.only}
+    rows: list[Row] = []
+    runs: list[tuple[Callable[..., Any], tuple[Any, ...]]] = []
+    for name, build in families.items():
+        for s in a.scales:
+            fn, specs = build(s)
+            step = perf_jit(fn, target="host")
+            res = step.analyze(*specs)
+            if res.partial:
+                print(f"{name} x{s}: analysis partial: {res.reason}", file=sys.stderr)
+                continue
+            rows.append(
+                Row(name, s, len(res.report.ops), res.predicted_ns, cc4cs_sum(res.result),
+                    features=result_features(res.result))
+            )  # fmt: skip
+            args = concrete_inputs(specs)
+            jax.block_until_ready(step(*args))  # compile before the timed rounds
+            runs.append((step, args))
+    medians = np.zeros((len(rows), a.rounds))
+    samples: list[list[float]] = [[] for _ in rows]
+    for r in range(a.rounds):
+        for i, (step, args) in enumerate(runs):
+            m = measure_callable(step, args, repeats=10, warmup=1, min_time_s=0.02)
+            medians[i, r] = m.median_ns
+            samples[i].extend(m.samples_ns)
+    for i, row in enumerate(rows):
+        row.measured_ns = float(np.median(samples[i]))
+        row.noise = float(np.mean(np.abs(medians[i] - row.measured_ns)) / row.measured_ns)
+
+    feats = sorted({k for row in rows for k in (row.features or {})})
+    X = np.array([[row.features[k] for k in feats] for row in rows])
+    y = np.array([row.measured_ns for row in rows])
+    groups = np.array([row.family for row in rows])
+    from sklearn.model_selection import GroupKFold
+
+    n_groups = len(set(groups))
+    oof = np.zeros(len(rows))
+    if n_groups >= 3:
+        for tr, te in GroupKFold(n_splits=min(10, n_groups)).split(X, y, groups):
+            oof[te] = CLRA().fit(X[tr], y[tr]).predict(X[te])
+    for row, v in zip(rows, oof, strict=True):
+        row.lasso_ns = float(v)
+
+    pred = np.array([row.predicted_ns for row in rows])
+    summary = {
+        "programs": len(rows),
+        "families": n_groups,
+        "noise_floor_mape": 100 * float(np.mean([row.noise for row in rows])),
+        "pipeline": error_metrics(y, pred),
+        "pipeline_kendall_tau": float(stats.kendalltau(pred, y).statistic),
+        "lasso_heldout_by_family": error_metrics(y, oof),
+        "lasso_kendall_tau": float(stats.kendalltau(oof, y).statistic),
+        "seconds": time.perf_counter() - t_start,
+        "backend": jax.devices()[0].device_kind,
+    }
+    if all(row.cc4cs_sum_ns is not None for row in rows):
+        cs = np.array([row.cc4cs_sum_ns for row in rows])
+        summary["cc4cs_sum"] = error_metrics(y, cs)
+        summary["cc4cs_sum_kendall_tau"] = float(stats.kendalltau(cs, y).statistic)
+    _print_table(rows, summary)
+    if a.save_lasso is not None:
+        full = CLRA().fit(X, y)
+        stored = StoredLasso(
+            target="host",
+            features=tuple(feats),
+            coef=tuple(float(c) for c in full.coef_),
+            intercept=full.intercept_,
+            trained_on=(
+                f"benchmarks/end_to_end.py: {len(rows)} programs ({n_groups} families x scales "
+                f"{a.scales}) measured on this host ({summary['backend']}), median of "
+                f"{a.rounds} interleaved rounds"
+            ),
+            cv_metrics=summary["lasso_heldout_by_family"],
+        )
+        a.save_lasso.write_text(stored.to_json() + "\n")
+    if a.json is not None:
+        a.json.parent.mkdir(parents=True, exist_ok=True)
+        a.json.write_text(
+            json.dumps({"summary": summary, "rows": [asdict(r) for r in rows]}, indent=1)
+        )
+    return summary
+
+
+def _fmt(ns: float | None) -> str:
+    if ns is None or not math.isfinite(ns):
+        return "–"
+    return f"{ns / 1e3:,.1f}"
+
+
+def _err(p: float | None, m: float) -> str:
+    return "–" if p is None else f"{100 * (p - m) / m:+.0f}%"
+
+
+def _print_table(rows: list[Row], summary: dict[str, Any]) -> None:
+    print(
+        "| program | scale | ops | predicted µs | err | CC4CS Σ µs | err | LASSO µs (held out) | err | measured µs | noise |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        print(
+            f"| {r.family} | {r.scale} | {r.ops} | {_fmt(r.predicted_ns)} | {_err(r.predicted_ns, r.measured_ns)} "
+            f"| {_fmt(r.cc4cs_sum_ns)} | {_err(r.cc4cs_sum_ns, r.measured_ns)} | {_fmt(r.lasso_ns)} "
+            f"| {_err(r.lasso_ns, r.measured_ns)} | {_fmt(r.measured_ns)} | {100 * r.noise:.1f}% |"
+        )
+    s = summary
+    print()
+    print(
+        f"programs {s['programs']} ({s['families']} families) on {s['backend']}, {s['seconds']:.0f} s"
+    )
+    print(f"noise floor (same-run repeat MAPE): {s['noise_floor_mape']:.1f}%")
+    for key, label in (("pipeline", "pipeline (target host)"), ("cc4cs_sum", "CC4CS op sum"),
+                       ("lasso_heldout_by_family", "LASSO, held out by family")):  # fmt: skip
+        if key in s:
+            m = s[key]
+            tau = s.get(key.split("_heldout")[0] + "_kendall_tau", s.get(f"{key}_kendall_tau"))
+            print(
+                f"{label:28s} MAPE {m['mape']:7.1f}%  PE {m['pe']:+7.1f}%  R² {m['r2']:6.3f}  "
+                f"reliability(±10%) {m['reliability']:.2f}  Kendall τ {tau:.3f}"
+            )
+
+
+if __name__ == "__main__":
+    main()
