@@ -108,8 +108,7 @@ class LayerResult:
       USER-mode overflow above, or more than ``_MAX_DRAINS`` mid-layer ofmap drains.
     - ``exact_timeline``: DRAM start/stop cycles, SRAM start/stop cycles and
       ``total_cycles_incl_prefetch``. Also False when a read buffer flushes (its last DRAM cycle
-      is then estimated as its operand's last demand) or a conv's last window hangs off the
-      ifmap (SCALE-Sim's ifmap demand then ends a few cycles earlier).
+      is then estimated as its operand's last demand).
     """
 
     total_cycles_incl_prefetch: int
@@ -189,6 +188,95 @@ def _valid_pairs(size: int, window: int, stride: int, out: int) -> int:
     return (out - 1) * window + max(0, min(window, size - (out - 1) * stride))
 
 
+@dataclass(frozen=True)
+class _Clip:
+    """A conv whose last output row/column windows hang off the ifmap.
+
+    Their out-of-range taps are null requests in SCALE-Sim's ifmap operand, so the last ifmap
+    demand can come earlier than a full window's (or even in an earlier fold). Only the last output
+    row and column clip, so within any pixel range the latest pixel of each of the four kinds
+    (row clipped or not x column clipped or not) decides where a fold's last demand lies.
+    """
+
+    out_h: int
+    out_w: int
+    filter_h: int
+    filter_w: int
+    channels: int
+    last_rows: int  # filter rows inside the ifmap for the last output row (may be <= 0)
+    last_cols: int
+
+    def _kinds(self, lo: int, hi: int) -> list[tuple[int, int, int]]:
+        """(pixel, valid filter rows, valid filter cols): latest pixel of each kind in [lo, hi]."""
+        w, last_row_start = self.out_w, (self.out_h - 1) * self.out_w
+        out = []
+        if hi >= last_row_start + w - 1:
+            out.append((last_row_start + w - 1, self.last_rows, self.last_cols))
+        if hi >= last_row_start and w > 1:
+            out.append((min(hi, last_row_start + w - 2), self.last_rows, self.filter_w))
+        q = min(hi, last_row_start - 1)
+        if q >= w - 1:
+            out.append(((q + 1) // w * w - 1, self.filter_h, self.last_cols))
+        if q >= 0 and w > 1:
+            out.append((q if q % w != w - 1 else q - 1, self.filter_h, self.filter_w))
+        return [k for k in out if k[0] >= lo and k[1] > 0 and k[2] > 0]
+
+    def _tap(self, row: int, col: int) -> int:
+        return (row * self.filter_w + col) * self.channels
+
+    def _max_tap_upto(self, hi: int, rows: int, cols: int) -> int:
+        row, col = hi // (self.filter_w * self.channels), (hi // self.channels) % self.filter_w
+        if row >= rows:
+            return self._tap(rows - 1, cols - 1) + self.channels - 1
+        if col < cols:
+            return hi
+        return self._tap(row, cols - 1) + self.channels - 1
+
+    def _min_tap_from(self, lo: int, rows: int, cols: int) -> int:
+        row, col = lo // (self.filter_w * self.channels), (lo // self.channels) % self.filter_w
+        if row >= rows:
+            return 1 << 62
+        if col < cols:
+            return lo
+        return self._tap(row + 1, 0) if row + 1 < rows else 1 << 62
+
+    def _fold_last(self, df: str, rows: int, pixels: tuple[int, int], taps: tuple[int, int]) -> int:
+        """Offset of the last non-null ifmap demand in a fold over these pixels and taps (-1: none)."""
+        kinds = self._kinds(*pixels)
+        lo_t, hi_t = taps
+        if df == "os":
+            return max(
+                (self._max_tap_upto(hi_t, r, c) + p - pixels[0] for p, r, c in kinds), default=-1
+            )
+        if df == "ws":
+            lines = [(p, self._max_tap_upto(hi_t, r, c)) for p, r, c in kinds]
+            return max((rows + p + t - lo_t for p, t in lines if t >= lo_t), default=-1)
+        first = min((self._min_tap_from(lo_t, r, c) for _, r, c in kinds), default=hi_t + 1)
+        return rows - 1 - (first - lo_t) if first <= hi_t else -1
+
+    def last_ifmap_demand(
+        self, df: str, rows: int, cols: int, row_folds: int, col_folds: int, fold_len: int
+    ) -> int | None:
+        """Cycle offset of the last non-null ifmap demand from the start of the layer."""
+        pixels, taps = self.out_h * self.out_w, self.filter_h * self.filter_w * self.channels
+        folds = row_folds * col_folds
+        for f in range(folds - 1, max(folds - 64, 0) - 1, -1):
+            fc, fr = divmod(f, row_folds)
+            lo_r = fr * rows
+            if df == "os":
+                span_p, span_t = (lo_r, min(pixels, lo_r + rows) - 1), (0, taps - 1)
+            elif df == "ws":
+                span_p, span_t = (0, pixels - 1), (lo_r, min(taps, lo_r + rows) - 1)
+            else:
+                lo_c = fc * cols
+                span_p = (lo_c, min(pixels, lo_c + cols) - 1)
+                span_t = (lo_r, min(taps, lo_r + rows) - 1)
+            line = self._fold_last(df, rows, span_p, span_t)
+            if line >= 0:
+                return f * fold_len + line
+        return None
+
+
 def _epoch_repeat(n: int, repeats: int, fill: int, capacity: int) -> tuple[int, int]:
     """Misses and new fill when ``n`` distinct, not-resident addresses are streamed ``repeats`` times.
 
@@ -247,16 +335,26 @@ def simulate_conv(
         * _valid_pairs(ifmap_w, filter_w, stride_w, out_w)
         * channels
     )
-    return _simulate(
-        out_h * out_w, filter_h * filter_w * channels, num_filters, footprint, valid_pairs, arr
-    )
+    window = filter_h * filter_w * channels
+    clip = None
+    if valid_pairs != out_h * out_w * window:
+        clip = _Clip(
+            out_h,
+            out_w,
+            filter_h,
+            filter_w,
+            channels,
+            min(filter_h, ifmap_h - (out_h - 1) * stride_h),
+            min(filter_w, ifmap_w - (out_w - 1) * stride_w),
+        )
+    return _simulate(out_h * out_w, window, num_filters, footprint, valid_pairs, arr, clip)
 
 
 def simulate_gemm(m: int, n: int, k: int, arr: ArrayConfig) -> LayerResult:
     """SCALE-Sim's report for C[M,N] = A[M,K] B[K,N], as its GEMM mode maps it onto a conv."""
     m, n, k = _positive_int("M", m), _positive_int("N", n), _positive_int("K", k)
     _check_array(arr)
-    return _simulate(m, k, n, m * k, m * k, arr)
+    return _simulate(m, k, n, m * k, m * k, arr, None)
 
 
 def simulate_gemms(
@@ -269,7 +367,13 @@ def simulate_gemms(
 
 
 def _simulate(
-    pixels: int, window: int, filters: int, footprint: int, valid_pairs: int, arr: ArrayConfig
+    pixels: int,
+    window: int,
+    filters: int,
+    footprint: int,
+    valid_pairs: int,
+    arr: ArrayConfig,
+    clip: _Clip | None,
 ) -> LayerResult:
     """Core model on SCALE-Sim's operand matrices: ifmap pixels x window, filter window x filters."""
     rows, cols, df = arr.rows, arr.cols, arr.dataflow
@@ -315,6 +419,12 @@ def _simulate(
 
     total_cycles = folds * fold_len - 1
     last_fold = (folds - 1) * fold_len
+    ifmap_span_exact = True
+    if clip is not None:
+        clipped_last = clip.last_ifmap_demand(df, rows, cols, row_folds, col_folds, fold_len)
+        ifmap_span_exact = clipped_last is not None
+        if clipped_last is not None:
+            i_last = clipped_last - last_fold
     macs = pixels * window * filters
     array = rows * cols
 
@@ -387,8 +497,7 @@ def _simulate(
         ofmap[2],
         ifmap[3] and filt[3] and ofmap[3],
         exact_cycles,
-        # A conv whose last window hangs off the ifmap ends its ifmap demand earlier than this.
-        valid_pairs == pixels * window and ifmap[4] and filt[4] and ofmap[3],
+        ifmap_span_exact and ifmap[4] and filt[4] and ofmap[3],
     )
 
 
