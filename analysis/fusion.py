@@ -62,6 +62,7 @@ __all__ = [
     "KINDS",
     "FusionPlan",
     "GroupTraffic",
+    "cpu_reduce_mode",
     "fuse_block",
     "group_deps",
     "group_traffic",
@@ -598,10 +599,10 @@ def plan_fusion(
         if rep[i] != i:
             state.group_of[i] = state.group_of[rep[i]]
     same_as = {i: r for i, r in enumerate(rep) if r != i}
-    return _renumber(ops, state, same_as)
+    return _renumber(state, same_as)
 
 
-def _renumber(ops: Sequence[OpInfo], state: _State, same_as: dict[int, int]) -> FusionPlan:
+def _renumber(state: _State, same_as: dict[int, int]) -> FusionPlan:
     """Number groups in program order of their first op and classify them."""
     order: dict[int, int] = {}
     for g in state.group_of:
