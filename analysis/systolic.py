@@ -650,7 +650,6 @@ def _block_line_of(e: int, h: int, w: int) -> int:
     return a + b - 2 - (math.isqrt(8 * (h * w - 1 - e) + 1) - 1) // 2
 
 
-@dataclass(slots=True)
 class _OfmapStream:
     """When each ofmap write reaches the ofmap SRAM.
 
@@ -659,41 +658,52 @@ class _OfmapStream:
     blocks are (used rows) x w, ending at t+R-2 (the compute/systolic_compute_*.py demand matrices).
     """
 
-    fold_len: int
-    row_folds: int
-    col_folds: int
-    cols: int
-    last_w: int
-    full_h: int
-    last_h: int
-    s0_full: int
-    s0_last: int
+    __slots__ = (
+        "cols",
+        "fold_len",
+        "folds",
+        "full_h",
+        "group",
+        "last_h",
+        "last_w",
+        "row_folds",
+        "s0_full",
+        "s0_last",
+        "total",
+    )
 
-    @property
-    def total(self) -> int:
-        return ((self.col_folds - 1) * self.cols + self.last_w) * self._hsum
-
-    @property
-    def _hsum(self) -> int:
-        return (self.row_folds - 1) * self.full_h + self.last_h
+    def __init__(
+        self,
+        fold_len: int,
+        row_folds: int,
+        col_folds: int,
+        cols: int,
+        last_w: int,
+        full_h: int,
+        last_h: int,
+        s0_full: int,
+        s0_last: int,
+    ) -> None:
+        self.fold_len, self.row_folds, self.cols, self.last_w = fold_len, row_folds, cols, last_w
+        self.full_h, self.last_h, self.s0_full, self.s0_last = full_h, last_h, s0_full, s0_last
+        hsum = (row_folds - 1) * full_h + last_h
+        self.group = cols * hsum  # writes per filter fold (all its row folds), full width
+        self.total = (col_folds - 1) * self.group + last_w * hsum
+        self.folds = row_folds * col_folds
 
     def _fold(self, fc: int, fr: int) -> tuple[int, int, int, int]:
-        """(elements before the fold, h, w, s0) of fold (fc, fr)."""
-        w = self.cols if fc < self.col_folds - 1 else self.last_w
-        last = fr == self.row_folds - 1
-        before = fc * self.cols * self._hsum + fr * self.full_h * w
-        return (
-            before,
-            (self.last_h if last else self.full_h),
-            w,
-            (self.s0_last if last else self.s0_full),
-        )
+        """(writes before the fold, h, w, s0) of fold (fc, fr)."""
+        w = self.cols if fc < (self.folds // self.row_folds) - 1 else self.last_w
+        before = fc * self.group + fr * self.full_h * w
+        if fr == self.row_folds - 1:
+            return before, self.last_h, w, self.s0_last
+        return before, self.full_h, w, self.s0_full
 
     def cycle_of(self, j: int) -> int:
         """Cycle of the ``j``-th write (0-based)."""
-        fc = min(j // (self.cols * self._hsum), self.col_folds - 1)
-        w = self.cols if fc < self.col_folds - 1 else self.last_w
-        fr = min((j - fc * self.cols * self._hsum) // (self.full_h * w), self.row_folds - 1)
+        fc = min(j // self.group, self.folds // self.row_folds - 1)
+        w = self.cols if fc < self.folds // self.row_folds - 1 else self.last_w
+        fr = min((j - fc * self.group) // (self.full_h * w), self.row_folds - 1)
         before, h, w, s0 = self._fold(fc, fr)
         fold_start = (fc * self.row_folds + fr) * self.fold_len
         return fold_start + s0 + _block_line_of(j - before, h, w)
@@ -701,9 +711,9 @@ class _OfmapStream:
     def writes_before(self, cycle: int) -> int:
         """Writes issued in cycles before ``cycle``."""
         f = cycle // self.fold_len
-        if f >= self.row_folds * self.col_folds:
+        if f >= self.folds:
             return self.total
-        before, h, w, s0 = self._fold(f // self.row_folds, f % self.row_folds)
+        before, h, w, s0 = self._fold(*divmod(f, self.row_folds))
         return before + _block_lines(cycle - f * self.fold_len - s0, h, w)
 
 
@@ -734,9 +744,10 @@ def _dram_writes(
     last_trigger = -1
     triggered = False
     while True:
-        if triggered and words + drained - 1 < min(stream.writes_before(drain_end), elems):
+        ready = stream.writes_before(drain_end) if triggered else 0
+        if triggered and words + drained - 1 < min(ready, elems):
             return (elems, first, drain_end, False, False)
-        j = max(stream.writes_before(drain_end), drain_half + drained, last_trigger + 1)
+        j = max(ready, drain_half + drained, last_trigger + 1)
         if j >= elems:
             break
         cycle = stream.cycle_of(j)
