@@ -46,7 +46,8 @@ def longest_path(latency_ns: Sequence[float], deps: Sequence[Sequence[int]]) -> 
         ls = latest_finish[i] - latency_ns[i]
         for d in deps[i]:
             latest_finish[d] = min(latest_finish[d], ls)
-    slack = [max(0.0, latest_finish[i] - finish[i]) for i in range(n)]
+    eps = 1e-9 * max(1.0, span)  # float noise, not slack
+    slack = [s if s > eps else 0.0 for s in (latest_finish[i] - finish[i] for i in range(n))]
     path: list[int] = []
     if n:
         node = max(range(n), key=lambda i: (finish[i], -i))

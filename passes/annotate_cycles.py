@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
 from jaxlib.mlir import ir
 from stablehlo_perf.analysis.aggregate import ControlNode, aggregate
+from stablehlo_perf.analysis.opinfo import OpInfo
 from stablehlo_perf.analysis.service import default_registry
 from stablehlo_perf.analysis.targets import DEFAULT_TARGET, load_target
 from stablehlo_perf.passes.base import AnalysisCache
@@ -48,7 +50,7 @@ class AnnotateCyclesPass:
     def apply(self, module: ir.Operation, cache: AnalysisCache) -> None:
         target = load_target(self.target)
         view = cache.view(module)
-        infos = [r.info for r in view.records]
+        infos = [_with_traffic(r.info, cache.values.get(r.info.id)) for r in view.records]
         costs = default_registry().price(infos, target)
         own = np.array([[c.latency_ns, c.cycles, c.dram_bytes] for c in costs], dtype=float)
         nodes = control_nodes(view)
@@ -83,6 +85,13 @@ class AnnotateCyclesPass:
                 cache.write(rec, "perf.trip_count", node.trips if node.trips is not None else 1)
                 if node.trips is None:
                     cache.warn(rec, "trip count not static; counted one trip")
+
+
+def _with_traffic(info: OpInfo, values: dict | None) -> OpInfo:
+    """The OpInfo with the cache-traffic pass's DRAM bytes, for the models' memory term."""
+    if not values or "perf.l2_hit_rate" not in values:
+        return info
+    return dataclasses.replace(info, attrs={**info.attrs, "dram_bytes": values["perf.dram_bytes"]})
 
 
 def _control_model(node: ControlNode) -> str:
