@@ -1,0 +1,669 @@
+"""Learned latency models for non-systolic ops (SCALE-Sim TPU, "learned latency models").
+
+Following the paper, each (target, op class) gets a histogram gradient-boosting
+regressor on static shape features, trained to minimise absolute error and fitted
+from measured latencies shipped as CSV. Two choices go beyond the paper, both
+decided by held-out numbers (benchmarks/elementwise_accuracy.py):
+
+- a floor + per-byte slope line, fitted by least absolute deviation, carries the
+  size trend, and the boosted trees learn the multiplicative shape residual
+  log(t / line). Trees alone are piecewise constant in size, so they step between
+  and flatten beyond the training sizes; the line interpolates and extrapolates.
+- the TPU tile features ((8, 128) / (16, 128) padding, alignment, powers of two).
+
+Classes without data borrow the nearest class with data, scaled by the
+roofline ratio of the two ops, and otherwise fall back to the roofline model; the
+service's model name says which (`hgb-tpu-v4-binary→transcendental(scaled)`).
+Predictions outside the training size range carry `extrapolated=True`.
+
+Calibration CSVs: `#` lines are a free-form header (machine, date, versions);
+required columns `op, dtype, shape, measured_us_median`; a `primary` column,
+when present, keeps only rows with primary == 1 (the tpu_v4 data's convention).
+Duplicate (op, dtype, shape) rows are merged by their median.
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+import hashlib
+import math
+import os
+import platform
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.ensemble import HistGradientBoostingRegressor
+from stablehlo_perf.analysis.opinfo import OpInfo, TensorType, element_bytes, op_class
+from stablehlo_perf.analysis.roofline import RooflineModel
+from stablehlo_perf.analysis.service import OpCost
+from stablehlo_perf.analysis.targets import Target
+from threadpoolctl import threadpool_limits
+
+__all__ = [
+    "CLASSES",
+    "FEATURE_NAMES",
+    "FEATURE_SETS",
+    "NEAREST",
+    "CalibrationError",
+    "LatencyRegressor",
+    "LearnedLatencyModel",
+    "Measurement",
+    "cache_dir",
+    "calibration_path",
+    "features",
+    "fit_class_models",
+    "load_measurements",
+    "machine_fingerprint",
+    "matmul_features",
+    "measurement_features",
+    "normalize_dtype",
+    "op_tensor",
+    "shape_features",
+    "size_split",
+    "training_files",
+]
+
+# Classes the learned models cover; "matmul" only where a calibration measured it (host).
+CLASSES = (
+    "binary",
+    "compare_select",
+    "transcendental",
+    "unary",
+    "convert",
+    "movement",
+    "reduction",
+    "matmul",
+)
+
+# Where a class has no data: the classes tried next, in order (then roofline).
+# Movement and reductions have access patterns unlike arithmetic, so they never
+# borrow from it; matmul never borrows at all.
+NEAREST: Mapping[str, tuple[str, ...]] = {
+    "binary": ("compare_select", "unary", "convert"),
+    "compare_select": ("binary", "unary"),
+    "unary": ("compare_select", "binary"),
+    "transcendental": ("unary", "compare_select", "binary"),
+    "convert": ("unary", "compare_select", "binary"),
+    "movement": ("convert",),
+    "reduction": (),
+    "matmul": (),
+}
+
+# A representative op per class, used to scale a borrowed class by the roofline ratio.
+_PROXY = {
+    "binary": ("stablehlo.add", 2),
+    "compare_select": ("stablehlo.maximum", 2),
+    "unary": ("stablehlo.negate", 1),
+    "convert": ("stablehlo.convert", 1),
+    "transcendental": ("stablehlo.exponential", 1),
+}
+
+# CSV op spellings that are not StableHLO names.
+_OP_ALIASES = {"relu": "maximum", "mul": "multiply", "sub": "subtract", "exp": "exponential"}
+_DTYPE_ALIASES = {
+    "float16": "f16",
+    "bfloat16": "bf16",
+    "float32": "f32",
+    "float64": "f64",
+    "int8": "i8",
+    "int32": "i32",
+    "bool": "i1",
+}
+REQUIRED_COLUMNS = ("op", "dtype", "shape", "measured_us_median")
+_MAX_RANK = 4
+
+
+class CalibrationError(ValueError):
+    """A calibration CSV that cannot be used; the message names the file and row."""
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One measured shape: StableHLO op short name, MLIR element type, shape, median time (us).
+
+    For `dot_general` the shape is (batch, M, N, K); for `convolution` it is
+    (N, H, W, C, KH, KW, O, stride) with SAME padding.
+    """
+
+    op: str
+    dtype: str
+    shape: tuple[int, ...]
+    latency_us: float
+
+    @property
+    def op_class(self) -> str:
+        return op_class(f"stablehlo.{self.op}")
+
+
+def normalize_dtype(dtype: str) -> str:
+    """MLIR spelling of a dtype name (`float16` → `f16`); raises on unknown names."""
+    t = _DTYPE_ALIASES.get(dtype, dtype)
+    element_bytes(t)
+    return t
+
+
+def load_measurements(path: str | os.PathLike[str]) -> list[Measurement]:
+    """Read and validate a calibration CSV; duplicate shapes are merged by their median.
+
+    Raises CalibrationError naming the file and the (1-based, header = 1) line for
+    an empty file, a missing column, an unparsable shape or dtype, or a time that is
+    missing, NaN, infinite, zero or negative.
+    """
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise CalibrationError(f"{path}: cannot read calibration file: {e.strerror}") from None
+    numbered = [
+        (i, line) for i, line in enumerate(text.splitlines(), 1) if not line.startswith("#")
+    ]
+    numbered = [(i, line) for i, line in numbered if line.strip()]
+    if not numbered:
+        raise CalibrationError(f"{path}: empty calibration file (no header, no rows)")
+    reader = csv.DictReader([line for _, line in numbered])
+    missing = [c for c in REQUIRED_COLUMNS if c not in (reader.fieldnames or [])]
+    if missing:
+        raise CalibrationError(
+            f"{path}:{numbered[0][0]}: missing column(s) {', '.join(missing)} "
+            f"(required: {', '.join(REQUIRED_COLUMNS)})"
+        )
+    groups: dict[tuple[str, str, tuple[int, ...]], list[float]] = defaultdict(list)
+    for (lineno, _), row in zip(numbered[1:], reader, strict=True):
+        where = f"{path}:{lineno}"
+        if row.get("primary") not in (None, "", "1"):
+            continue
+        if None in row.values() or None in row:
+            raise CalibrationError(f"{where}: wrong number of fields")
+        op = _OP_ALIASES.get(row["op"].strip(), row["op"].strip())
+        try:
+            dtype = normalize_dtype(row["dtype"].strip())
+        except ValueError:
+            raise CalibrationError(f"{where}: unknown dtype {row['dtype']!r}") from None
+        try:
+            shape = tuple(int(d) for d in row["shape"].strip().split("x") if d != "")
+        except ValueError:
+            raise CalibrationError(f"{where}: bad shape {row['shape']!r}") from None
+        if not shape or any(d <= 0 for d in shape):
+            raise CalibrationError(f"{where}: bad shape {row['shape']!r} (dims must be > 0)")
+        raw = row["measured_us_median"].strip()
+        try:
+            value = float(raw)
+        except ValueError:
+            raise CalibrationError(f"{where}: measured_us_median {raw!r} is not a number") from None
+        if not math.isfinite(value) or value <= 0:
+            raise CalibrationError(
+                f"{where}: measured_us_median must be a positive finite time, got {raw!r}"
+            )
+        groups[(op, dtype, shape)].append(value)
+    if not groups:
+        raise CalibrationError(f"{path}: no measurement rows")
+    return [
+        Measurement(op, dtype, shape, float(np.median(v)))
+        for (op, dtype, shape), v in groups.items()
+    ]
+
+
+# --- features -------------------------------------------------------------------------
+
+FEATURE_NAMES = (
+    "numel",
+    "log2_numel",
+    "tensor_bytes",
+    "elem_bytes",
+    "rank",
+    *(f"d{i}" for i in range(_MAX_RANK)),
+    "last_mod128",
+    "second_mod8",
+    "second_mod16",
+    "padded_8x128",
+    "padded_16x128",
+    "pad_ratio_8x128",
+    "last_pow2",
+    "numel_pow2",
+)
+_IDX = {n: i for i, n in enumerate(FEATURE_NAMES)}
+# Column subsets compared by the ablation; "tile" is the shipped default.
+FEATURE_SETS: Mapping[str, tuple[int, ...]] = {
+    "size": tuple(_IDX[n] for n in ("numel", "log2_numel", "tensor_bytes", "elem_bytes")),
+    "shape": tuple(range(_IDX["d3"] + 1)),
+    "tile": tuple(range(len(FEATURE_NAMES))),
+}
+_BASE_FEATURE = _IDX["tensor_bytes"]
+
+
+def _round_up(x: int, m: int) -> int:
+    return -(-x // m) * m
+
+
+def _pow2(x: int) -> float:
+    return float(x > 0 and x & (x - 1) == 0)
+
+
+def shape_features(shape: Sequence[int], elem_bytes: float) -> list[float]:
+    """Static features of one tensor (FEATURE_NAMES order); dims are right-aligned to rank 4.
+
+    Right alignment keeps the last two dims, which a TPU lays out in (8, 128) or,
+    for 16-bit types, (16, 128) tiles, in fixed columns.
+    """
+    shape = tuple(shape) or (1,)
+    lead_shape = shape[:-_MAX_RANK]
+    kept = shape[-_MAX_RANK:]
+    dims = [1] * (_MAX_RANK - len(kept)) + list(kept)
+    dims[0] *= math.prod(lead_shape)
+    n = math.prod(shape)
+    second, last = dims[-2], dims[-1]
+    lead = math.prod(dims[:-2])
+    p8 = lead * _round_up(second, 8) * _round_up(last, 128)
+    p16 = lead * _round_up(second, 16) * _round_up(last, 128)
+    return [
+        float(n),
+        math.log2(n),
+        n * elem_bytes,
+        float(elem_bytes),
+        float(len(shape)),
+        *map(float, dims),
+        float(last % 128),
+        float(second % 8),
+        float(second % 16),
+        float(p8),
+        float(p16),
+        p8 / n,
+        _pow2(last),
+        _pow2(n),
+    ]
+
+
+def op_tensor(op: OpInfo) -> TensorType:
+    """The tensor whose shape sets an op's time: a reduction's input, the larger side of
+    a data movement, otherwise the first result."""
+    cls = op.op_class
+    if cls == "reduction" and op.operands:
+        return op.operands[0]
+    if cls == "movement" and op.operands and op.results:
+        a, b = op.operands[0], op.results[0]
+        return a if (a.num_elements or 0) > (b.num_elements or 0) else b
+    return op.results[0] if op.results else op.operands[0]
+
+
+def _gemm_dims(op: OpInfo) -> tuple[int, int, int, int]:
+    """(batch, M, N, K) of a dot_general, or of a convolution as an implicit GEMM."""
+    lhs = op.operands[0].shape or ()
+    rhs = op.operands[1].shape or ()
+    out = op.results[0].shape or ()
+    if op.short_name == "convolution":
+        of = op.attrs.get("output_feature_dim", len(out) - 1)
+        kin = op.attrs.get("kernel_input_feature_dim", len(rhs) - 2)
+        ksp = op.attrs.get("kernel_spatial_dims", tuple(range(len(rhs) - 2)))
+        k = rhs[kin] * math.prod(rhs[d] for d in ksp)
+        return 1, math.prod(out) // out[of], out[of], k
+    lb = op.attrs.get("lhs_batch_dims", ())
+    lc = op.attrs.get("lhs_contracting_dims", (len(lhs) - 1,))
+    rb = op.attrs.get("rhs_batch_dims", ())
+    rc = op.attrs.get("rhs_contracting_dims", (0,))
+    batch = math.prod(lhs[d] for d in lb)
+    k = math.prod(lhs[d] for d in lc)
+    m = math.prod(d for i, d in enumerate(lhs) if i not in lb and i not in lc)
+    n = math.prod(d for i, d in enumerate(rhs) if i not in rb and i not in rc)
+    return batch, m, n, k
+
+
+def matmul_features(
+    batch: int, m: int, n: int, k: int, elem_bytes: float, window: int = 1
+) -> list[float]:
+    """GEMM features in FEATURE_NAMES' slots: the base column holds FLOPs (a CPU's
+    matmul time is linear in FLOPs), dims are (batch, M, N, K), and `window` (the
+    convolution's kernel taps; 1 for dot_general) takes the rank slot."""
+    flops = 2.0 * batch * m * n * k
+    dims = (batch, m, n, k)
+    return [
+        flops,
+        math.log2(flops),
+        flops,
+        float(elem_bytes),
+        float(window),
+        *map(float, dims),
+        float(k % 128),
+        float(n % 8),
+        float(m % 16),
+        float(m * n),
+        float(n * k),
+        float(m * k),
+        _pow2(k),
+        _pow2(n),
+    ]
+
+
+def features(ops: Sequence[OpInfo]) -> np.ndarray:
+    """Feature matrix (one FEATURE_NAMES row per op) from compile-time facts only."""
+    rows = []
+    for op in ops:
+        if op.op_class == "matmul":
+            batch, m, n, k = _gemm_dims(op)
+            window = 1
+            if op.short_name == "convolution":
+                rhs = op.operands[1].shape or ()
+                ksp = op.attrs.get("kernel_spatial_dims", tuple(range(len(rhs) - 2)))
+                window = math.prod(rhs[d] for d in ksp)
+            rows.append(matmul_features(batch, m, n, k, op.operands[0].elem_bytes, window))
+        else:
+            t = op_tensor(op)
+            rows.append(shape_features(t.shape or (), t.elem_bytes))  # type: ignore[arg-type]
+    return np.array(rows, dtype=float).reshape(len(rows), len(FEATURE_NAMES))
+
+
+def measurement_features(rows: Sequence[Measurement]) -> np.ndarray:
+    """Feature matrix of calibration rows, computed as `features` computes it for an OpInfo."""
+    out = []
+    for r in rows:
+        eb = element_bytes(r.dtype)
+        if r.op == "dot_general":
+            out.append(matmul_features(*r.shape[:4], eb))
+        elif r.op == "convolution":
+            nb, h, w, c, kh, kw, o, stride = r.shape
+            m = nb * _ceil_div(h, stride) * _ceil_div(w, stride)
+            out.append(matmul_features(1, m, o, c * kh * kw, eb, kh * kw))
+        else:
+            out.append(shape_features(r.shape, eb))
+    return np.array(out, dtype=float).reshape(len(out), len(FEATURE_NAMES))
+
+
+def _ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+# --- estimator ------------------------------------------------------------------------
+
+
+def _lad_line(x: np.ndarray, y: np.ndarray, iters: int = 60) -> tuple[float, float]:
+    """Least-absolute-deviation fit y ≈ a + b·x (IRLS); the median line resists outliers."""
+    a_mat = np.c_[np.ones_like(x), x]
+    scale = max(float(np.max(np.abs(x))), 1.0)
+    a_mat[:, 1] /= scale
+    w = np.ones_like(y)
+    coef = np.zeros(2)
+    for _ in range(iters):
+        sw = np.sqrt(w)
+        coef = np.linalg.lstsq(a_mat * sw[:, None], y * sw, rcond=None)[0]
+        w = 1.0 / np.maximum(np.abs(y - a_mat @ coef), 1e-9 * max(float(np.median(y)), 1e-12))
+    return float(coef[0]), float(coef[1] / scale)
+
+
+class LatencyRegressor(RegressorMixin, BaseEstimator):
+    """Latency (us) from a FEATURE_NAMES matrix: a LAD floor + slope line times a boosted
+    multiplicative residual (residual="log"), or the paper's plain HGB (residual="plain").
+
+    `feature_set` names the columns the trees see (FEATURE_SETS); the line always uses
+    the size column (tensor bytes; FLOPs for matmul rows). Loss is absolute error, as in
+    the paper; seeds are fixed so a fit is reproducible.
+    """
+
+    def __init__(
+        self,
+        feature_set: str = "tile",
+        residual: str = "log",
+        max_iter: int = 100,
+        learning_rate: float = 0.1,
+        min_samples_leaf: int = 5,
+        random_state: int = 0,
+    ) -> None:
+        self.feature_set = feature_set
+        self.residual = residual
+        self.max_iter = max_iter
+        self.learning_rate = learning_rate
+        self.min_samples_leaf = min_samples_leaf
+        self.random_state = random_state
+
+    def _line(self, x: np.ndarray) -> np.ndarray:
+        floor = max(self.floor_, 1e-6)
+        return np.maximum(self.floor_ + self.slope_ * x, floor)
+
+    def fit(self, X: np.ndarray, y: np.ndarray) -> LatencyRegressor:
+        X = np.asarray(X, dtype=float)
+        y = np.asarray(y, dtype=float)
+        if self.residual not in ("log", "plain"):
+            raise ValueError(f"residual must be 'log' or 'plain', got {self.residual!r}")
+        cols = list(FEATURE_SETS[self.feature_set])
+        self.numel_range_ = (float(X[:, 0].min()), float(X[:, 0].max()))
+        self.floor_, self.slope_ = _lad_line(X[:, _BASE_FEATURE], y)
+        if self.residual == "log":
+            self.slope_ = max(self.slope_, 0.0)
+            target = np.log(y / self._line(X[:, _BASE_FEATURE]))
+        else:
+            target = y
+        self.hgb_ = HistGradientBoostingRegressor(
+            loss="absolute_error",
+            max_iter=self.max_iter,
+            learning_rate=self.learning_rate,
+            min_samples_leaf=min(self.min_samples_leaf, max(1, len(y) // 2)),
+            early_stopping=False,
+            random_state=self.random_state,
+        )
+        with threadpool_limits(1):
+            self.hgb_.fit(X[:, cols], target)
+        return self
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        X = np.asarray(X, dtype=float)
+        cols = list(FEATURE_SETS[self.feature_set])
+        with threadpool_limits(1):
+            r = self.hgb_.predict(X[:, cols])
+        if self.residual == "plain":
+            return r
+        return self._line(X[:, _BASE_FEATURE]) * np.exp(r)
+
+    def extrapolated(self, X: np.ndarray) -> np.ndarray:
+        """True where a row's size lies outside the sizes seen in training."""
+        lo, hi = self.numel_range_
+        n = np.asarray(X, dtype=float)[:, 0]
+        return (n < lo) | (n > hi)
+
+
+def size_split(
+    sizes: np.ndarray, test_fraction: float = 0.2, seed: int = 0
+) -> tuple[np.ndarray, np.ndarray]:
+    """Boolean train/test masks that hold out whole total sizes (never a size in both)."""
+    uniq = np.unique(sizes)
+    rng = np.random.default_rng(seed)
+    n_test = max(1, round(test_fraction * len(uniq)))
+    held = rng.choice(uniq, size=n_test, replace=False)
+    test = np.isin(sizes, held)
+    return ~test, test
+
+
+# --- training data and fitted models ---------------------------------------------------
+
+
+def cache_dir() -> Path:
+    """The user's cache folder for calibrations ($XDG_CACHE_HOME or ~/.cache)."""
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "stablehlo-perf"
+
+
+def machine_fingerprint() -> str:
+    """Short description of this machine (CPU model, cores, arch), used to match calibrations."""
+    model = platform.processor() or "unknown-cpu"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{model}, {os.cpu_count()} cores, {platform.machine()}"
+
+
+def calibration_path(target: str) -> Path:
+    """Where `stablehlo-perf-calibrate --target TARGET` stores its calibration CSV."""
+    tag = hashlib.sha256(machine_fingerprint().encode()).hexdigest()[:10]
+    return cache_dir() / f"{target}-{tag}.csv"
+
+
+def _data_dir() -> Path:
+    try:
+        return Path(str(resources.files("stablehlo_perf.analysis.data")))
+    except ModuleNotFoundError:
+        return Path(__file__).resolve().parent / "data"
+
+
+_SHIPPED = {"tpu-v4": "tpu_v4_elementwise.csv", "host": "host_reference.csv"}
+
+
+def checksum_ok(path: Path) -> bool:
+    """True when a cached calibration's `# sha256:` header matches its body (not corrupted)."""
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError):
+        return False
+    lines = text.splitlines(keepends=True)
+    want = next((ln.split(":", 1)[1].strip() for ln in lines if ln.startswith("# sha256:")), None)
+    body = "".join(ln for ln in lines if not ln.startswith("#"))
+    return want is not None and hashlib.sha256(body.encode()).hexdigest() == want
+
+
+def training_files(target: str) -> tuple[Path, bool] | None:
+    """(CSV, measured on this machine?) for a target: a valid user calibration first, then the
+    shipped one; None if neither exists."""
+    cached = calibration_path(target)
+    if cached.is_file() and checksum_ok(cached):
+        return cached, True
+    shipped = _data_dir() / _SHIPPED.get(target, f"{target}.csv")
+    if shipped.is_file():
+        return shipped, _header_machine(shipped) == machine_fingerprint()
+    return None
+
+
+def _header_machine(path: Path) -> str:
+    for line in path.read_text().splitlines():
+        if line.startswith("# machine:"):
+            return line.split(":", 1)[1].strip()
+        if not line.startswith("#"):
+            break
+    return ""
+
+
+def fit_class_models(rows: Iterable[Measurement], **params: object) -> dict[str, LatencyRegressor]:
+    """One fitted LatencyRegressor per op class present in `rows`."""
+    by_class: dict[str, list[Measurement]] = defaultdict(list)
+    for r in rows:
+        by_class[r.op_class].append(r)
+    models = {}
+    for cls, group in sorted(by_class.items()):
+        X = measurement_features(group)
+        y = np.array([r.latency_us for r in group])
+        models[cls] = LatencyRegressor(**params).fit(X, y)  # type: ignore[arg-type]
+    return models
+
+
+@functools.lru_cache(maxsize=16)
+def _models_for(path: str, mtime_ns: int) -> dict[str, LatencyRegressor]:
+    return fit_class_models(load_measurements(path))
+
+
+@dataclass(frozen=True)
+class _Plan:
+    cls: str
+    source: str | None  # class whose model answers, None = roofline
+    scaled: bool
+
+
+class LearnedLatencyModel:
+    """Service: per-(target, class) learned latency models fitted from calibration CSVs.
+
+    Supports a target when a calibration exists for it (shipped: tpu-v4, host; any
+    target calibrated into the user cache) and the op is of a learned class with a
+    non-empty static shape. Matmul ops are supported only where the calibration
+    measured them (the host). `data` maps target names to CSV paths and overrides the
+    lookup (tests, benchmarks).
+    """
+
+    name = "hgb"
+
+    def __init__(self, data: Mapping[str, str | os.PathLike[str]] | None = None) -> None:
+        self._data = {k: Path(v) for k, v in (data or {}).items()}
+
+    def _source(self, target: Target) -> tuple[Path, bool] | None:
+        if target.name in self._data:
+            return self._data[target.name], True
+        return training_files(target.name)
+
+    def models(self, target: Target) -> dict[str, LatencyRegressor]:
+        """Fitted class models for `target` (fitted once per CSV version, then cached)."""
+        src = self._source(target)
+        if src is None:
+            return {}
+        path = src[0]
+        return _models_for(str(path), path.stat().st_mtime_ns)
+
+    def _plan(self, cls: str, models: Mapping[str, LatencyRegressor]) -> _Plan:
+        if cls in models:
+            return _Plan(cls, cls, False)
+        for near in NEAREST.get(cls, ()):
+            if near in models:
+                return _Plan(cls, near, True)
+        return _Plan(cls, None, False)
+
+    def supports(self, op: OpInfo, target: Target) -> bool:
+        if op.op_class not in CLASSES or not op.is_static or not op.results:
+            return False
+        if any(t.num_elements == 0 for t in (*op.operands, *op.results)):
+            return False
+        models = self.models(target)
+        if op.op_class == "matmul":
+            return "matmul" in models
+        return bool(models)
+
+    def predict(self, ops: Sequence[OpInfo], target: Target) -> list[OpCost]:
+        """Price a batch: one regressor call per class model used, one roofline call for the rest."""
+        models = self.models(target)
+        src = self._source(target)
+        same_machine = bool(src and src[1])
+        out: list[OpCost | None] = [None] * len(ops)
+        groups: dict[_Plan, list[int]] = defaultdict(list)
+        for i, op in enumerate(ops):
+            groups[self._plan(op.op_class, models)].append(i)
+        roofline = RooflineModel()
+        prefix = f"{self.name}-{target.name}"
+        for plan, idx in groups.items():
+            batch = [ops[i] for i in idx]
+            if plan.source is None:
+                label = f"roofline({prefix}: no {plan.cls} data)"
+                for i, c in zip(idx, roofline.predict(batch, target), strict=True):
+                    out[i] = OpCost(c.cycles, c.latency_ns, c.dram_bytes, label, c.extra)
+                continue
+            model = models[plan.source]
+            X = features(batch)
+            lat_ns = model.predict(X) * 1e3
+            label = f"{prefix}-{plan.source}"
+            if plan.scaled:
+                lat_ns = lat_ns * _roofline_ratio(batch, plan.source, target, roofline)
+                label = f"{label}→{plan.cls}(scaled)"
+            extrap = model.extrapolated(X)
+            for j, i in enumerate(idx):
+                out[i] = OpCost(
+                    cycles=round(lat_ns[j] * target.clock_ghz),
+                    latency_ns=float(lat_ns[j]),
+                    dram_bytes=int(ops[i].bytes or 0),
+                    model=label,
+                    extra={"extrapolated": bool(extrap[j]), "same_machine": same_machine},
+                )
+        return out  # type: ignore[return-value]
+
+
+def _roofline_ratio(
+    ops: Sequence[OpInfo], source: str, target: Target, roofline: RooflineModel
+) -> np.ndarray:
+    """Roofline time of each op over that of the source class's proxy op on the same tensor."""
+    name, arity = _PROXY[source]
+    proxies = []
+    for op in ops:
+        t = op_tensor(op)
+        proxies.append(OpInfo.build(op.id, name, [t] * arity, [t]))
+    mine = np.array([c.latency_ns for c in roofline.predict(ops, target)])
+    theirs = np.array([c.latency_ns for c in roofline.predict(proxies, target)])
+    return mine / np.maximum(theirs, 1e-9)
