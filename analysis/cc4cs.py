@@ -232,12 +232,17 @@ class ClassDistribution:
 
 @dataclass(frozen=True)
 class TargetCharacterisation:
-    """Every class distribution of one target, with the clock the cycles were counted at."""
+    """Every class distribution of one target, with the clock the cycles were counted at.
+
+    `program_floor_ns` is the fixed cost of running a whole program (dispatch),
+    where the sweep measured it; per-op floors are then net of it.
+    """
 
     target: str
     clock_ghz: float
     source: str
     classes: Mapping[str, ClassDistribution]
+    program_floor_ns: float = 0.0
 
     def to_json(self) -> str:
         d = asdict(self)
@@ -249,7 +254,8 @@ class TargetCharacterisation:
             k: ClassDistribution(**{**v, "params": tuple(v["params"])})
             for k, v in d["classes"].items()
         }
-        return cls(d["target"], float(d["clock_ghz"]), d["source"], classes)
+        floor = float(d.get("program_floor_ns", 0.0))
+        return cls(d["target"], float(d["clock_ghz"]), d["source"], classes, floor)
 
 
 def _characterise_class(
@@ -303,6 +309,7 @@ def characterise(
     criterion: str = "bic",
     min_samples: int = 20,
     lognormal: str = "mle",
+    program_floor_ns: float = 0.0,
 ) -> TargetCharacterisation:
     """Fit every class of `target` that has at least `min_samples` measured ops with work > 0.
 
@@ -325,7 +332,7 @@ def characterise(
         classes[cls] = _characterise_class(
             cls, work, cycles, criterion, min_samples // 2, lognormal
         )
-    return TargetCharacterisation(target, clock_ghz, source, classes)
+    return TargetCharacterisation(target, clock_ghz, source, classes, program_floor_ns)
 
 
 def tpu_v4_records(folder: str | Path) -> list[MeasuredOp]:

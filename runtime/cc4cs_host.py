@@ -121,11 +121,11 @@ def _program_ops(fn: Callable[..., Any], args: tuple[Any, ...]) -> list[OpInfo]:
     return [r.info for r in view.records if op_work(r.info) > 0]
 
 
-def host_sweep(repeats: int = 10, rounds: int = 3) -> list[MeasuredOp]:
+def host_sweep(repeats: int = 10, rounds: int = 3) -> tuple[list[MeasuredOp], float]:
     """Measure single-op programs on the local backend; an op's latency is its program's
     median minus the dispatch floor (a one-element add). All programs, the floor
     included, are timed in `rounds` interleaved rounds, so load from other processes
-    hits them alike."""
+    hits them alike. Returns the ops and the dispatch floor (ns)."""
     key = jax.random.key(0)
     cases: list[tuple[str, Callable[..., Any], tuple[Any, ...]]] = [
         ("floor", lambda a: a + 1.0, (jnp.ones(1),))
@@ -152,7 +152,7 @@ def host_sweep(repeats: int = 10, rounds: int = 3) -> list[MeasuredOp]:
         t = float(np.median(ts)) - dispatch
         if op is not None and t > 0:
             out.append(MeasuredOp("host", op.op_class, op_work(op), t, f"sweep:{name}"))
-    return out
+    return out, dispatch
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -162,7 +162,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--repeats", type=int, default=10)
     p.add_argument("--rounds", type=int, default=3)
     a = p.parse_args(argv)
-    records = host_sweep(a.repeats, a.rounds)
+    records, dispatch = host_sweep(a.repeats, a.rounds)
     with open(a.out / "cc4cs_host_ops.csv", "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["target", "op_class", "work", "latency_ns", "source"])
@@ -176,6 +176,7 @@ def main(argv: list[str] | None = None) -> None:
         f"runtime/cc4cs_host.py sweep on {jax.devices()[0].device_kind}, "
         f"median of {a.rounds} interleaved rounds minus the dispatch floor",
         min_samples=5,
+        program_floor_ns=dispatch,
     )
     (a.out / "cc4cs_host.json").write_text(ch.to_json() + "\n")
     for cls, d in ch.classes.items():
