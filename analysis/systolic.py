@@ -107,8 +107,9 @@ class LayerResult:
       read buffer (refetches then depend on the order of overlapping windows' addresses), the
       USER-mode overflow above, or more than ``_MAX_DRAINS`` mid-layer ofmap drains.
     - ``exact_timeline``: DRAM start/stop cycles, SRAM start/stop cycles and
-      ``total_cycles_incl_prefetch``. Also False when a read buffer flushes (its last DRAM cycle
-      is then estimated as its operand's last demand).
+      ``total_cycles_incl_prefetch``. Also False when a read buffer flushes while some of its
+      requests hit (a conv ifmap, or an OS filter re-read per row fold): its last DRAM cycle is
+      then estimated as its operand's last demand.
     """
 
     total_cycles_incl_prefetch: int
@@ -428,6 +429,19 @@ def _simulate(
     macs = pixels * window * filters
     array = rows * cols
 
+    by_row, by_col, const_t = (
+        (rows, last_r, _BY_ROW_FOLD),
+        (cols, last_c, _BY_COL_FOLD),
+        (t, t, _CONST),
+    )
+    flat_rows = (rows, True)
+    if df == "os":
+        read_streams = ((const_t, by_row, (0, False), True), (const_t, by_col, (0, False), True))
+    elif df == "ws":
+        read_streams = ((const_t, by_row, (rows, False), True), (by_row, by_col, flat_rows, False))
+    else:
+        read_streams = ((by_row, by_col, flat_rows, False), (const_t, by_row, (rows, False), True))
+    folding = (fold_len, row_folds, col_folds)
     ifmap, filt = _calc_reads(
         df,
         window,
@@ -438,26 +452,18 @@ def _simulate(
         col_folds,
         (i_first, f_first),
         (last_fold + i_last, last_fold + f_last),
+        ((*folding, *read_streams[0]), (*folding, *read_streams[1])),
         arr,
     )
     if df == "os":
         ofmap_elems = s_r * s_c
-        stream = (
-            fold_len,
-            row_folds,
-            col_folds,
-            cols,
-            last_c,
-            rows,
-            last_r,
-            t - 1,
-            t + rows - last_r - 1,
-        )
+        ofmap_stream = (by_row, by_col, (t - 1 + rows, True), True)
     else:
         ofmap_elems = ofmap_sram
-        s0 = 2 * rows - 1
-        stream = (fold_len, row_folds, col_folds, cols, last_c, t, t, s0, s0)
-    ofmap = _dram_writes(ofmap_elems, stream, total_cycles, arr)
+        ofmap_stream = (const_t, by_col, (2 * rows - 1, False), True)
+    ofmap = _dram_writes(
+        ofmap_elems, (fold_len, row_folds, col_folds, *ofmap_stream), total_cycles, arr
+    )
     exact_cycles = True
     if arr.bandwidth_mode == "USER":
         if df == "os":
@@ -531,6 +537,7 @@ def _calc_reads(
     col_folds: int,
     first_demand: tuple[int, int],
     last_demand: tuple[int, int],
+    streams: tuple[tuple, tuple],
     arr: ArrayConfig,
 ) -> tuple[_Operand, _Operand]:
     """CALC-mode DRAM reads of the ifmap and filter SRAMs (read_buffer_estimate_bw.py)."""
@@ -564,24 +571,47 @@ def _calc_reads(
             distinct or footprint < cap_i,
             first_demand[0],
             last_demand[0],
+            streams[0],
         ),
-        _calc_span(filter_reads, filter_total, set_f, cap_f, True, first_demand[1], last_demand[1]),
+        _calc_span(
+            filter_reads,
+            filter_total,
+            set_f,
+            cap_f,
+            True,
+            first_demand[1],
+            last_demand[1],
+            streams[1],
+        ),
     )
 
 
 def _calc_span(
-    reads: int, unique: int, per_set: int, capacity: int, exact: bool, first: int, last: int
+    reads: int,
+    unique: int,
+    per_set: int,
+    capacity: int,
+    exact: bool,
+    first: int,
+    last: int,
+    stream: tuple,
 ) -> _Operand:
     """First/last DRAM cycle of a CALC-mode read buffer.
 
     Without a flush SCALE-Sim fetches everything before cycle 0 at 10 words/cycle, rounded up to
-    whole sets; with flushes the first fetch ends just before the first demand and the last one
-    ends with the last flush (estimated here as the operand's last demand).
+    whole sets. With flushes the first fetch ends just before the first demand and the last one
+    ends a cycle after the request that triggered the last flush: when every request misses,
+    that is request number capacity x (number of flushes); otherwise it is estimated as the
+    operand's last demand.
     """
     if unique < capacity:
         cycles = _ceil_div(_ceil_div(unique, per_set) * per_set, _CALC_READ_BW)
         return (reads, -cycles, -1, exact, True)
-    return (reads, first - _ceil_div(_ACTIVE_SETS * per_set, _CALC_READ_BW), last, exact, False)
+    start = first - _ceil_div(_ACTIVE_SETS * per_set, _CALC_READ_BW)
+    requests = _Stream(*stream)
+    if not exact or reads != requests.total:
+        return (reads, start, last, exact, False)
+    return (reads, start, requests.cycle_of(reads // capacity * capacity - 1) + 1, True, True)
 
 
 def _user_reads(
@@ -650,26 +680,32 @@ def _block_line_of(e: int, h: int, w: int) -> int:
     return a + b - 2 - (math.isqrt(8 * (h * w - 1 - e) + 1) - 1) // 2
 
 
-class _OfmapStream:
-    """When each ofmap write reaches the ofmap SRAM.
+_CONST, _BY_ROW_FOLD, _BY_COL_FOLD = 0, 1, 2
 
-    Folds run filter-fold-major; each writes an h x w block (w: the fold's used columns) starting
-    ``s0`` cycles into the fold, skewed one cycle per column. WS/IS blocks are t x w at 2R-1; OS
-    blocks are (used rows) x w, ending at t+R-2 (the compute/systolic_compute_*.py demand matrices).
+
+class _Stream:
+    """When each (non-null) request of one operand reaches its SRAM.
+
+    Folds run filter-fold-major. Each fold's requests form an h x w block starting ``s0`` cycles
+    into the fold: skewed (column k delayed k cycles, a request per column per cycle) or flat (one
+    row of w requests per cycle, rows flipped so the block ends at ``s0 + h - 1``). Block sides
+    are the full or the last fold's extent along the row or column folds (``_BY_*``), or constant;
+    OS ofmap and flat blocks start later the fewer rows they use (``s0 = base - h``). These are
+    the demand matrices of compute/systolic_compute_*.py.
     """
 
     __slots__ = (
-        "cols",
+        "a",
+        "b",
+        "bsum",
+        "col_folds",
         "fold_len",
-        "folds",
-        "full_h",
-        "group",
-        "last_h",
-        "last_w",
+        "h",
         "row_folds",
-        "s0_full",
-        "s0_last",
+        "s0",
+        "skew",
         "total",
+        "w",
     )
 
     def __init__(
@@ -677,44 +713,54 @@ class _OfmapStream:
         fold_len: int,
         row_folds: int,
         col_folds: int,
-        cols: int,
-        last_w: int,
-        full_h: int,
-        last_h: int,
-        s0_full: int,
-        s0_last: int,
+        h: tuple[int, int, int],
+        w: tuple[int, int, int],
+        s0: tuple[int, bool],
+        skew: bool,
     ) -> None:
-        self.fold_len, self.row_folds, self.cols, self.last_w = fold_len, row_folds, cols, last_w
-        self.full_h, self.last_h, self.s0_full, self.s0_last = full_h, last_h, s0_full, s0_last
-        hsum = (row_folds - 1) * full_h + last_h
-        self.group = cols * hsum  # writes per filter fold (all its row folds), full width
-        self.total = (col_folds - 1) * self.group + last_w * hsum
-        self.folds = row_folds * col_folds
+        self.fold_len, self.row_folds, self.col_folds = fold_len, row_folds, col_folds
+        self.h, self.w, self.s0, self.skew = h, w, s0, skew
+        # Requests per fold factor as a(column fold) * b(row fold); (full, last) of each.
+        a_full = a_last = b_full = b_last = 1
+        for full, last, by in (h, w):
+            if by == _BY_COL_FOLD:
+                a_full, a_last = a_full * full, a_last * last
+            else:
+                b_full, b_last = b_full * full, b_last * (last if by == _BY_ROW_FOLD else full)
+        self.a, self.b = (a_full, a_last), (b_full, b_last)
+        self.bsum = (row_folds - 1) * b_full + b_last
+        self.total = ((col_folds - 1) * a_full + a_last) * self.bsum
 
     def _fold(self, fc: int, fr: int) -> tuple[int, int, int, int]:
-        """(writes before the fold, h, w, s0) of fold (fc, fr)."""
-        w = self.cols if fc < (self.folds // self.row_folds) - 1 else self.last_w
-        before = fc * self.group + fr * self.full_h * w
-        if fr == self.row_folds - 1:
-            return before, self.last_h, w, self.s0_last
-        return before, self.full_h, w, self.s0_full
+        """(requests before fold (fc, fr), its block's h, w and first cycle offset)."""
+        last_c, last_r = fc == self.col_folds - 1, fr == self.row_folds - 1
+        sides = []
+        for full, last, by in (self.h, self.w):
+            is_last = last_r if by == _BY_ROW_FOLD else last_c if by == _BY_COL_FOLD else False
+            sides.append(last if is_last else full)
+        h, w = sides
+        a = self.a[1] if last_c else self.a[0]
+        base, minus_h = self.s0
+        return fc * self.a[0] * self.bsum + fr * a * self.b[0], h, w, base - h if minus_h else base
 
     def cycle_of(self, j: int) -> int:
-        """Cycle of the ``j``-th write (0-based)."""
-        fc = min(j // self.group, self.folds // self.row_folds - 1)
-        w = self.cols if fc < self.folds // self.row_folds - 1 else self.last_w
-        fr = min((j - fc * self.group) // (self.full_h * w), self.row_folds - 1)
+        """Cycle of the ``j``-th request (0-based)."""
+        fc = min(j // (self.a[0] * self.bsum), self.col_folds - 1)
+        a = self.a[1] if fc == self.col_folds - 1 else self.a[0]
+        fr = min((j - fc * self.a[0] * self.bsum) // (a * self.b[0]), self.row_folds - 1)
         before, h, w, s0 = self._fold(fc, fr)
-        fold_start = (fc * self.row_folds + fr) * self.fold_len
-        return fold_start + s0 + _block_line_of(j - before, h, w)
+        e = j - before
+        offset = _block_line_of(e, h, w) if self.skew else e // w
+        return (fc * self.row_folds + fr) * self.fold_len + s0 + offset
 
-    def writes_before(self, cycle: int) -> int:
-        """Writes issued in cycles before ``cycle``."""
+    def requests_before(self, cycle: int) -> int:
+        """Requests issued in cycles before ``cycle``."""
         f = cycle // self.fold_len
-        if f >= self.folds:
+        if f >= self.row_folds * self.col_folds:
             return self.total
         before, h, w, s0 = self._fold(*divmod(f, self.row_folds))
-        return before + _block_lines(cycle - f * self.fold_len - s0, h, w)
+        x = cycle - f * self.fold_len - s0
+        return before + (_block_lines(x, h, w) if self.skew else min(max(x, 0), h) * w)
 
 
 def _dram_writes(
@@ -732,7 +778,7 @@ def _dram_writes(
     if elems <= drain_half:
         # Never more than half full: one write-back after the last compute cycle.
         return (elems, total_cycles, total_cycles + _ceil_div(elems, bw) - 1, True, True)
-    stream = _OfmapStream(*stream_args)
+    stream = _Stream(*stream_args)
     words = arr.words(arr.ofmap_sram_kb)
     lines_per_drain = _ceil_div(drain_half, bw)
     if elems > drain_half * _MAX_DRAINS:
@@ -744,7 +790,7 @@ def _dram_writes(
     last_trigger = -1
     triggered = False
     while True:
-        ready = stream.writes_before(drain_end) if triggered else 0
+        ready = stream.requests_before(drain_end) if triggered else 0
         if triggered and words + drained - 1 < min(ready, elems):
             return (elems, first, drain_end, False, False)
         j = max(ready, drain_half + drained, last_trigger + 1)
