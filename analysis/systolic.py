@@ -181,7 +181,7 @@ def _covered(size: int, window: int, stride: int, out: int) -> int:
     """Input rows (or columns) touched by ``out`` windows; the last window may hang off the edge."""
     if stride <= window:
         return min(size, (out - 1) * stride + window)
-    return (out - 1) * window + max(0, min(window, size - (out - 1) * stride))
+    return _valid_pairs(size, window, stride, out)
 
 
 def _valid_pairs(size: int, window: int, stride: int, out: int) -> int:
