@@ -121,7 +121,7 @@ AGREEMENT = [
     # the write lines it cuts short there (e.g. 14003 writes for 14000 partial sums).
     Case((35, 40, 38), 4, 4, "ws", (64, 1, 1)),
     Case((70, 33, 20), 8, 8, "os", (64, 64, 1)),
-    Case((45, 64, 50), 3, 5, "is", (64, 64, 1), mode="USER", bandwidth=10, read_bw=10),
+    Case((30, 40, 20), 3, 5, "is", (64, 64, 1), mode="USER", bandwidth=10, read_bw=10),
     # Convs: strides that do not divide H - R, non-square filters, channels, big SRAMs.
     Case((12, 12, 3, 3, 4, 8, 1), 8, 8, "os"),
     Case((11, 13, 3, 2, 3, 9, 2), 8, 8, "ws", (4096, 4096, 4096)),
@@ -174,7 +174,7 @@ def test_agreement_cases_cover_the_brief() -> None:
 
 def test_multi_layer_topology_matches(tmp_path: Path) -> None:
     """One SCALE-Sim run over several GEMM layers, compared row by row."""
-    layers = [(1, 1024, 96), (33, 70, 17), (128, 3, 250)]
+    layers = [(1, 256, 40), (33, 70, 17), (128, 3, 50)]
     arr = ArrayConfig(16, 8, "ws", 2, 4, 2)
     reports = run_scalesim(tmp_path, layers, arr, gemm=True)
     for i, dims in enumerate(layers):
@@ -203,14 +203,14 @@ def test_pinned_conv_ifmap_refetch_past_capacity(tmp_path: Path) -> None:
 
 
 def test_pinned_user_mode_overflow_stalls(tmp_path: Path) -> None:
-    """USER mode with operands larger than the SRAMs: SCALE-Sim stalls on refetches (19001 stall
+    """USER mode with operands larger than the SRAMs: SCALE-Sim stalls on refetches (326 stall
     cycles here); the model reports the stall-free schedule and flags it as inexact."""
     ours, compute, detail = pinned(
-        tmp_path, Case((64, 64, 64), 8, 8, "os", (1, 1, 1), mode="USER", bandwidth=4, read_bw=10)
+        tmp_path, Case((32, 32, 32), 8, 8, "os", (1, 1, 1), mode="USER", bandwidth=4, read_bw=10)
     )
     assert not ours.exact_cycles
-    assert (int(compute["Stall Cycles"]), ours.stall_cycles) == (19001, 0)
-    assert (int(compute["Total Cycles"]), ours.total_cycles) == (23992, 4991)
+    assert (int(compute["Stall Cycles"]), ours.stall_cycles) == (326, 0)
+    assert (int(compute["Total Cycles"]), ours.total_cycles) == (1061, 735)
     assert int(detail["SRAM IFMAP Reads"]) == ours.ifmap_sram_reads
 
 
