@@ -734,11 +734,10 @@ class _Stream:
     def _fold(self, fc: int, fr: int) -> tuple[int, int, int, int]:
         """(requests before fold (fc, fr), its block's h, w and first cycle offset)."""
         last_c, last_r = fc == self.col_folds - 1, fr == self.row_folds - 1
-        sides = []
-        for full, last, by in (self.h, self.w):
-            is_last = last_r if by == _BY_ROW_FOLD else last_c if by == _BY_COL_FOLD else False
-            sides.append(last if is_last else full)
-        h, w = sides
+        h_full, h_last, h_by = self.h
+        w_full, w_last, w_by = self.w
+        h = h_last if (last_r if h_by == _BY_ROW_FOLD else last_c and h_by) else h_full
+        w = w_last if (last_c if w_by == _BY_COL_FOLD else last_r and w_by) else w_full
         a = self.a[1] if last_c else self.a[0]
         base, minus_h = self.s0
         return fc * self.a[0] * self.bsum + fr * a * self.b[0], h, w, base - h if minus_h else base
