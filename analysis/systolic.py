@@ -787,10 +787,10 @@ def _dram_writes(
     pads: deque[tuple[int, int]] = deque()  # closed lines that are not full: (line, padding)
     first = drain_end = 0
     last_trigger = -1
-    triggered = False
+    # elems > drain_half, so the first pass through the loop always drains.
     while True:
-        ready = stream.requests_before(drain_end) if triggered else 0
-        if triggered and words + drained - 1 < min(ready, elems):
+        ready = stream.requests_before(drain_end)
+        if words + drained - 1 < min(ready, elems):
             return (elems, first, drain_end, False, False)
         j = max(ready, drain_half + drained, last_trigger + 1)
         if j >= elems:
@@ -805,8 +805,8 @@ def _dram_writes(
                 size -= pad
         count += size
         drained += size
-        if not triggered:
-            first, triggered = cycle, True
+        if last_trigger < 0:
+            first = cycle
         drain_end = cycle + end - drained_lines - 1
         drained_lines, last_trigger = end, j
     lines, _ = _close_lines(elems, stored_lines_upto, lines, bw, pads)
@@ -815,10 +815,7 @@ def _dram_writes(
     for line, pad in pads:
         if (line - drained_lines + 1) % lines_per_drain == 0 or line == lines - 1:
             count -= pad
-    stop = (
-        max(drain_end, total_cycles + remaining - 1) if triggered else total_cycles + remaining - 1
-    )
-    return (count, first if triggered else total_cycles, stop, True, True)
+    return (count, first, max(drain_end, total_cycles + remaining - 1), True, True)
 
 
 def _close_lines(
