@@ -1,11 +1,10 @@
 """TPU v4 GEMM latency: an analytic MXU/HBM core plus a learned correction, fitted on real kernel times.
 
-The core prices one (batched) GEMM the way XLA lays it out on a TPU v4 chip:
-operands padded to XLA's HBM tiles (minor dim to 128 lanes, second-minor to
-8 sublanes of 32-bit words, so 16 rows for 16-bit types), the contraction and
-the stationary output dim padded to the 128x128 MXU, the streamed dim only to
-the sublane tile (XLA may stream either M or N; it takes the cheaper), work
-spread over 2 TensorCores x 4 MXUs at 1.05 GHz, and compulsory HBM traffic at
+The core prices one (batched) GEMM the way XLA maps it onto a TPU v4 chip:
+the contraction and the stationary output dim padded to the 128x128 MXU, the
+streamed dim only to the sublane tile (8 rows of 32-bit words, so 16 for
+16-bit types; XLA may stream either M or N and takes the cheaper), work spread
+over 2 TensorCores x 4 MXUs at 1.05 GHz, and compulsory HBM traffic at
 1200 GB/s. A non-negative linear fit over those terms (a per-kernel floor, MXU
 time, output and operand tile traffic, HBM time) keeps the prediction monotone
 in every dimension and lets it extrapolate linearly in work; a shallow,
@@ -48,9 +47,8 @@ CLOCK_GHZ = 1.05
 MXU_DIM = 128
 MXUS = 2 * 4  # 2 TensorCores x 4 MXUs each
 HBM_GB_PER_S = 1200.0
-# XLA TPU HBM layout: tiles of 8 sublanes x 128 lanes of 32-bit words; narrower
-# types pack along sublanes, so a 16-bit array tiles as (16, 128).
-LANES = 128
+# XLA TPU vreg/layout tile: 8 sublanes x 128 lanes of 32-bit words; narrower
+# types pack along sublanes, so a 16-bit operand tiles as (16, 128).
 SUBLANE_BYTES = 8 * 4
 
 MODEL_NAME = "systolic-ws+tpu-v4-fit"
@@ -94,16 +92,10 @@ def gemm_features(
     mxu_ns = b * stream * stat * kp / (MXUS * MXU_DIM * MXU_DIM * CLOCK_GHZ)
     out_elems = b * stream * stat
     operand_elems = b * (stream * kp + kp * stat)
-    # Row-major operands and result as stored in HBM: minor dim to 128 lanes, second-minor to `sub`.
-    hbm_bytes = (
-        b
-        * eb
-        * (
-            _pad(m, sub) * _pad(k, LANES)
-            + _pad(k, sub) * _pad(n, LANES)
-            + _pad(m, sub) * _pad(n, LANES)
-        )
-    )
+    # Compulsory traffic in logical bytes: the measured skinny kernels show no cost
+    # for the layout padding of narrow arrays (2x512x512 and 512x2x512 both take
+    # 1.55 us although their (16, 128)-tiled footprints differ by 40%).
+    hbm_bytes = b * eb * (m * k + k * n + m * n)
     hbm_ns = hbm_bytes / HBM_GB_PER_S
     cols = (m, n, k, b, eb, stream, stat, kp, folds, mxu_ns, out_elems, operand_elems, hbm_bytes,
             hbm_ns)  # fmt: skip
@@ -192,14 +184,17 @@ class TpuGemmLatencyRegressor(RegressorMixin, BaseEstimator):
 
 
 def load_tpu_v4_gemm_data() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(M, N, K) int array, latency in ns and source name per row: the shipped `matmul` rows.
+    """(M, N, K) int array, latency in ns and source name per row: the shipped single-fusion matmuls.
 
-    The 1-D `jnp.dot` rows are left out: they are a different XLA kernel
-    (a vector reduce) than a matmul of the same M=N=1 shape.
+    Kept: `matmul` rows that XLA ran as one MXU `fusion` kernel. Left out: the
+    1-D `jnp.dot` rows and the 1x1xK matmuls, which XLA lowers to vector
+    reduce kernels (`convert_reduce_fusion`, two kernels for the matmul) instead.
     """
     text = resources.files("stablehlo_perf.analysis.data").joinpath("tpu_v4_gemm.csv")
     with text.open(newline="") as fh:
-        rows = [r for r in csv.DictReader(fh) if r["op"] == "matmul"]
+        rows = [
+            r for r in csv.DictReader(fh) if r["op"] == "matmul" and r["xla_kernels"] == "fusion"
+        ]
     mnk = np.array([[int(r["M"]), int(r["N"]), int(r["K"])] for r in rows])
     latency_ns = np.array([float(r["measured_us"]) * 1e3 for r in rows])
     source = np.array([r["source"] for r in rows])

@@ -37,19 +37,19 @@ def test_features_aligned_cube_by_hand() -> None:
     assert f["hbm_ns"] == pytest.approx(98304 / 1200)
 
 
-def test_features_unaligned_pad_to_16_by_128_tiles() -> None:
+def test_features_unaligned_pad_to_mxu_and_sublane_tiles() -> None:
     f = feat(1000, 1000, 1000)
     assert (f["stream_pad"], f["stat_pad"], f["k_pad"], f["folds"]) == (1008, 1024, 1024, 64)
-    assert f["hbm_bytes"] == 2 * 3 * 1008 * 1024
+    assert f["hbm_bytes"] == 2 * 3 * 1000 * 1000
     f32 = feat(100, 100, 100, eb=4)  # 32-bit tiles are (8, 128)
     assert (f32["stream_pad"], f32["stat_pad"], f32["k_pad"]) == (104, 128, 128)
-    assert f32["hbm_bytes"] == 4 * 3 * 104 * 128
+    assert f32["hbm_bytes"] == 4 * 3 * 100 * 100
 
 
 def test_features_skinny_streams_the_small_free_dim() -> None:
     f = feat(4096, 8, 8)  # N streams (pad 16), M sits on the MXU columns
     assert (f["stream_pad"], f["stat_pad"], f["k_pad"], f["folds"]) == (16, 4096, 128, 32)
-    assert f["hbm_bytes"] == 2 * (4096 * 128 + 16 * 128 + 4096 * 128)
+    assert f["hbm_bytes"] == 2 * (4096 * 8 + 8 * 8 + 4096 * 8)  # logical bytes, no layout padding
 
 
 def test_features_batch_multiplies_work() -> None:
@@ -95,7 +95,7 @@ def test_known_shapes_close_to_measured() -> None:
 
 
 def test_grouped_cv_mape(data: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
-    """GroupKFold(5) by shape: 5.4% measured (benchmarks/tpu_v4_gemm_latency.py); SCALE-Sim fit: 19.5%."""
+    """GroupKFold(5) by shape: 4.9% measured (benchmarks/tpu_v4_gemm_latency.py); SCALE-Sim fit: 19.5%."""
     mnk, y, X = data
     groups = np.unique(mnk, axis=0, return_inverse=True)[1].ravel()
     pred = np.empty_like(y)
@@ -137,9 +137,9 @@ def test_monotone_sane_sweeps() -> None:
 def test_skinny_and_unaligned_are_physical() -> None:
     model = tgl.tpu_v4_gemm_model()
     skinny = model.predict(tgl.gemm_features([4096, 8, 8], [8, 4096, 8], [8, 8, 4096])) / 1e3
-    assert ((skinny > 1.0) & (skinny < 5.0)).all()  # floor + ~2 MB of padded HBM traffic
+    assert ((skinny > 1.0) & (skinny < 3.0)).all()  # ~0.9 us floor + little work
     odd, even = model.predict(tgl.gemm_features([4095, 2049], [4095, 2049], [4095, 2049]))
-    assert odd / model.predict(tgl.gemm_features(4096, 4096, 4096))[0] == pytest.approx(1.0)
+    assert odd / model.predict(tgl.gemm_features(4096, 4096, 4096))[0] == pytest.approx(1, rel=1e-3)
     assert even > model.predict(tgl.gemm_features(2048, 2048, 2048))[0]  # padded to 2176
 
 
