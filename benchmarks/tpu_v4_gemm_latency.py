@@ -2,7 +2,8 @@
 
 Data: the shipped real TPU v4 float16 `jnp.matmul` kernel times
 (`analysis/data/tpu_v4_gemm.csv`). Every split holds out whole shapes:
-GroupKFold by (M, N, K); the largest 20% by volume; every shape with a dim of
+GroupKFold by (M, N, K), also scored on its skinny rows and on its rows with
+every dim >= 1024; the largest 20% by volume; every shape with a dim of
 2560 or more; skinny shapes (min dim <= 32 and max dim >= 8x min); the
 shapes off the 128-grid (min dim >= 128, some dim not a multiple of 128), the
 closest proxy the data has for unaligned shapes; and elongated shapes (min dim
@@ -51,7 +52,11 @@ def splits(mnk: np.ndarray) -> dict[str, Split]:
         "off 128-grid": (lo >= 128) & ((mnk % 128) != 0).any(axis=1),
         "elongated": (lo >= 128) & (hi >= 4 * lo),
     }
-    out: dict[str, Split] = {"GroupKFold(5)": list(GroupKFold(5).split(idx, groups=groups))}
+    gkf = list(GroupKFold(5).split(idx, groups=groups))
+    out: dict[str, Split] = {"GroupKFold(5)": gkf}
+    # The same folds scored on subsets: how new shapes fare where training has neighbours.
+    for name, mask in {"skinny": held["skinny"], "dims >= 1024": lo >= 1024}.items():
+        out[f"GKF: {name} rows"] = [(tr, te[mask[te]]) for tr, te in gkf]
     out.update({f"hold {name}": [(idx[~mask], idx[mask])] for name, mask in held.items()})
     return out
 
@@ -83,24 +88,21 @@ def main() -> None:
         return coef[0] + coef[1] * ss_ns[te]
 
     rows: dict[str, FitPredict] = {
-        "this model (core x trees)": model,
-        "analytic core only (NNLS)": core,
-        "SCALE-Sim cycles / 1.05 GHz": lambda tr, te: ss_ns[te],
-        "SCALE-Sim cycles, a + b*cyc fit": scalesim_fit,
+        "this model": model,
+        "core only": core,
+        "SCALE-Sim/1.05GHz": lambda tr, te: ss_ns[te],
+        "SCALE-Sim a+b*cyc": scalesim_fit,
     }
     named = splits(mnk)
     print(f"TPU v4 float16 matmul, {len(y)} measured rows, {len(np.unique(mnk, axis=0))} shapes")
-    print("MAPE (90th pct APE) on held-out shapes\n")
-    width = 22
-    print(f"{'model':34s}" + "".join(f"{s:>{width}s}" for s in named))
-    print(f"{'(held-out rows)':34s}" + "".join(
-        f"{sum(len(te) for _, te in sp):>{width}d}" for sp in named.values()))  # fmt: skip
-    for label, fp in rows.items():
+    print("MAPE (90th-percentile APE) on held-out shapes\n")
+    print(f"{'split':24s}{'rows':>6s}" + "".join(f"{r:>20s}" for r in rows))
+    for name, sp in named.items():
         cells = []
-        for sp in named.values():
-            mape, p90, _ = cv_mape(fp, y, sp)
+        for fp in rows.values():
+            mape, p90, n = cv_mape(fp, y, sp)
             cells.append(f"{100 * mape:.1f}% ({100 * p90:.0f}%)")
-        print(f"{label:34s}" + "".join(f"{c:>{width}s}" for c in cells))
+        print(f"{name:24s}{n:6d}" + "".join(f"{c:>20s}" for c in cells))
     fitted = tgl.tpu_v4_gemm_model()
     ape = np.abs(fitted.predict(X) - y) / y
     print(f"\nshipped model, in-sample: MAPE {100 * ape.mean():.1f}%, coef {fitted.coef_.round(5)}")
