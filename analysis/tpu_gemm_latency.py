@@ -12,6 +12,8 @@ clipped gradient-boosted tree model corrects its residual in log space from
 log sizes and alignment ratios. Training data: SCALE-Sim TPU (Dang et al.,
 arXiv 2603.22535) xprof kernel times for float16 `jnp.matmul` on TPU v4,
 shipped as `analysis/data/tpu_v4_gemm.csv` (see shared/data/tpu_v4/README.md).
+Only float16 was measured: other element types reuse the fit with their own
+sublane padding and byte counts, an extrapolation.
 """
 
 from __future__ import annotations
