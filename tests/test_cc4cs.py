@@ -190,3 +190,29 @@ def test_executed_ops_count_loop_trips_branches_and_calls():
     feats = result_features(res)
     assert feats["n_matmul"] == 7 and feats["w_matmul"] == 7 * 2 * 8 * 8
     assert feats["n_transcendental"] == 7 + 0.5 + 0.5 + 2
+
+
+def test_registered_cc4cs_service_writes_intervals_through_the_pass(monkeypatch):
+    import jax
+    import jax.numpy as jnp
+    from stablehlo_perf.analysis import service
+    from stablehlo_perf.passes import annotate_cycles
+
+    def with_cc4cs() -> service.Registry:
+        reg = service.default_registry()
+        reg.register(cc4cs.CC4CSModel(), kinds=("tpu",))
+        return reg
+
+    monkeypatch.setattr(annotate_cycles, "default_registry", with_cc4cs)
+    lowered = jax.jit(lambda a, b: jnp.maximum(a * b, 0.0)).lower(
+        jnp.ones((256, 256)), jnp.ones((256, 256))
+    )
+    res = sp.analyze(lowered, target="tpu-v4")
+    ops = {o.name: o for o in res.report.ops}
+    # The model name may carry a fusion prefix (`fused-loop:cc4cs`).
+    assert ops["stablehlo.multiply"].model.endswith("cc4cs")
+    assert ops["stablehlo.maximum"].model.endswith("cc4cs")
+    ir_text = res.annotated_ir
+    assert ir_text.count("perf.latency_p10_ns") >= 2 and ir_text.count("perf.latency_p90_ns") >= 2
+    other = sp.analyze(lowered, target="tpu-v5e").report.ops
+    assert not any(o.model.endswith("cc4cs") for o in other)
