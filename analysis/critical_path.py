@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["Schedule", "longest_path", "static_trip_count"]
+__all__ = ["Schedule", "longest_path", "static_trip_count", "topological_order"]
 
 
 @dataclass(frozen=True)
@@ -26,9 +26,37 @@ class Schedule:
     path: list[int]
 
 
+def topological_order(deps: Sequence[Sequence[int]]) -> list[int] | None:
+    """Nodes in an order where every node follows its deps, earliest index first among the
+    ready ones (so program order is kept where it can be); None if there is a cycle."""
+    import heapq
+
+    n = len(deps)
+    indegree = [0] * n
+    users: list[list[int]] = [[] for _ in range(n)]
+    for i, ds in enumerate(deps):
+        for d in set(ds):
+            indegree[i] += 1
+            users[d].append(i)
+    ready = [i for i in range(n) if indegree[i] == 0]
+    heapq.heapify(ready)
+    order: list[int] = []
+    while ready:
+        i = heapq.heappop(ready)
+        order.append(i)
+        for u in users[i]:
+            indegree[u] -= 1
+            if indegree[u] == 0:
+                heapq.heappush(ready, u)
+    return order if len(order) == n else None
+
+
 def longest_path(latency_ns: Sequence[float], deps: Sequence[Sequence[int]]) -> Schedule:
     """Critical-path analysis of a DAG whose nodes are listed in topological order."""
     n = len(latency_ns)
+    for i, ds in enumerate(deps):
+        if any(d >= i for d in ds):
+            raise ValueError(f"node {i} depends on a later node: nodes must be in topological order")
     start = [0.0] * n
     finish = [0.0] * n
     pred = [-1] * n

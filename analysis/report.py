@@ -32,6 +32,7 @@ class OpReport:
     start_ns: float
     top_level: bool
     unit: str = ""
+    fusion: int | None = None
 
 
 _OP_FIELDS = [f.name for f in fields(OpReport) if f.name not in ("top_level", "unit")]
@@ -49,6 +50,7 @@ class Report:
     work_ns: float
     ops: list[OpReport]
     critical_path: list[int]
+    fusion_groups: list[dict] = field(default_factory=list)
     unmodelled: list[dict[str, str | int]] = field(default_factory=list)
     caveats: list[str] = field(default_factory=list)
     target_note: str = ""
@@ -107,6 +109,20 @@ class Report:
             )  # fmt: skip
         return {"traceEvents": events, "displayTimeUnit": "ns"}
 
+    def _path_steps(self) -> list[list[OpReport]]:
+        """The critical path with consecutive ops of one fusion group (one kernel) merged."""
+        by_id = {o.id: o for o in self.ops}
+        steps: list[list[OpReport]] = []
+        for i in self.critical_path:
+            o = by_id[i]
+            if o.latency_ns == 0 and o.model == "free":
+                continue
+            if steps and o.fusion is not None and steps[-1][0].fusion == o.fusion:
+                steps[-1].append(o)
+            else:
+                steps.append([o])
+        return steps
+
     def to_markdown(self, top: int = 15) -> str:
         """Summary, top ops by latency (with the model that priced each), the critical path."""
         lines = [
@@ -138,18 +154,43 @@ class Report:
                 f"| {o.id} | `{o.name}` | {_ns(o.latency_ns)} | {100 * o.latency_ns / share:.1f}% | "
                 f"{_num(o.flops)} | {_num(o.bytes)} | {o.model} | {o.loc} |"
             )
-        by_id = {o.id: o for o in self.ops}
+        groups = sorted(
+            (g for g in self.fusion_groups if g["func"] == self.entry and g["parent"] is None),
+            key=lambda g: -g["latency_ns"],
+        )[:top]
+        if groups:
+            lines += [
+                "",
+                f"## Top {len(groups)} fusion groups (kernels) by latency",
+                "",
+                "| group | kind | ops | root | latency | share | bytes in+out | model |",
+                "|---:|---|---:|---|---:|---:|---:|---|",
+            ]
+            for g in groups:
+                lines.append(
+                    f"| {g['id']} | {g['kind']} | {len(g['ops'])} | `{g['root']}` | "
+                    f"{_ns(g['latency_ns'])} | {100 * g['latency_ns'] / share:.1f}% | "
+                    f"{_num(g['bytes'])} | {g['model']} |"
+                )
         lines += [
             "",
             "## Critical path",
             "",
-            "| # | id | op | latency | start | location |",
-            "|---:|---:|---|---:|---:|---|",
+            "| # | ops | kernel | latency | start | location |",
+            "|---:|---|---|---:|---:|---|",
         ]
-        for k, i in enumerate(self.critical_path):
-            o = by_id[i]
+        for k, step in enumerate(self._path_steps()):
+            first = step[0]
+            names = ", ".join(f"`{o.name.split('.', 1)[-1]}`" for o in step[:6])
+            names += f" … (+{len(step) - 6})" if len(step) > 6 else ""
+            kernel = (
+                f"fusion {first.fusion}"
+                if first.fusion is not None and len(step) > 1
+                else first.model
+            )
             lines.append(
-                f"| {k} | {o.id} | `{o.name}` | {_ns(o.latency_ns)} | {_ns(o.start_ns)} | {o.loc} |"
+                f"| {k} | {names} | {kernel} | {_ns(sum(o.latency_ns for o in step))} | "
+                f"{_ns(first.start_ns)} | {first.loc} |"
             )
         if self.unmodelled:
             lines += ["", "## Not modelled", ""]

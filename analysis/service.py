@@ -115,5 +115,33 @@ def default_registry() -> Registry:
     from stablehlo_perf.analysis.systolic_service import SystolicService
 
     registry = Registry(fallback=RooflineModel())
+    registry.register(_lazy("stablehlo_perf.analysis.tpu_gemm_latency", "TpuV4GemmLatency"),
+                      kinds=("tpu",), applies=lambda op: op.name == "stablehlo.dot_general")  # fmt: skip
     registry.register(SystolicService(), kinds=("tpu",))
     return registry
+
+
+class _lazy:
+    """A service whose module (and its scikit-learn import) loads on first use."""
+
+    def __init__(self, module: str, cls: str) -> None:
+        self._where = (module, cls)
+        self._model: CostModel | None = None
+
+    def _get(self) -> CostModel:
+        if self._model is None:
+            import importlib
+
+            module, cls = self._where
+            self._model = getattr(importlib.import_module(module), cls)()
+        return self._model
+
+    @property
+    def name(self) -> str:
+        return self._get().name
+
+    def supports(self, op: OpInfo, target: Target) -> bool:
+        return self._get().supports(op, target)
+
+    def predict(self, ops: Sequence[OpInfo], target: Target) -> list[OpCost]:
+        return self._get().predict(ops, target)

@@ -13,7 +13,8 @@ Element type decides MXU passes: bf16/f16 one; f32 at DEFAULT precision one
 bf16 pass (XLA's TPU default), at HIGH three and HIGHEST six (bf16_3x and
 bf16_6x decompositions); int8/fp8 run at the chip's faster int8 rate.
 Latency = max(cycles x passes / clock, DRAM traffic / HBM bandwidth) +
-per-kernel overhead; DRAM traffic is the model's DRAM words x element bytes.
+per-kernel overhead; DRAM traffic is the model's DRAM words for the whole layer
+(through the core's shared VMEM, however the MXUs split it) x element bytes.
 """
 
 from __future__ import annotations
@@ -167,12 +168,17 @@ class SystolicService:
             if op.name == "stablehlo.convolution":
                 layer = conv_to_layer(op)
                 res, per_unit = _best_conv_split(layer, units, arr)
+                whole, repeats = _conv(layer, layer.num_filters, arr), layer.repeats
             else:
-                res, per_unit = _best_gemm_split(dot_to_gemm(op), units, arr)
+                g = dot_to_gemm(op)
+                res, per_unit = _best_gemm_split(g, units, arr)
+                whole, repeats = simulate_gemm(g.m, g.n, g.k, arr), g.batch
             cycles = res.total_cycles * per_unit * mxu_passes(op, target)
             compute_ns = cycles / target.clock_ghz
-            words = res.ifmap_dram_reads + res.filter_dram_reads + res.ofmap_dram_writes
-            dram = int(words * eb * per_unit * units)
+            # HBM sees the traffic of the whole layer through the core's shared VMEM,
+            # however the MXUs split it.
+            words = whole.ifmap_dram_reads + whole.filter_dram_reads + whole.ofmap_dram_writes
+            dram = int(words * eb * repeats)
             memory_ns = dram / target.memory_bandwidth * 1e9
             latency = max(compute_ns, memory_ns) + target.launch_overhead_ns
             out.append(
@@ -203,18 +209,18 @@ def _best_gemm_split(g: GemmShape, units: int, arr: ArrayConfig) -> tuple[LayerR
     return min(options, key=lambda o: o[0].total_cycles * o[1])
 
 
+def _conv(c: ConvLayer, filters: int, arr: ArrayConfig) -> LayerResult:
+    return simulate_conv(
+        c.ifmap_h, c.ifmap_w, c.filter_h, c.filter_w, c.channels, filters,
+        c.stride_h, c.stride_w, arr,
+    )  # fmt: skip
+
+
 def _best_conv_split(c: ConvLayer, units: int, arr: ArrayConfig) -> tuple[LayerResult, int]:
     """As `_best_gemm_split` for a conv layer: repeats or filter folds over the units."""
-
-    def run(filters: int) -> LayerResult:
-        return simulate_conv(
-            c.ifmap_h, c.ifmap_w, c.filter_h, c.filter_w, c.channels, filters,
-            c.stride_h, c.stride_w, arr,
-        )  # fmt: skip
-
     options = []
     if c.repeats >= units:
-        options.append((run(c.num_filters), math.ceil(c.repeats / units)))
+        options.append((_conv(c, c.num_filters, arr), math.ceil(c.repeats / units)))
     folds = math.ceil(c.num_filters / arr.cols)
-    options.append((run(min(c.num_filters, math.ceil(folds / units) * arr.cols)), c.repeats))
+    options.append((_conv(c, min(c.num_filters, math.ceil(folds / units) * arr.cols), arr), c.repeats))
     return min(options, key=lambda o: o[0].total_cycles * o[1])

@@ -9,9 +9,10 @@ from typing import ClassVar
 import numpy as np
 from jaxlib.mlir import ir
 from stablehlo_perf.analysis.aggregate import ControlNode, aggregate
+from stablehlo_perf.analysis.fusion_cost import price_groups
 from stablehlo_perf.analysis.opinfo import OpInfo
-from stablehlo_perf.analysis.service import default_registry
-from stablehlo_perf.analysis.targets import DEFAULT_TARGET, load_target
+from stablehlo_perf.analysis.service import OpCost, default_registry
+from stablehlo_perf.analysis.targets import DEFAULT_TARGET, Target, load_target
 from stablehlo_perf.passes.base import AnalysisCache
 from stablehlo_perf.passes.extract import CONTROL_OPS, ModuleView
 
@@ -52,6 +53,8 @@ class AnnotateCyclesPass:
         view = cache.view(module)
         infos = [_with_traffic(r.info, cache.values.get(r.info.id)) for r in view.records]
         costs = default_registry().price(infos, target)
+        if cache.fusion:
+            costs = _fused_costs(costs, infos, cache, target)
         own = np.array([[c.latency_ns, c.cycles, c.dram_bytes] for c in costs], dtype=float)
         nodes = control_nodes(view)
         agg = aggregate(
@@ -85,6 +88,34 @@ class AnnotateCyclesPass:
                 cache.write(rec, "perf.trip_count", node.trips if node.trips is not None else 1)
                 if node.trips is None:
                     cache.warn(rec, "trip count not static; counted one trip")
+
+
+def _fused_costs(
+    costs: list[OpCost], infos: list[OpInfo], cache: AnalysisCache, target: Target
+) -> list[OpCost]:
+    """Each op's share of its fusion group's kernel; unfused ops keep their own cost."""
+    out = list(costs)
+    for bf in cache.fusion.values():
+        ops = [infos[i] for i in bf.ids]
+        groups, latency, dram = price_groups(
+            ops, bf.plan, bf.traffic, [costs[i] for i in bf.ids], target
+        )
+        bf.costs = groups
+        sizes = [0] * bf.plan.num_groups
+        for g in bf.plan.groups:
+            sizes[g] += 1
+        for k, i in enumerate(bf.ids):
+            g = bf.plan.groups[k]
+            if ops[k].op_class == "control" or (sizes[g] == 1 and bf.plan.kinds[g] != "free"):
+                continue
+            out[i] = OpCost(
+                cycles=round(latency[k] * target.clock_ghz),
+                latency_ns=latency[k],
+                dram_bytes=dram[k],
+                model=groups[g].model,
+                extra=costs[i].extra,
+            )
+    return out
 
 
 def _with_traffic(info: OpInfo, values: dict | None) -> OpInfo:

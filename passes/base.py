@@ -6,10 +6,10 @@ from dataclasses import dataclass, field
 from typing import ClassVar, Protocol
 
 from jaxlib.mlir import ir
-
+from stablehlo_perf.analysis.fusion import FusionPlan, GroupTraffic
 from stablehlo_perf.passes.extract import ModuleView, OpRecord, view_module
 
-__all__ = ["PerfPass", "AnalysisCache", "INT64_MAX"]
+__all__ = ["INT64_MAX", "AnalysisCache", "BlockFusion", "PerfPass"]
 
 INT64_MAX = 2**63 - 1
 
@@ -20,6 +20,25 @@ class PerfPass(Protocol):
     name: ClassVar[str]
 
     def apply(self, module: ir.Operation, cache: AnalysisCache) -> None: ...
+
+
+@dataclass
+class BlockFusion:
+    """perf-fusion's result for one block: op ids, the plan, group traffic and group edges."""
+
+    ids: list[int]
+    plan: FusionPlan
+    traffic: list[GroupTraffic]
+    group_deps: list[list[int]]
+    first_group: int
+    costs: list = field(default_factory=list)  # GroupCost per group, once perf-annotate-cycles ran
+
+    def group_members(self) -> list[list[int]]:
+        """Op ids (not block-local indices) of each group, by primary membership."""
+        out: list[list[int]] = [[] for _ in self.plan.kinds]
+        for k, g in enumerate(self.plan.groups):
+            out[g].append(self.ids[k])
+        return out
 
 
 @dataclass
@@ -36,6 +55,7 @@ class AnalysisCache:
     warnings: list[str] = field(default_factory=list)
     values: dict[int, dict[str, object]] = field(default_factory=dict)
     totals: dict[str, float] = field(default_factory=dict)
+    fusion: dict[tuple[int, ...], BlockFusion] = field(default_factory=dict)
     critical_path: list[int] = field(default_factory=list)
     _view: ModuleView | None = None
     _i64: ir.Type | None = None
@@ -45,7 +65,7 @@ class AnalysisCache:
             self._view = view_module(module, self.filename)
         return self._view
 
-    def write(self, rec: OpRecord, name: str, value: bool | int | float | str) -> None:
+    def write(self, rec: OpRecord, name: str, value: bool | float | str) -> None:
         """Set `name` on the op: True → unit, int → i64, float → f64, str → string.
 
         An int past int64 is clamped in the IR, kept exact here, and flagged in `perf.warning`.

@@ -6,7 +6,6 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from jaxlib.mlir import ir
-
 from stablehlo_perf.analysis.l2_traffic import GemmTiles, TensorAccess, l2_traffic
 from stablehlo_perf.analysis.systolic_service import conv_to_layer, dot_to_gemm
 from stablehlo_perf.analysis.targets import load_target
@@ -31,7 +30,9 @@ def _gemm(rec: OpRecord) -> GemmTiles | None:
         c = conv_to_layer(info)
         out_h = -(-(c.ifmap_h - c.filter_h + c.stride_h) // c.stride_h)
         out_w = -(-(c.ifmap_w - c.filter_w + c.stride_w) // c.stride_w)
-        return GemmTiles(c.repeats, out_h * out_w, c.num_filters, c.filter_h * c.filter_w * c.channels, eb)
+        return GemmTiles(
+            c.repeats, out_h * out_w, c.num_filters, c.filter_h * c.filter_w * c.channels, eb
+        )
     return None
 
 
@@ -61,33 +62,38 @@ class CacheTrafficPass:
         view = cache.view(module)
         l2 = int(target.onchip_mib.get("l2", 0) * 2**20)
         if l2 <= 0:
-            cache.warnings.append(f"perf-annotate-cache-traffic: target '{target.name}' has no L2 size; skipped")
+            cache.warnings.append(
+                f"perf-annotate-cache-traffic: target '{target.name}' has no L2 size; skipped"
+            )
             return
-        for block in _blocks(view):
+        for block in view.blocks():
             self._block(view, cache, block, l2, target.cores)
 
-    def _block(self, view: ModuleView, cache: AnalysisCache, ids: list[int], l2: int, workers: int) -> None:
+    def _block(
+        self, view: ModuleView, cache: AnalysisCache, ids: list[int], l2: int, workers: int
+    ) -> None:
         accesses, gemms = [], []
         for i in ids:
             rec = view.records[i]
             # Each distinct value is read once however many operands name it.
             reads = list(
-                dict(zip(rec.op.operands, (t.nbytes or 0 for t in rec.info.operands), strict=True)).items()
+                dict(
+                    zip(rec.op.operands, (t.nbytes or 0 for t in rec.info.operands), strict=True)
+                ).items()
             )
-            writes = [(v, t.nbytes or 0) for v, t in zip(rec.op.results, rec.info.results, strict=True)]
+            writes = [
+                (v, t.nbytes or 0) for v, t in zip(rec.op.results, rec.info.results, strict=True)
+            ]
             accesses.append(TensorAccess(reads, writes))
             gemms.append(_gemm(rec))
         for i, traffic in zip(ids, l2_traffic(accesses, gemms, l2, workers), strict=True):
             rec = view.records[i]
-            if rec.info.name in CONTROL_OPS or rec.info.name == "func.call" or not rec.info.is_static:
+            if (
+                rec.info.name in CONTROL_OPS
+                or rec.info.name == "func.call"
+                or not rec.info.is_static
+            ):
                 continue
             cache.write(rec, "perf.dram_bytes", traffic.dram_bytes)
             cache.write(rec, "perf.l2_hit_rate", traffic.hit_rate)
             cache.write(rec, "perf.cache_model", traffic.source)
-
-
-def _blocks(view: ModuleView) -> list[list[int]]:
-    blocks = [f.top for f in view.funcs.values()]
-    for region_blocks in view.regions.values():
-        blocks.extend(region_blocks)
-    return blocks

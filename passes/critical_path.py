@@ -7,8 +7,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from jaxlib.mlir import ir
-
-from stablehlo_perf.analysis.critical_path import Schedule
+from stablehlo_perf.analysis.critical_path import topological_order
 from stablehlo_perf.analysis.schedule import ScheduledBlock, list_schedule
 from stablehlo_perf.analysis.targets import DEFAULT_TARGET, load_target
 from stablehlo_perf.passes.base import AnalysisCache
@@ -42,22 +41,23 @@ class CriticalPathPass:
     def apply(self, module: ir.Operation, cache: AnalysisCache) -> None:
         view = cache.view(module)
         kind = load_target(self.target).kind
-        schedules: dict[tuple[int, ...], ScheduledBlock] = {}
+        schedules: dict[tuple[int, ...], tuple[ScheduledBlock, list[list[int]]]] = {}
 
-        def schedule(ids: Sequence[int], offset: float) -> ScheduledBlock:
-            latency = [read_latency(cache, i) for i in ids]
-            classes = [view.records[i].info.op_class for i in ids]
-            sb = list_schedule(latency, view.block_deps(ids), classes, kind)
-            schedules[tuple(ids)] = sb
+        def schedule(ids: Sequence[int], offset: float) -> None:
+            nodes, deps = _nodes(view, cache, ids)
+            latency = [sum(read_latency(cache, i) for i in node) for node in nodes]
+            classes = [_node_class(view, node) for node in nodes]
+            sb = list_schedule(latency, deps, classes, kind)
+            schedules[tuple(ids)] = (sb, nodes)
             s = sb.schedule
-            for k, i in enumerate(ids):
-                rec = view.records[i]
-                cache.write(rec, "perf.start_ns", offset + s.start_ns[k])
-                cache.write(rec, "perf.slack_ns", s.slack_ns[k])
-                cache.values[i]["unit"] = sb.units[k]
-                for block in view.regions.get(i, ()):
-                    schedule(block, offset + s.start_ns[k])
-            return sb
+            for k, node in enumerate(nodes):
+                for i in node:
+                    rec = view.records[i]
+                    cache.write(rec, "perf.start_ns", offset + s.start_ns[k])
+                    cache.write(rec, "perf.slack_ns", s.slack_ns[k])
+                    cache.values[i]["unit"] = sb.units[k]
+                    for block in view.regions.get(i, ()):
+                        schedule(block, offset + s.start_ns[k])
 
         for func in view.funcs.values():
             schedule(func.top, 0.0)
@@ -67,7 +67,7 @@ class CriticalPathPass:
                 path: list[int] = []
                 self._mark(view, cache, func.top, schedules, set(), path)
                 if func is entry:
-                    sb = schedules[tuple(func.top)]
+                    sb = schedules[tuple(func.top)][0]
                     attrs = module.attributes
                     attrs["perf.critical_path"] = ir.DenseI64ArrayAttr.get(path)
                     attrs["perf.total_latency_ns"] = ir.FloatAttr.get_f64(sb.makespan_ns)
@@ -85,29 +85,54 @@ class CriticalPathPass:
         view: ModuleView,
         cache: AnalysisCache,
         ids: Sequence[int],
-        schedules: dict[tuple[int, ...], ScheduledBlock],
+        schedules: dict[tuple[int, ...], tuple[ScheduledBlock, list[list[int]]]],
         seen: set[str],
         path: list[int],
     ) -> None:
         """Mark the path through `ids`, descending into the regions and callees on it."""
-        sb = schedules.get(tuple(ids))
-        if sb is None:
+        if tuple(ids) not in schedules:
             return
-        s: Schedule = sb.schedule
-        for k in s.path:
-            i = ids[k]
-            rec = view.records[i]
-            cache.write(rec, "perf.critical", True)
-            path.append(i)
-            blocks = view.regions.get(i, [])
-            if rec.info.name == "stablehlo.while" and len(blocks) > 1:
-                self._mark(view, cache, blocks[1], schedules, seen, path)
-            elif blocks:
-                costliest = max(blocks, key=lambda b: sum(read_latency(cache, j) for j in b))
-                self._mark(view, cache, costliest, schedules, seen, path)
-            callee = (
-                rec.info.attrs.get("callee", "").lstrip("@") if rec.info.name == "func.call" else ""
-            )
-            if callee in view.funcs and callee not in seen:
-                seen.add(callee)
-                self._mark(view, cache, view.funcs[callee].top, schedules, seen, path)
+        sb, nodes = schedules[tuple(ids)]
+        for k in sb.schedule.path:
+            for i in nodes[k]:
+                rec = view.records[i]
+                cache.write(rec, "perf.critical", True)
+                path.append(i)
+                blocks = view.regions.get(i, [])
+                if rec.info.name == "stablehlo.while" and len(blocks) > 1:
+                    self._mark(view, cache, blocks[1], schedules, seen, path)
+                elif blocks:
+                    costliest = max(blocks, key=lambda b: sum(read_latency(cache, j) for j in b))
+                    self._mark(view, cache, costliest, schedules, seen, path)
+                callee = (
+                    rec.info.attrs.get("callee", "").lstrip("@")
+                    if rec.info.name == "func.call"
+                    else ""
+                )
+                if callee in view.funcs and callee not in seen:
+                    seen.add(callee)
+                    self._mark(view, cache, view.funcs[callee].top, schedules, seen, path)
+
+
+def _nodes(
+    view: ModuleView, cache: AnalysisCache, ids: Sequence[int]
+) -> tuple[list[list[int]], list[list[int]]]:
+    """Schedule nodes of a block and their edges, in a topological order: fusion groups if
+    perf-fusion ran (a group can hold ops from far apart, so group ids are not an order),
+    else ops in program order."""
+    bf = cache.fusion.get(tuple(ids))
+    if bf is None:
+        return [[i] for i in ids], view.block_deps(ids)
+    members, deps = bf.group_members(), bf.group_deps
+    order = topological_order(deps)
+    if order is None:
+        cache.warnings.append("fusion groups form a cycle; scheduled op by op instead")
+        return [[i] for i in ids], view.block_deps(ids)
+    position = {g: k for k, g in enumerate(order)}
+    return [members[g] for g in order], [sorted(position[d] for d in deps[g]) for g in order]
+
+
+def _node_class(view: ModuleView, node: list[int]) -> str:
+    """The op class that decides a node's unit: a matmul if it holds one, else its first op's."""
+    classes = [view.records[i].info.op_class for i in node]
+    return "matmul" if "matmul" in classes else classes[0]

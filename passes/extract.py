@@ -9,8 +9,9 @@ once per element inside their parent, whose OpInfo carries their FLOPs as
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
@@ -60,14 +61,13 @@ class ModuleView:
     funcs: dict[str, FuncView]
     regions: dict[int, list[list[int]]]
     filename: str
+    terminators: dict[tuple[int, ...], ir.Operation] = field(default_factory=dict)
     _op_ids: dict | None = None
 
     def block_deps(self, ids: Sequence[int]) -> list[list[int]]:
         """For each op of a block, the block-local indices of the ops its operands come from,
         including operands used inside its regions (values captured from the block)."""
-        if self._op_ids is None:
-            self._op_ids = {rec.op: rec.info.id for rec in self.records}
-        op_ids = self._op_ids
+        op_ids = self.op_ids()
         local = {i: k for k, i in enumerate(ids)}
         deps: list[list[int]] = []
         for i in ids:
@@ -83,6 +83,47 @@ class ModuleView:
                     stack.extend(block)
             deps.append(sorted(found))
         return deps
+
+    def op_ids(self) -> dict:
+        """MLIR op -> analysed op id."""
+        if self._op_ids is None:
+            self._op_ids = {rec.op: rec.info.id for rec in self.records}
+        return self._op_ids
+
+    def block_sources(self, ids: Sequence[int]) -> list[list[int | None]]:
+        """Per op and operand: the block-local index of the producing op, or a negative
+        number naming a value from outside the block (the same number for the same value)."""
+        op_ids = self.op_ids()
+        local = {i: k for k, i in enumerate(ids)}
+        outside: dict[ir.Value, int] = {}
+        out: list[list[int | None]] = []
+        for i in ids:
+            row: list[int | None] = []
+            for v in self.records[i].op.operands:
+                src = op_ids.get(v.owner)
+                if src is not None and src in local:
+                    row.append(local[src])
+                else:
+                    row.append(outside.setdefault(v, -1 - len(outside)))
+            out.append(row)
+        return out
+
+    def block_live_out(self, ids: Sequence[int]) -> list[int]:
+        """Block-local indices of the ops whose results the block's terminator returns."""
+        term = self.terminators.get(tuple(ids))
+        if term is None:
+            return []
+        op_ids = self.op_ids()
+        local = {i: k for k, i in enumerate(ids)}
+        found = {local[op_ids[v.owner]] for v in term.operands if op_ids.get(v.owner) in local}
+        return sorted(found)
+
+    def blocks(self) -> list[list[int]]:
+        """Every block: each function's top level, then every control op's region blocks."""
+        out = [f.top for f in self.funcs.values()]
+        for region_blocks in self.regions.values():
+            out.extend(region_blocks)
+        return out
 
     def entry(self) -> FuncView | None:
         """The function a report is about: `main`, else the first public one, else the first."""
@@ -145,9 +186,11 @@ def _visit_block(
     key: tuple[int, int, int],
 ) -> list[int]:
     ids: list[int] = []
+    terminator = None
     for op in block.operations:
         op = op.operation
         if op.name in TERMINATORS:
+            terminator = op
             continue
         rid = len(view.records)
         info = _opinfo(rid, op, func, view.filename, types)
@@ -159,6 +202,8 @@ def _visit_block(
                 for ri, region in enumerate(op.regions)
                 for bi, b in enumerate(region.blocks)
             ]
+    if terminator is not None:
+        view.terminators[tuple(ids)] = terminator
     return ids
 
 

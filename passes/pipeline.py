@@ -106,8 +106,13 @@ def default_pipeline(target: str) -> str:
     """Every analysis that applies to `target`, as a pipeline string."""
     from stablehlo_perf.analysis.targets import load_target
 
-    cache = f"perf-annotate-cache-traffic{{target={target}}}," if load_target(target).kind == "gpu" else ""
+    cache = (
+        f"perf-annotate-cache-traffic{{target={target}}},"
+        if load_target(target).kind == "gpu"
+        else ""
+    )
     return (
-        f"builtin.module(perf-op-info,{cache}perf-annotate-cycles{{target={target}}},"
+        f"builtin.module(perf-op-info,perf-fusion{{target={target}}},{cache}"
+        f"perf-annotate-cycles{{target={target}}},"
         f"perf-critical-path{{target={target}}})"
     )

@@ -10,6 +10,7 @@ __all__ = ["PASSES", "PassDoc", "describe_passes", "pass_class"]
 
 PASSES: dict[str, str] = {
     "perf-op-info": "stablehlo_perf.passes.op_info:OpInfoPass",
+    "perf-fusion": "stablehlo_perf.passes.fusion:FusionPass",
     "perf-annotate-cache-traffic": "stablehlo_perf.passes.cache_traffic:CacheTrafficPass",
     "perf-annotate-cycles": "stablehlo_perf.passes.annotate_cycles:AnnotateCyclesPass",
     "perf-critical-path": "stablehlo_perf.passes.critical_path:CriticalPathPass",

@@ -45,6 +45,7 @@ def collect_report(
                 start_ns=float(values.get("perf.start_ns", 0.0)),
                 top_level=info.id in entry_top,
                 unit=str(values.get("unit", "")),
+                fusion=values.get("perf.fusion"),  # type: ignore[arg-type]
             )
         )
         if model in _REASONS:
@@ -64,6 +65,21 @@ def collect_report(
     totals = cache.totals or {"total_latency_ns": work, "critical_path_ns": work, "work_ns": work}
     if not cache.totals:
         caveats.append("perf-critical-path did not run: ops assumed to run one after another")
+    groups = []
+    for bf in cache.fusion.values():
+        for g, members in enumerate(bf.group_members()):
+            if not bf.costs or bf.plan.kinds[g] == "free":
+                continue
+            root = view.records[bf.ids[bf.plan.roots[g]]]
+            if root.info.op_class == "control":
+                continue
+            cost = bf.costs[g]
+            groups.append({
+                "id": bf.first_group + g, "kind": bf.plan.kinds[g], "ops": members,
+                "root": root.info.name, "func": root.info.func, "parent": root.parent,
+                "latency_ns": cost.latency_ns, "bytes": cost.dram_bytes, "model": cost.model,
+                "kernels": bf.plan.launches[g],
+            })  # fmt: skip
     note = "" if target.calibrated else f"target `{target.name}`: {target.calibration_note}"
     return Report(
         target=target.name,
@@ -73,6 +89,7 @@ def collect_report(
         work_ns=totals["work_ns"],
         ops=ops,
         critical_path=list(cache.critical_path),
+        fusion_groups=groups,
         unmodelled=unmodelled,
         caveats=list(dict.fromkeys(caveats)),
         target_note=note,

@@ -74,3 +74,13 @@ def test_list_schedule_overlaps_units_on_tpu_only():
     assert cpu.dataflow.span_ns == 10, "the dataflow bound ignores units"
     gpu = list_schedule([5, 2, 0, 1], [[], [], [], [1]], ["binary", "movement", "constant", "binary"], "gpu")
     assert gpu.schedule.start_ns == [0, 0, 0, 5], "copy engine overlaps; free ops take no unit"
+
+
+def test_topological_order_keeps_program_order_and_detects_cycles():
+    from stablehlo_perf.analysis.critical_path import topological_order
+
+    assert topological_order([[], [2], [0]]) == [0, 2, 1]
+    assert topological_order([[], [0], [0]]) == [0, 1, 2]
+    assert topological_order([[1], [0]]) is None
+    with pytest.raises(ValueError, match="topological order"):
+        longest_path([1, 1], [[1], []])

@@ -45,7 +45,13 @@ def test_gemm_uses_the_fill_multiple_on_the_real_footprint():
 
 def test_gpu_default_pipeline_writes_traffic_and_it_changes_latency():
     text = (ROOT / "test_ir/corpus/mlp.mlir").read_text()
-    res = sp.analyze(text, target="h100")
+    assert "perf.l2_hit_rate" in sp.analyze(text, target="h100").annotated_ir
+    res = sp.analyze(
+        text,
+        target="h100",
+        pipeline="builtin.module(perf-op-info,perf-annotate-cache-traffic{target=h100},"
+        "perf-annotate-cycles{target=h100})",
+    )
     ir_text = res.annotated_ir
     assert "perf.l2_hit_rate" in ir_text and "pascal-gemm:static-aligned" in ir_text
     plain = sp.analyze(text, target="h100", pipeline="builtin.module(perf-op-info,perf-annotate-cycles{target=h100})")

@@ -1,0 +1,90 @@
+"""The cost of a fused kernel, and how it is shared among the ops it contains.
+
+A fusion group runs as one kernel (or `launches` kernels where XLA:CPU adds
+helpers): it reads its external inputs once, writes its outputs once, and
+its internal tensors never touch memory. Its latency is
+
+    max(roofline of the group: FLOPs / peak, (input + output bytes) / bandwidth,
+        the slowest member priced by a dedicated model, less its launch overhead)
+    + one launch overhead per kernel,
+
+so a dot priced by the systolic model keeps its MXU time and its fused
+epilogue adds only what it cannot hide. Each member op reports a share of
+the group's latency and DRAM bytes in proportion to its own unfused latency
+(the group total is what the schedule uses).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from stablehlo_perf.analysis.fusion import FusionPlan, GroupTraffic
+from stablehlo_perf.analysis.opinfo import OpInfo
+from stablehlo_perf.analysis.service import OpCost
+from stablehlo_perf.analysis.targets import Target
+
+__all__ = ["GroupCost", "price_groups"]
+
+
+@dataclass(frozen=True)
+class GroupCost:
+    """One fusion group's latency, DRAM bytes and the model that set it."""
+
+    latency_ns: float
+    dram_bytes: int
+    model: str
+
+
+def price_groups(
+    ops: Sequence[OpInfo],
+    plan: FusionPlan,
+    traffic: Sequence[GroupTraffic],
+    costs: Sequence[OpCost],
+    target: Target,
+) -> tuple[list[GroupCost], list[float], list[int]]:
+    """Group costs, and each op's share of its group's latency and DRAM bytes."""
+    overhead = target.launch_overhead_ns
+    members: list[list[int]] = [[] for _ in plan.kinds]
+    for i, g in enumerate(plan.groups):
+        members[g].append(i)
+    groups: list[GroupCost] = []
+    for g, kind in enumerate(plan.kinds):
+        t = traffic[g]
+        nbytes = t.input_bytes + t.output_bytes
+        if kind == "free" or plan.launches[g] == 0:
+            groups.append(GroupCost(0.0, 0, "fused:free"))
+            continue
+        root = ops[plan.roots[g]]
+        if root.op_class == "control":  # a while/if/case/call: its regions or callee carry the cost
+            groups.append(
+                GroupCost(
+                    costs[plan.roots[g]].latency_ns,
+                    costs[plan.roots[g]].dram_bytes,
+                    costs[plan.roots[g]].model,
+                )
+            )
+            continue
+        matrix = kind == "output" or root.op_class == "matmul"
+        peak = target.peak_flops(root.element_type, matrix=matrix)
+        roofline_ns = max(t.flops / peak, nbytes / target.memory_bandwidth) * 1e9
+        best_ns, model = roofline_ns, "roofline"
+        for i in members[g]:
+            c = costs[i]
+            if (
+                c.model not in ("roofline", "roofline+l2", "free")
+                and c.latency_ns - overhead > best_ns
+            ):
+                best_ns, model = c.latency_ns - overhead, c.model
+        latency = best_ns + overhead * plan.launches[g]
+        groups.append(GroupCost(latency, nbytes, f"fused-{kind}:{model}"))
+    latency_share = [0.0] * len(ops)
+    dram_share = [0] * len(ops)
+    for g, ids in enumerate(members):
+        weights = [max(costs[i].latency_ns, 0.0) for i in ids]
+        total = sum(weights)
+        for i, w in zip(ids, weights, strict=True):
+            frac = w / total if total > 0 else 1.0 / len(ids)
+            latency_share[i] = groups[g].latency_ns * frac
+            dram_share[i] = round(groups[g].dram_bytes * frac)
+    return groups, latency_share, dram_share
