@@ -1,0 +1,185 @@
+"""`stablehlo-perf-calibrate`: measure this machine's op latencies, store and fit them.
+
+    stablehlo-perf-calibrate --target host [--ops add,exponential,...] [--quick]
+
+Measures the sweep (runtime.sweeps) on JAX's default backend with the timing
+harness, appending each interleaved chunk to a partial CSV so an interrupted run
+resumes where it stopped. The finished calibration goes to the user's cache
+(`analysis.elementwise.calibration_path`) with a header naming machine, device,
+date, versions and a sha256 of the rows; the `hgb` service picks it up for that
+target from then on. A cached file whose checksum does not match (corrupted or
+edited) is reported, removed and measured again, never used.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import hashlib
+import math
+import platform
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import jax
+import jaxlib
+import numpy as np
+from stablehlo_perf.analysis import elementwise as ew
+from stablehlo_perf.runtime import sweeps, timing
+from tqdm import tqdm
+
+__all__ = ["COLUMNS", "RESOLUTION_US", "main", "measure", "read_partial", "write_calibration"]
+
+COLUMNS = (
+    "op",
+    "dtype",
+    "shape",
+    "numel",
+    "measured_us_median",
+    "spread",
+    "call_us_median",
+    "dispatch_us",
+    "repeats",
+)
+# Kernel times below this are indistinguishable from zero once the ~10 us dispatch
+# (measured in the same rounds) is subtracted; they are recorded as this value.
+RESOLUTION_US = 0.1
+
+
+def read_partial(path: Path) -> dict[str, list[str]]:
+    """Rows of a partial sweep by Spec key; a truncated or malformed line is dropped (re-measured)."""
+    rows: dict[str, list[str]] = {}
+    if not path.is_file():
+        return rows
+    for line in path.read_text(errors="replace").splitlines():
+        if line.startswith(("#", "op,")):
+            continue
+        fields = line.split(",")
+        if len(fields) != len(COLUMNS):
+            continue
+        try:
+            nums = [float(v) for v in fields[3:]]
+        except ValueError:
+            continue
+        if all(math.isfinite(v) for v in nums) and nums[1] > 0:
+            rows[",".join(fields[:3])] = fields
+    return rows
+
+
+def measure(
+    specs: Sequence[sweeps.Spec],
+    partial: Path,
+    repeats: int = 7,
+    chunk: int = 48,
+    progress: bool = True,
+) -> dict[str, list[str]]:
+    """Measure the specs not yet in `partial`, a chunk at a time (interleaved within a chunk)."""
+    done = read_partial(partial)
+    todo = [s for s in specs if s.key not in done]
+    partial.parent.mkdir(parents=True, exist_ok=True)
+    if not partial.is_file() or partial.stat().st_size == 0:
+        partial.write_text(",".join(COLUMNS) + "\n")
+    elif not partial.read_bytes().endswith(b"\n"):
+        # A killed run left half a line: end it so the next row starts on its own line.
+        with partial.open("a") as f:
+            f.write("\n")
+    with tqdm(total=len(specs), initial=len(specs) - len(todo), disable=not progress,
+              desc="calibrating", unit="shape") as bar:  # fmt: skip
+        for start in range(0, len(todo), chunk):
+            part = todo[start : start + chunk]
+            cases = [sweeps.build_case(s) for s in part]
+            results, disp = timing.time_cases(cases, repeats=repeats)
+            lines = []
+            for s in part:
+                t = results[s.key]
+                row = [
+                    *s.key.split(","),
+                    str(math.prod(s.shape)),
+                    f"{max(t.median_us, RESOLUTION_US):.4f}",
+                    f"{t.spread:.4f}",
+                    f"{t.call_us:.4f}",
+                    f"{disp.median_us:.4f}",
+                    str(repeats),
+                ]
+                done[s.key] = row
+                lines.append(",".join(row) + "\n")
+            with partial.open("a") as f:
+                f.writelines(lines)
+            bar.update(len(part))
+    return done
+
+
+def header(target: str, note: str = "") -> list[str]:
+    """The provenance lines every calibration CSV starts with."""
+    return [
+        *([f"# note: {note}"] if note else []),
+        "# stablehlo-perf calibration (measured op latencies; see runtime/calibrate.py)",
+        f"# target: {target}",
+        f"# machine: {ew.machine_fingerprint()}",
+        f"# device: {timing.device_description()}",
+        f"# date: {dt.datetime.now(dt.UTC).strftime('%Y-%m-%dT%H:%MZ')}",
+        (
+            f"# versions: python {platform.python_version()}, jax {jax.__version__}, "
+            f"jaxlib {jaxlib.__version__}, numpy {np.__version__}"
+        ),
+        f"# method: {timing.METHOD}; median over interleaved rounds",
+    ]
+
+
+def write_calibration(rows: Sequence[list[str]], path: Path, head: Sequence[str]) -> None:
+    """Write rows under `head` plus a `# sha256:` of the body, atomically (tmp + rename)."""
+    body = ",".join(COLUMNS) + "\n" + "".join(",".join(r) + "\n" for r in sorted(rows))
+    digest = hashlib.sha256(body.encode()).hexdigest()
+    disp = np.median([float(r[COLUMNS.index("dispatch_us")]) for r in rows])
+    text = "\n".join([*head, f"# dispatch_us: {disp:.3f}", f"# sha256: {digest}"]) + "\n" + body
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(text)
+    tmp.replace(path)
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="stablehlo-perf-calibrate",
+        description="Measure op latencies on the local JAX device and fit the learned models.",
+    )
+    p.add_argument("--target", default="host", help="target the calibration is for (default host)")
+    p.add_argument("--ops", help="comma-separated StableHLO op names (default: the sweep's ops)")
+    p.add_argument("--quick", action="store_true", help="strided sweep that runs in minutes")
+    p.add_argument("--repeats", type=int, default=7, help="interleaved rounds per shape")
+    p.add_argument("--out", type=Path, help="CSV to write (default: the user cache entry)")
+    p.add_argument("--fresh", action="store_true", help="discard earlier results and re-measure")
+    p.add_argument("--note", default="", help="a line of provenance for the header")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of `stablehlo-perf-calibrate`."""
+    args = _parser().parse_args(argv)
+    try:
+        specs = sweeps.sweep(args.quick, args.ops.split(",") if args.ops else None)
+    except ValueError as e:
+        print(f"stablehlo-perf-calibrate: error: {e}", file=sys.stderr)
+        return 2
+    path: Path = args.out or ew.calibration_path(args.target)
+    partial = path.with_name(path.stem + ".partial.csv")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if args.fresh:
+        partial.unlink(missing_ok=True)
+    if path.is_file() and not ew.checksum_ok(path):
+        print(f"{path}: corrupted calibration (checksum mismatch); re-measuring", file=sys.stderr)
+        path.unlink()
+    elif path.is_file() and not args.fresh and not partial.is_file():
+        # Resume from the finished file: its rows count as measured.
+        partial.write_text("".join(ln + "\n" for ln in path.read_text().splitlines()))
+    rows = measure(specs, partial, repeats=args.repeats, progress=not args.no_progress)
+    write_calibration(list(rows.values()), path, header(args.target, args.note))
+    partial.unlink()
+    models = ew.fit_class_models(ew.load_measurements(path))
+    print(f"{path}: {len(rows)} shapes; fitted classes: {', '.join(sorted(models))}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,194 @@
+"""Calibration sweeps: which (op, dtype, shape) to measure, and how to build each as one jitted op.
+
+Shapes follow SCALE-Sim TPU's elementwise study: a 1-D sweep of lengths 32..8192
+step 32, a 2-D sweep of each dim 64..1024 step 64, total sizes log-uniform up to
+~16M elements with several factorisations of each size, and shapes at
+power-of-two boundaries (2^k - 1, 2^k, 2^k + 1). `quick=True` keeps a strided
+subset of each (sizes up to 4M) so a 2-core machine calibrates in minutes.
+
+Shapes are recorded as the tensor `analysis.elementwise.op_tensor` reads: the
+result for elementwise ops and converts (whose dtype is the result's), the input
+of a reduction, the result of a transpose. dot_general rows are (batch, M, N, K);
+convolution rows are NHWC (N, H, W, C, KH, KW, O, stride) with SAME padding.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+from stablehlo_perf.runtime.timing import Case
+
+__all__ = ["DTYPES", "OPS", "Spec", "build_case", "sweep"]
+
+_JNP = {"f32": jnp.float32, "bf16": jnp.bfloat16, "f16": jnp.float16}
+DTYPES = ("f32", "bf16")
+
+
+def _relu(x: jax.Array) -> jax.Array:
+    return jnp.maximum(x, jnp.zeros((), x.dtype))
+
+
+def _other(dtype: str) -> str:
+    return "bf16" if dtype == "f32" else "f32"
+
+
+# op -> (number of inputs, function of the inputs); converts and the rest are special-cased.
+_ELEMENTWISE: dict[str, tuple[int, Callable[..., jax.Array]]] = {
+    "add": (2, lax.add),
+    "multiply": (2, lax.mul),
+    "divide": (2, lax.div),
+    "maximum": (1, _relu),
+    "select": (3, lambda p, a, b: lax.select(p > 0, a, b)),
+    "exponential": (1, lax.exp),
+    "tanh": (1, lax.tanh),
+    "logistic": (1, lax.logistic),
+    "negate": (1, lax.neg),
+    "convert": (1, lambda x: x),
+    "transpose": (1, lambda x: x),
+    "reduce": (1, lambda x: jnp.sum(x, axis=-1)),
+}
+OPS = (*_ELEMENTWISE, "dot_general", "convolution")
+_QUICK_OPS = (
+    "add",
+    "maximum",
+    "exponential",
+    "convert",
+    "transpose",
+    "reduce",
+    "dot_general",
+    "convolution",
+)
+
+
+@dataclass(frozen=True, order=True)
+class Spec:
+    """One measurement to make; `key` is its identity in sweep CSVs (resume, dedup)."""
+
+    op: str
+    dtype: str
+    shape: tuple[int, ...]
+
+    @property
+    def key(self) -> str:
+        return f"{self.op},{self.dtype},{'x'.join(map(str, self.shape))}"
+
+
+def _factorisations(n: int, rng: np.random.Generator, count: int) -> list[tuple[int, ...]]:
+    """Up to `count` distinct shapes of exactly n elements, rank 1-3, last dim a divisor."""
+    divs = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
+    divs = sorted({*divs, *(n // d for d in divs)})
+    out = {(n,)}
+    for _ in range(8 * count):
+        if len(out) >= count:
+            break
+        last = int(rng.choice(divs))
+        rest = n // last
+        if rng.random() < 0.5 or rest == 1:
+            out.add((rest, last))
+        else:
+            sub = [d for d in divs if rest % d == 0 and d <= rest]
+            mid = int(rng.choice(sub))
+            out.add((rest // mid, mid, last))
+    return sorted(out)
+
+
+def elementwise_shapes(quick: bool, seed: int = 0) -> list[tuple[int, ...]]:
+    """The shape sweep shared by every elementwise op (see the module docstring)."""
+    rng = np.random.default_rng(seed)
+    step1, step2, n_sizes, n_fact, top = (16, 4, 12, 2, 22) if quick else (1, 1, 40, 4, 24)
+    shapes: set[tuple[int, ...]] = set()
+    shapes.update((n,) for n in range(32, 8193, 32 * step1))
+    dims = range(64, 1025, 64 * step2)
+    shapes.update((a, b) for a in dims for b in dims)
+    for n in np.unique(np.round(2.0 ** rng.uniform(10, top, n_sizes)).astype(int)):
+        shapes.update(_factorisations(int(n), rng, n_fact))
+    for k in range(7, 13, 2 if quick else 1):
+        for last in (2**k - 1, 2**k, 2**k + 1):
+            shapes.add((64, last))
+    return sorted(shapes, key=lambda s: (math.prod(s), s))
+
+
+def matmul_specs(quick: bool) -> list[Spec]:
+    """dot_general (batch, M, N, K) and NHWC convolution layers for the host's matmul model."""
+    sizes = (32, 96, 128, 256, 512) if quick else (16, 32, 64, 96, 128, 192, 256, 384, 512, 1024)
+    gemm = {(1, m, n, k) for m in sizes for n in sizes for k in sizes if m * n * k <= 2**27}
+    gemm |= {(8, 128, 128, 128), (4, 256, 64, 256), (16, 64, 64, 64)}
+    if quick:
+        gemm = set(sorted(gemm)[::3])
+    conv = set()
+    for hw in (14, 28, 56) if quick else (7, 14, 28, 56, 112):
+        for c, o in ((3, 32), (32, 64), (64, 64), (128, 128)):
+            for k in (1, 3):
+                if hw * hw * c * o * k * k <= 2**27:
+                    conv.add((1, hw, hw, c, k, k, o, 1))
+    specs = [Spec("dot_general", "f32", s) for s in sorted(gemm)]
+    return specs + [Spec("convolution", "f32", s) for s in sorted(conv)]
+
+
+def sweep(
+    quick: bool, ops: Sequence[str] | None = None, dtypes: Sequence[str] = DTYPES
+) -> list[Spec]:
+    """Every Spec of a calibration run; `ops` defaults to all ops (quick: one or two per class)."""
+    chosen = tuple(ops) if ops else (_QUICK_OPS if quick else OPS)
+    unknown = [o for o in chosen if o not in OPS]
+    if unknown:
+        raise ValueError(f"unknown op(s) {', '.join(unknown)}; known: {', '.join(OPS)}")
+    shapes = elementwise_shapes(quick)
+    specs: list[Spec] = []
+    for op in chosen:
+        if op in ("dot_general", "convolution"):
+            specs += [s for s in matmul_specs(quick) if s.op == op]
+            continue
+        for dtype in dtypes:
+            # Quick mode measures bf16 on every other shape: dtype is a feature, not a new trend.
+            sub = shapes[::2] if quick and dtype != dtypes[0] else shapes
+            for shape in sub:
+                if op == "transpose" and len(shape) < 2:
+                    continue
+                specs.append(Spec(op, dtype, shape))
+    return specs
+
+
+def build_case(spec: Spec, seed: int = 0) -> Case:
+    """Compile `spec` as a jitted single op with inputs already on the device."""
+    key = jax.random.key(seed)
+    dt = _JNP[spec.dtype]
+    if spec.op == "dot_general":
+        b, m, n, k = spec.shape
+        x = jax.random.normal(key, (b, m, k), dt)
+        y = jax.random.normal(key, (b, k, n), dt)
+        fn = jax.jit(lambda p, q: jnp.einsum("bmk,bkn->bmn", p, q))
+        args: tuple[jax.Array, ...] = (x, y)
+    elif spec.op == "convolution":
+        nb, h, w, c, kh, kw, o, stride = spec.shape
+        x = jax.random.normal(key, (nb, h, w, c), dt)
+        f = jax.random.normal(key, (kh, kw, c, o), dt)
+        fn = jax.jit(
+            lambda p, q: lax.conv_general_dilated(
+                p, q, (stride, stride), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")
+            )
+        )
+        args = (x, f)
+    elif spec.op == "convert":
+        x = jax.random.normal(key, spec.shape, _JNP[_other(spec.dtype)])
+        fn = jax.jit(lambda p: p.astype(dt))
+        args = (x,)
+    elif spec.op == "transpose":
+        src = (*spec.shape[:-2], spec.shape[-1], spec.shape[-2])
+        perm = (*range(len(src) - 2), len(src) - 1, len(src) - 2)
+        x = jax.random.normal(key, src, dt)
+        fn = jax.jit(lambda p: lax.transpose(p, perm))
+        args = (x,)
+    else:
+        arity, f1 = _ELEMENTWISE[spec.op]
+        keys = jax.random.split(key, arity)
+        args = tuple(jax.random.normal(k, spec.shape, dt) for k in keys)
+        fn = jax.jit(f1)
+    jax.block_until_ready(args)
+    return Case(spec.key, fn.lower(*args).compile(), args)

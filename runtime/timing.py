@@ -1,0 +1,124 @@
+"""Timing harness: median latency of compiled JAX calls on the default backend.
+
+Each case is compiled once and warmed up; then repeats are *interleaved*: every
+round times every case (in a fresh random order) for a batch of back-to-back
+calls, each ended by `block_until_ready` and timed on its own (the round keeps
+their median, so a call the OS preempts on a shared machine does not count), so drift and neighbours' load hit all
+cases alike. A trivial jitted call (one element plus one) is timed in the same
+rounds as the per-call dispatch overhead; a case's kernel time in a round is its
+per-call time minus that round's dispatch time, and the reported value is the
+median over rounds, with the interquartile range over the median as its spread.
+
+The method is wall clock minus dispatch (`METHOD`): XLA:CPU gives no per-op
+device time without the profiler's trace conversion tools, so the harness does
+not use `jax.profiler`, and the same code runs unchanged on GPU and TPU backends.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+__all__ = ["DISPATCH_KEY", "METHOD", "Case", "Timing", "device_description", "time_cases"]
+
+METHOD = "wall-clock per call (block_until_ready) minus dispatch of a 1-element jitted call"
+DISPATCH_KEY = "__dispatch__"
+
+
+@dataclass(frozen=True)
+class Case:
+    """One compiled call to time: `fn(*args)` with `args` already on the device."""
+
+    key: str
+    fn: Callable[..., jax.Array]
+    args: tuple[jax.Array, ...]
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Result for one case: kernel time (us) median over rounds, relative spread, raw rounds."""
+
+    key: str
+    median_us: float
+    spread: float
+    call_us: float
+    rounds_us: tuple[float, ...]
+    iters: int
+
+
+def _call_us(case: Case, iters: int) -> float:
+    """Median of `iters` individually timed calls: a call the OS preempts does not move it."""
+    ts = np.empty(iters)
+    for i in range(iters):
+        t0 = time.perf_counter_ns()
+        case.fn(*case.args).block_until_ready()
+        ts[i] = time.perf_counter_ns() - t0
+    return float(np.median(ts)) / 1e3
+
+
+def dispatch_case() -> Case:
+    """The per-call floor: a jitted one-element add, compiled."""
+    x = jnp.ones((1,), jnp.float32)
+    return Case(DISPATCH_KEY, jax.jit(lambda a: a + 1).lower(x).compile(), (x,))
+
+
+def time_cases(
+    cases: Sequence[Case],
+    repeats: int = 7,
+    target_round_us: float = 2000.0,
+    max_iters: int = 200,
+    warmup: int = 2,
+    seed: int = 0,
+) -> tuple[dict[str, Timing], Timing]:
+    """Time `cases` in interleaved rounds; returns ({key: kernel Timing}, dispatch Timing).
+
+    Each case runs enough back-to-back calls per round (1..max_iters) to last about
+    `target_round_us`, so timer resolution and per-round noise stay small.
+    """
+    if repeats < 1:
+        raise ValueError(f"repeats must be >= 1, got {repeats}")
+    all_cases = [dispatch_case(), *cases]
+    iters: dict[str, int] = {}
+    for case in all_cases:
+        for _ in range(warmup):
+            case.fn(*case.args).block_until_ready()
+        one = _call_us(case, 1)
+        iters[case.key] = int(np.clip(target_round_us / max(one, 1e-3), 1, max_iters))
+    rng = np.random.default_rng(seed)
+    rounds: dict[str, list[float]] = {c.key: [] for c in all_cases}
+    for _ in range(repeats):
+        for i in rng.permutation(len(all_cases)):
+            c = all_cases[i]
+            rounds[c.key].append(_call_us(c, iters[c.key]))
+    disp = np.array(rounds[DISPATCH_KEY])
+    out = {}
+    for c in cases:
+        call = np.array(rounds[c.key])
+        out[c.key] = _summary(c.key, call - disp, call, iters[c.key])
+    return out, _summary(DISPATCH_KEY, disp, disp, iters[DISPATCH_KEY])
+
+
+def _summary(key: str, kernel: np.ndarray, call: np.ndarray, iters: int) -> Timing:
+    med = float(np.median(kernel))
+    q1, q3 = np.percentile(kernel, [25, 75])
+    return Timing(
+        key=key,
+        median_us=med,
+        spread=float((q3 - q1) / abs(med)) if med else float("inf"),
+        call_us=float(np.median(call)),
+        rounds_us=tuple(float(v) for v in kernel),
+        iters=iters,
+    )
+
+
+def device_description() -> str:
+    """The default JAX device and backend, e.g. `cpu: TFRT_CPU_0 (cpu)`."""
+    d = jax.devices()[0]
+    return (
+        f"{jax.default_backend()}: {d.device_kind} ({d.platform}, {len(jax.devices())} device(s))"
+    )

@@ -1,0 +1,160 @@
+"""Timing harness, sweeps and the calibration CLI on the local JAX device.
+
+Live timings are noisy on a shared machine, so these tests check only robust
+facts (positive medians, a computed spread, resumed sweeps skipping measured
+rows, corrupted cache entries re-measured), never a time threshold.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from stablehlo_perf.analysis import elementwise as ew
+from stablehlo_perf.analysis.opinfo import OpInfo, TensorType
+from stablehlo_perf.runtime import calibrate, sweeps, timing
+
+TINY = [
+    sweeps.Spec("add", "f32", (256, 256)),
+    sweeps.Spec("exponential", "f32", (64, 512)),
+    sweeps.Spec("convert", "bf16", (8, 128)),
+    sweeps.Spec("transpose", "f32", (64, 32)),
+    sweeps.Spec("reduce", "f32", (32, 64)),
+    sweeps.Spec("dot_general", "f32", (2, 32, 16, 8)),
+    sweeps.Spec("convolution", "f32", (1, 8, 8, 4, 3, 3, 8, 1)),
+]
+
+
+def test_time_cases_reports_medians_spread_and_dispatch() -> None:
+    x = jnp.ones((512, 512), jnp.float32)
+    big = timing.Case("big", jax.jit(lambda a: a * 2).lower(x).compile(), (x,))
+    out, disp = timing.time_cases([big], repeats=5, target_round_us=500, max_iters=20)
+    t = out["big"]
+    assert len(t.rounds_us) == 5 and 1 <= t.iters <= 20
+    assert t.call_us > 0 and disp.median_us > 0
+    assert math.isfinite(t.spread) and t.spread >= 0
+    assert t.median_us == pytest.approx(float(np.median(t.rounds_us)))
+    # Kernel time is call time minus dispatch, round by round.
+    assert t.median_us < t.call_us
+
+
+def test_time_cases_rejects_zero_repeats() -> None:
+    with pytest.raises(ValueError, match="repeats"):
+        timing.time_cases([], repeats=0)
+
+
+@pytest.mark.parametrize("spec", TINY, ids=lambda s: s.op)
+def test_build_case_compiles_the_op_with_the_recorded_shape(spec: sweeps.Spec) -> None:
+    case = sweeps.build_case(spec)
+    out = case.fn(*case.args)
+    if spec.op in ("add", "exponential", "convert", "transpose"):
+        assert out.shape == spec.shape
+    if spec.op == "convert":
+        assert out.dtype == jnp.bfloat16
+    if spec.op == "reduce":
+        assert case.args[0].shape == spec.shape and out.shape == spec.shape[:-1]
+    if spec.op == "dot_general":
+        assert out.shape == (2, 32, 16)
+    if spec.op == "convolution":
+        assert out.shape == (1, 8, 8, 8)
+
+
+def test_sweep_specs_features_match_the_ops_they_build() -> None:
+    """A calibration row's features equal those the service computes for the same op."""
+    dot = OpInfo.build(
+        0,
+        "stablehlo.dot_general",
+        [TensorType((2, 32, 8), "f32"), TensorType((2, 8, 16), "f32")],
+        [TensorType((2, 32, 16), "f32")],
+        {"lhs_batch_dims": (0,), "rhs_batch_dims": (0,), "lhs_contracting_dims": (2,),
+         "rhs_contracting_dims": (1,)},
+    )  # fmt: skip
+    conv = OpInfo.build(
+        0,
+        "stablehlo.convolution",
+        [TensorType((1, 8, 8, 4), "f32"), TensorType((3, 3, 4, 8), "f32")],
+        [TensorType((1, 8, 8, 8), "f32")],
+        {"input_batch_dim": 0, "input_feature_dim": 3, "input_spatial_dims": (1, 2),
+         "kernel_input_feature_dim": 2, "kernel_output_feature_dim": 3,
+         "kernel_spatial_dims": (0, 1), "output_batch_dim": 0, "output_feature_dim": 3,
+         "output_spatial_dims": (1, 2), "padding": ((1, 1), (1, 1))},
+    )  # fmt: skip
+    rows = [ew.Measurement(s.op, s.dtype, s.shape, 1.0) for s in TINY[-2:]]
+    assert np.array_equal(ew.measurement_features(rows), ew.features([dot, conv]))
+
+
+def test_quick_sweep_covers_every_class_and_the_paper_grids() -> None:
+    specs = sweeps.sweep(quick=True)
+    classes = {ew.Measurement(s.op, s.dtype, s.shape, 1.0).op_class for s in specs}
+    assert classes == {
+        "binary", "compare_select", "transcendental", "convert", "movement", "reduction", "matmul",
+    }  # fmt: skip
+    adds = {s.shape for s in specs if s.op == "add" and s.dtype == "f32"}
+    assert (32,) in adds and (64, 64) in adds and (832, 832) in adds
+    assert {(64, 127), (64, 128), (64, 129)} <= adds
+    sizes = [math.prod(s) for s in adds]
+    # Several factorisations of one size.
+    assert max(sizes.count(n) for n in set(sizes)) >= 2
+    assert len({s.key for s in specs}) == len(specs)
+    full = sweeps.sweep(quick=False, ops=["add"], dtypes=("f32",))
+    assert {(n,) for n in range(32, 8193, 32)} <= {s.shape for s in full}
+
+
+def test_sweep_rejects_unknown_ops() -> None:
+    with pytest.raises(ValueError, match="unknown op"):
+        sweeps.sweep(quick=True, ops=["add", "frobnicate"])
+
+
+def test_measure_is_resumable_and_drops_broken_lines(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    partial = tmp_path / "p.csv"
+    specs = TINY[:3]
+    rows = calibrate.measure(specs[:2], partial, repeats=3, progress=False)
+    assert set(rows) == {s.key for s in specs[:2]}
+    assert all(float(r[4]) >= calibrate.RESOLUTION_US for r in rows.values())
+    # A run killed mid-write leaves a truncated line: it is re-measured, not trusted.
+    with partial.open("a") as f:
+        f.write("convert,bf16,8x128,1024,0.5")
+    built: list[str] = []
+    real = sweeps.build_case
+    monkeypatch.setattr(sweeps, "build_case", lambda s: built.append(s.key) or real(s))
+    rows = calibrate.measure(specs, partial, repeats=3, progress=False)
+    assert built == [specs[2].key]
+    assert set(calibrate.read_partial(partial)) == {s.key for s in specs}
+    assert len(rows) == 3
+
+
+def test_calibrate_cli_end_to_end_and_corrupted_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    specs = [sweeps.Spec("add", "f32", (n,)) for n in (4096, 65536, 262144)]
+    monkeypatch.setattr(sweeps, "sweep", lambda quick, ops=None: specs)
+    assert calibrate.main(["--target", "host", "--quick", "--repeats", "3", "--no-progress"]) == 0
+    path = ew.calibration_path("host")
+    text = path.read_text()
+    assert "# machine: " + ew.machine_fingerprint() in text
+    assert "# versions: python" in text and "jax 0.10.2" in text
+    assert ew.checksum_ok(path)
+    assert ew.training_files("host") == (path, True)
+    assert not path.with_name(path.stem + ".partial.csv").exists()
+    assert len(ew.load_measurements(path)) == 3
+    # Corrupt one value: detected, reported, re-measured.
+    path.write_text(text.replace(",3\n", ",4\n", 1))
+    assert not ew.checksum_ok(path)
+    built: list[str] = []
+    real = sweeps.build_case
+    monkeypatch.setattr(sweeps, "build_case", lambda s: built.append(s.key) or real(s))
+    assert calibrate.main(["--target", "host", "--repeats", "3", "--no-progress"]) == 0
+    assert "corrupted calibration" in capsys.readouterr().err
+    assert sorted(built) == sorted(s.key for s in specs)
+    assert ew.checksum_ok(path)
+    # A valid cache entry is reused: nothing is measured again.
+    built.clear()
+    assert calibrate.main(["--target", "host", "--repeats", "3", "--no-progress"]) == 0
+    assert built == []
