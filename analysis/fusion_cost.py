@@ -4,7 +4,8 @@ A fusion group runs as one kernel (or `launches` kernels where XLA:CPU adds
 helpers): it reads its external inputs once, writes its outputs once, and
 its internal tensors never touch memory. Its latency is
 
-    max(roofline of the group: FLOPs / peak, (input + output bytes) / bandwidth,
+    max(roofline of the group: FLOPs / peak, (input + output bytes) / bandwidth
+        — on a GPU, inputs the cache-traffic pass found in L2 move at L2 bandwidth —,
         the slowest member priced by a dedicated model, less its launch overhead)
     + one launch overhead per kernel,
 
@@ -36,6 +37,20 @@ class GroupCost:
     model: str
 
 
+def _input_hit_rate(members: Sequence[OpInfo]) -> float:
+    """Share of a group's reads that hit in L2, from the cache-traffic pass's per-op rates
+    (weighted by each op's operand bytes); 0 where that pass did not run."""
+    read = hit = 0.0
+    for op in members:
+        rate = op.attrs.get("l2_hit_rate")
+        if rate is None:
+            continue
+        nbytes = sum(t.nbytes or 0 for t in op.operands)
+        read += nbytes
+        hit += rate * nbytes
+    return hit / read if read else 0.0
+
+
 def price_groups(
     ops: Sequence[OpInfo],
     plan: FusionPlan,
@@ -51,7 +66,6 @@ def price_groups(
     groups: list[GroupCost] = []
     for g, kind in enumerate(plan.kinds):
         t = traffic[g]
-        nbytes = t.input_bytes + t.output_bytes
         if kind == "free" or plan.launches[g] == 0:
             groups.append(GroupCost(0.0, 0, "fused:free"))
             continue
@@ -67,7 +81,11 @@ def price_groups(
             continue
         matrix = kind == "output" or root.op_class == "matmul"
         peak = target.peak_flops(root.element_type, matrix=matrix)
-        roofline_ns = max(t.flops / peak, nbytes / target.memory_bandwidth) * 1e9
+        hit = _input_hit_rate([ops[i] for i in members[g]])
+        dram = t.input_bytes * (1.0 - hit) + t.output_bytes
+        l2_bw = target.l2_bandwidth_gbps * 1e9 or target.memory_bandwidth
+        memory_s = dram / target.memory_bandwidth + t.input_bytes * hit / l2_bw
+        roofline_ns = max(t.flops / peak, memory_s) * 1e9
         best_ns, model = roofline_ns, "roofline"
         for i in members[g]:
             c = costs[i]
@@ -77,7 +95,7 @@ def price_groups(
             ):
                 best_ns, model = c.latency_ns - overhead, c.model
         latency = best_ns + overhead * plan.launches[g]
-        groups.append(GroupCost(latency, nbytes, f"fused-{kind}:{model}"))
+        groups.append(GroupCost(latency, round(dram), f"fused-{kind}:{model}"))
     latency_share = [0.0] * len(ops)
     dram_share = [0] * len(ops)
     for g, ids in enumerate(members):

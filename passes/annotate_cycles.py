@@ -122,7 +122,10 @@ def _with_traffic(info: OpInfo, values: dict | None) -> OpInfo:
     """The OpInfo with the cache-traffic pass's DRAM bytes, for the models' memory term."""
     if not values or "perf.l2_hit_rate" not in values:
         return info
-    return dataclasses.replace(info, attrs={**info.attrs, "dram_bytes": values["perf.dram_bytes"]})
+    return dataclasses.replace(
+        info,
+        attrs={**info.attrs, "dram_bytes": values["perf.dram_bytes"], "l2_hit_rate": values["perf.l2_hit_rate"]},
+    )
 
 
 def _control_model(node: ControlNode) -> str:

@@ -59,3 +59,17 @@ def test_gpu_default_pipeline_writes_traffic_and_it_changes_latency():
     changed = [o for o in res.report.ops if o.model == "roofline+l2" and o.latency_ns != by_id[o.id].latency_ns]
     assert changed, "cache behaviour must change predicted latency"
     assert all(o.latency_ns <= by_id[o.id].latency_ns for o in changed if o.dram_bytes <= by_id[o.id].dram_bytes)
+
+
+def test_fused_kernels_on_gpu_read_l2_resident_inputs_at_l2_bandwidth():
+    text = (ROOT / "test_ir/corpus/transformer_block.mlir").read_text()
+    fused = "perf-op-info,perf-fusion{target=h100},"
+    with_cache = sp.analyze(text, target="h100")
+    without = sp.analyze(
+        text, target="h100",
+        pipeline=f"builtin.module({fused}perf-annotate-cycles{{target=h100}},perf-critical-path{{target=h100}})",
+    )  # fmt: skip
+    assert with_cache.report.total_latency_ns < without.report.total_latency_ns
+    kernels = {g["id"]: g for g in with_cache.report.fusion_groups}
+    plain = {g["id"]: g for g in without.report.fusion_groups}
+    assert any(kernels[i]["bytes"] < plain[i]["bytes"] for i in kernels), "L2 hits cut DRAM bytes"
