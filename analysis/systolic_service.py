@@ -19,13 +19,15 @@ per-kernel overhead; DRAM traffic is the model's DRAM words for the whole layer
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from stablehlo_perf.analysis.opinfo import OpInfo
 from stablehlo_perf.analysis.service import OpCost
-from stablehlo_perf.analysis.systolic import ArrayConfig, LayerResult, simulate_conv, simulate_gemm
+from stablehlo_perf.analysis.scalesim_io import Layer
+from stablehlo_perf.analysis.systolic import ArrayConfig, LayerResult, simulate_gemm
 from stablehlo_perf.analysis.targets import Target
 
 __all__ = ["GemmShape", "ConvLayer", "dot_to_gemm", "conv_to_layer", "SystolicService"]
@@ -43,17 +45,10 @@ class GemmShape:
 
 @dataclass(frozen=True)
 class ConvLayer:
-    """A SCALE-Sim conv layer (no padding, no batch) repeated `repeats` times."""
+    """A SCALE-Sim conv layer (its topology row: no padding, no batch) repeated `repeats` times."""
 
     repeats: int
-    ifmap_h: int
-    ifmap_w: int
-    filter_h: int
-    filter_w: int
-    channels: int
-    num_filters: int
-    stride_h: int
-    stride_w: int
+    layer: Layer
 
 
 def dot_to_gemm(op: OpInfo) -> GemmShape:
@@ -105,14 +100,17 @@ def conv_to_layer(op: OpInfo) -> ConvLayer:
     groups = fgc * bgc
     return ConvLayer(
         repeats=batch * groups,
-        ifmap_h=h,
-        ifmap_w=sizes[-1],
-        filter_h=fh,
-        filter_w=filters[-1],
-        channels=channels,
-        num_filters=out_features // groups,  # type: ignore[operator]
-        stride_h=strides[0] if n_sp > 1 else 1,
-        stride_w=strides[-1],
+        layer=Layer(
+            name=op.name,
+            ifmap_h=h,
+            ifmap_w=sizes[-1],
+            filter_h=fh,
+            filter_w=filters[-1],
+            channels=channels,
+            num_filters=out_features // groups,  # type: ignore[operator]
+            stride_h=strides[0] if n_sp > 1 else 1,
+            stride_w=strides[-1],
+        ),
     )
 
 
@@ -168,7 +166,7 @@ class SystolicService:
             if op.name == "stablehlo.convolution":
                 layer = conv_to_layer(op)
                 res, per_unit = _best_conv_split(layer, units, arr)
-                whole, repeats = _conv(layer, layer.num_filters, arr), layer.repeats
+                whole, repeats = layer.layer.simulate(arr), layer.repeats
             else:
                 g = dot_to_gemm(op)
                 res, per_unit = _best_gemm_split(g, units, arr)
@@ -209,18 +207,13 @@ def _best_gemm_split(g: GemmShape, units: int, arr: ArrayConfig) -> tuple[LayerR
     return min(options, key=lambda o: o[0].total_cycles * o[1])
 
 
-def _conv(c: ConvLayer, filters: int, arr: ArrayConfig) -> LayerResult:
-    return simulate_conv(
-        c.ifmap_h, c.ifmap_w, c.filter_h, c.filter_w, c.channels, filters,
-        c.stride_h, c.stride_w, arr,
-    )  # fmt: skip
-
-
 def _best_conv_split(c: ConvLayer, units: int, arr: ArrayConfig) -> tuple[LayerResult, int]:
     """As `_best_gemm_split` for a conv layer: repeats or filter folds over the units."""
+    layer = c.layer
     options = []
     if c.repeats >= units:
-        options.append((_conv(c, c.num_filters, arr), math.ceil(c.repeats / units)))
-    folds = math.ceil(c.num_filters / arr.cols)
-    options.append((_conv(c, min(c.num_filters, math.ceil(folds / units) * arr.cols), arr), c.repeats))
+        options.append((layer.simulate(arr), math.ceil(c.repeats / units)))
+    folds = math.ceil(layer.num_filters / arr.cols)
+    share = dataclasses.replace(layer, num_filters=min(layer.num_filters, math.ceil(folds / units) * arr.cols))
+    options.append((share.simulate(arr), c.repeats))
     return min(options, key=lambda o: o[0].total_cycles * o[1])

@@ -27,7 +27,8 @@ def _gemm(rec: OpRecord) -> GemmTiles | None:
         g = dot_to_gemm(info)
         return GemmTiles(g.batch, g.m, g.n, g.k, eb)
     if info.name == "stablehlo.convolution":
-        c = conv_to_layer(info)
+        conv = conv_to_layer(info)
+        c = conv.layer
         out_h = -(-(c.ifmap_h - c.filter_h + c.stride_h) // c.stride_h)
         out_w = -(-(c.ifmap_w - c.filter_w + c.stride_w) // c.stride_w)
         return GemmTiles(

@@ -7,6 +7,7 @@ import dataclasses
 import pytest
 
 from stablehlo_perf.analysis.opinfo import OpInfo, TensorType
+from stablehlo_perf.analysis.scalesim_io import Layer
 from stablehlo_perf.analysis.service import default_registry
 from stablehlo_perf.analysis.systolic import ArrayConfig, simulate_conv, simulate_gemm
 from stablehlo_perf.analysis.systolic_service import (
@@ -49,8 +50,9 @@ def test_conv_padding_dilation_groups_fold_into_scalesim_layer():
         0, "stablehlo.convolution", [T(2, 9, 9, 8), T(3, 3, 4, 6)], [T(2, 4, 5, 6)], attrs
     )
     assert conv_to_layer(op) == ConvLayer(
-        repeats=2 * 2, ifmap_h=11, ifmap_w=13, filter_h=5, filter_w=5, channels=4,
-        num_filters=3, stride_h=2, stride_w=2,
+        repeats=2 * 2,
+        layer=Layer("stablehlo.convolution", ifmap_h=11, ifmap_w=13, filter_h=5, filter_w=5,
+                    channels=4, num_filters=3, stride_h=2, stride_w=2),
     )  # fmt: skip
 
 
@@ -65,7 +67,7 @@ def test_nchw_layout_and_lhs_dilation():
     op = OpInfo.build(
         0, "stablehlo.convolution", [T(1, 4, 5, 5), T(2, 4, 3, 3)], [T(1, 2, 11, 11)], attrs
     )
-    layer = conv_to_layer(op)
+    layer = conv_to_layer(op).layer
     assert (layer.ifmap_h, layer.ifmap_w, layer.channels, layer.num_filters) == (13, 13, 4, 2)
 
 
