@@ -6,13 +6,13 @@ of the default pipeline, the CC4CS op sum (`cc4cs_sum`), the module-level LASSO
 (CLRA) estimate held out by family (GroupKFold: the programs it is scored on
 are of kinds it never saw), the measured latency and the same-run repeat noise.
 
-Measurement: all programs are compiled first, then `--rounds` rounds each
-time every program (interleaved, so drift and load from other processes hit
-all alike). A program's measured latency is the `--stat` (median, or p10,
-which resists preemption on a shared machine) of all its timed calls; its
-noise is the mean |round stat - overall stat| / overall stat, i.e. the error a
-perfect model would show against a single round. The noise floor is the mean
-of that over the zoo, printed for both statistics.
+Measurement: all programs are compiled first, then timed in `--rounds`
+interleaved rounds (drift and load from other processes hit all alike) by the
+runtime timing harness (`runtime/timing.py`: per-call wall clock minus the
+dispatch floor timed in the same rounds, median over rounds); without the
+harness, by whole-call wall clock here (`--stat`). A program's noise is the
+mean |round - measured| / measured, the error a perfect model would show
+against a single round; the noise floor is its mean over the zoo.
 
     python benchmarks/end_to_end.py [--scales 1 2 4] [--rounds 5] [--json out/e2e.json]
         [--save-lasso analysis/data/cc4cs_lasso_host.json]
@@ -47,7 +47,12 @@ from stablehlo_perf.analysis.cc4cs import (
 )
 from stablehlo_perf.passes.extract import view_module
 from stablehlo_perf.runtime.cc4cs_host import executed_ops
-from stablehlo_perf.runtime.jit_hook import concrete_inputs, measure_callable, perf_jit
+from stablehlo_perf.runtime.jit_hook import (
+    concrete_inputs,
+    first_leaf_blocked,
+    measure_callable,
+    perf_jit,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 F32, BF16, I8 = jnp.float32, jnp.bfloat16, jnp.int8
@@ -253,6 +258,50 @@ def cc4cs_sum(result: Any) -> float | None:
 _STATS = {"median": 50, "p10": 10}
 
 
+def measure_zoo(
+    rows: list[Row],
+    runs: list[tuple[Callable[..., Any], tuple[Any, ...]]],
+    rounds: int,
+    stat: str,
+) -> tuple[str, float, float | None]:
+    """Fill each row's measured latency and noise; returns (method, noise floor %, dispatch ns).
+
+    With the runtime timing harness the programs and the dispatch floor are timed
+    in interleaved rounds and the measured value is the program's time net of
+    dispatch (median over rounds). Without it, every program's calls are timed in
+    interleaved rounds here and the measured value is the `stat` of all calls.
+    """
+    try:
+        from stablehlo_perf.runtime.timing import METHOD, Case, time_cases
+    except ImportError:
+        METHOD = None
+    if METHOD is not None:
+        cases = [
+            Case(str(i), lambda *a, f=step: first_leaf_blocked(f(*a)), tuple(args))
+            for i, (step, args) in enumerate(runs)
+        ]
+        timings, dispatch = time_cases(cases, repeats=rounds)
+        for i, row in enumerate(rows):
+            t = timings[str(i)]
+            r = np.asarray(t.rounds_us) * 1e3
+            row.measured_ns = t.median_us * 1e3
+            row.noise = float(np.mean(np.abs(r - row.measured_ns)) / abs(row.measured_ns))
+        noise = 100 * float(np.mean([row.noise for row in rows]))
+        return f"runtime/timing.py: {METHOD}, median of rounds", noise, dispatch.median_us * 1e3
+    per_round: list[list[np.ndarray]] = [[] for _ in rows]
+    for _ in range(rounds):
+        for i, (step, args) in enumerate(runs):
+            m = measure_callable(step, args, repeats=20, warmup=1, min_time_s=0.03)
+            per_round[i].append(np.asarray(m.samples_ns))
+    q = _STATS[stat]
+    for i, row in enumerate(rows):
+        row.measured_ns = float(np.percentile(np.concatenate(per_round[i]), q))
+        by_round = np.array([np.percentile(r, q) for r in per_round[i]])
+        row.noise = float(np.mean(np.abs(by_round - row.measured_ns)) / row.measured_ns)
+    noise = 100 * float(np.mean([row.noise for row in rows]))
+    return f"whole-call wall clock, {stat} of all timed calls", noise, None
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     p = argparse.ArgumentParser(description="Predicted vs measured latency on this machine.")
     p.add_argument("--scales", type=int, nargs="+", default=[1, 2, 4])
@@ -261,7 +310,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "--stat",
         choices=sorted(_STATS),
         default="median",
-        help="per-program statistic of the timed calls (p10 resists load from other processes)",
+        help="without the timing harness: statistic of the timed calls (p10 resists load)",
     )
     p.add_argument("--only", nargs="*", default=None, help="family names to run")
     p.add_argument("--json", type=Path, default=None)
@@ -288,21 +337,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             args = concrete_inputs(specs)
             jax.block_until_ready(step(*args))  # compile before the timed rounds
             runs.append((step, args))
-    per_round: list[list[np.ndarray]] = [[] for _ in rows]
-    for _ in range(a.rounds):
-        for i, (step, args) in enumerate(runs):
-            m = measure_callable(step, args, repeats=20, warmup=1, min_time_s=0.03)
-            per_round[i].append(np.asarray(m.samples_ns))
-    noise = {}
-    for name, q in _STATS.items():
-        rel = []
-        for i, row in enumerate(rows):
-            overall = float(np.percentile(np.concatenate(per_round[i]), q))
-            rounds = np.array([np.percentile(r, q) for r in per_round[i]])
-            rel.append(float(np.mean(np.abs(rounds - overall)) / overall))
-            if name == a.stat:
-                row.measured_ns, row.noise = overall, rel[-1]
-        noise[name] = 100 * float(np.mean(rel))
+    method, noise, dispatch_ns = measure_zoo(rows, runs, a.rounds, a.stat)
 
     feats = sorted({k for row in rows for k in (row.features or {})})
     X = np.array([[row.features[k] for k in feats] for row in rows])
@@ -322,9 +357,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     summary = {
         "programs": len(rows),
         "families": n_groups,
-        "stat": a.stat,
-        "noise_floor_mape": noise[a.stat],
-        "noise_floor_mape_by_stat": noise,
+        "method": method,
+        "dispatch_ns": dispatch_ns,
+        "noise_floor_mape": noise,
         "pipeline": error_metrics(y, pred),
         "pipeline_kendall_tau": float(stats.kendalltau(pred, y).statistic),
         "lasso_heldout_by_family": error_metrics(y, oof),
@@ -348,8 +383,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             intercept=full.intercept_,
             trained_on=(
                 f"benchmarks/end_to_end.py: {len(rows)} programs ({n_groups} families x scales "
-                f"{a.scales}) measured on this host ({summary['backend']}), {a.stat} of the calls "
-                f"timed in {a.rounds} interleaved rounds"
+                f"{a.scales}) measured on this host ({summary['backend']}): {method}, "
+                f"{a.rounds} interleaved rounds"
             ),
             cv_metrics=summary["lasso_heldout_by_family"],
         )
@@ -388,10 +423,10 @@ def _print_table(rows: list[Row], summary: dict[str, Any]) -> None:
     print(
         f"programs {s['programs']} ({s['families']} families) on {s['backend']}, {s['seconds']:.0f} s"
     )
-    print(
-        f"measured = {s['stat']} of the timed calls; noise floor (same-run repeat MAPE): "
-        + ", ".join(f"{k} {v:.1f}%" for k, v in s["noise_floor_mape_by_stat"].items())
-    )
+    print(f"measured: {s['method']}")
+    if s["dispatch_ns"] is not None:
+        print(f"dispatch floor (not in measured): {s['dispatch_ns'] / 1e3:.1f} µs")
+    print(f"noise floor (same-run repeat MAPE): {s['noise_floor_mape']:.1f}%")
     for key, label in (("pipeline", "pipeline (target host)"), ("cc4cs_sum", "CC4CS op sum"),
                        ("lasso_heldout_by_family", "LASSO, held out by family")):  # fmt: skip
         if key in s:

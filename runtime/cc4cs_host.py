@@ -123,9 +123,9 @@ def _program_ops(fn: Callable[..., Any], args: tuple[Any, ...]) -> list[OpInfo]:
 
 def host_sweep(repeats: int = 10, rounds: int = 3) -> tuple[list[MeasuredOp], float]:
     """Measure single-op programs on the local backend; an op's latency is its program's
-    median minus the dispatch floor (a one-element add). All programs, the floor
-    included, are timed in `rounds` interleaved rounds, so load from other processes
-    hits them alike. Returns the ops and the dispatch floor (ns)."""
+    time minus the dispatch floor (a one-element add). All programs, the floor
+    included, are timed in interleaved rounds, so load from other processes hits
+    them alike. Returns the ops and the dispatch floor (ns)."""
     key = jax.random.key(0)
     cases: list[tuple[str, Callable[..., Any], tuple[Any, ...]]] = [
         ("floor", lambda a: a + 1.0, (jnp.ones(1),))
@@ -142,17 +142,34 @@ def host_sweep(repeats: int = 10, rounds: int = 3) -> tuple[list[MeasuredOp], fl
         found = [o for o in _program_ops(fn, args) if name in o.name]
         ops.append(found[0] if len(found) == 1 else None)
     jitted = [jax.jit(fn) for _, fn, _ in cases]
-    samples: list[list[float]] = [[] for _ in cases]
-    for _ in range(rounds):
-        for i, (_, _, args) in enumerate(cases):
-            samples[i].extend(measure_callable(jitted[i], args, repeats=repeats).samples_ns)
-    dispatch = float(np.median(samples[0]))
+    net, dispatch = _time_net_of_dispatch(jitted, [c[2] for c in cases], repeats, rounds)
     out = []
-    for (name, _, _), op, ts in zip(cases[1:], ops[1:], samples[1:], strict=True):
-        t = float(np.median(ts)) - dispatch
+    for (name, _, _), op, t in zip(cases[1:], ops[1:], net[1:], strict=True):
         if op is not None and t > 0:
             out.append(MeasuredOp("host", op.op_class, op_work(op), t, f"sweep:{name}"))
     return out, dispatch
+
+
+def _time_net_of_dispatch(
+    fns: list[Callable[..., Any]], args: list[tuple[Any, ...]], repeats: int, rounds: int
+) -> tuple[list[float], float]:
+    """Per-program time net of dispatch (ns) and the dispatch floor, `fns[0]` being the floor
+    program: by the runtime timing harness where installed, else by interleaved
+    `measure_callable` rounds here."""
+    try:
+        from stablehlo_perf.runtime.timing import Case, time_cases
+    except ImportError:
+        samples: list[list[float]] = [[] for _ in fns]
+        for _ in range(rounds):
+            for i, (fn, a) in enumerate(zip(fns, args, strict=True)):
+                samples[i].extend(measure_callable(fn, a, repeats=repeats).samples_ns)
+        floor = float(np.median(samples[0]))
+        return [float(np.median(ts)) - floor for ts in samples], floor
+    timings, dispatch = time_cases(
+        [Case(str(i), fn, a) for i, (fn, a) in enumerate(zip(fns, args, strict=True))],
+        repeats=max(rounds, 5),
+    )
+    return [timings[str(i)].median_us * 1e3 for i in range(len(fns))], dispatch.median_us * 1e3
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -174,7 +191,7 @@ def main(argv: list[str] | None = None) -> None:
         "host",
         tgt.clock_ghz,
         f"runtime/cc4cs_host.py sweep on {jax.devices()[0].device_kind}, "
-        f"median of {a.rounds} interleaved rounds minus the dispatch floor",
+        "program time net of the dispatch floor (runtime/timing.py where installed)",
         min_samples=5,
         program_floor_ns=dispatch,
     )

@@ -30,14 +30,22 @@ __all__ = [
     "PerfAnalysis",
     "PerfJitted",
     "concrete_inputs",
+    "first_leaf_blocked",
     "measure_callable",
+    "measure_program",
     "perf_jit",
 ]
 
 
 @dataclass(frozen=True)
 class Measurement:
-    """Wall-clock latency of one jitted call on the local backend (ns), over `repeats` calls."""
+    """Latency of one jitted program on the local backend (ns).
+
+    With the runtime timing harness (`runtime/timing.py`) `median_ns` is the
+    program's time net of the per-call dispatch floor (median over interleaved
+    rounds, p10/p90 over the rounds) and `call_ns`/`dispatch_ns` are the whole
+    call and the floor; without it, every field is whole-call wall clock.
+    """
 
     median_ns: float
     p10_ns: float
@@ -45,6 +53,9 @@ class Measurement:
     repeats: int
     backend: str
     samples_ns: tuple[float, ...] = ()
+    call_ns: float | None = None
+    dispatch_ns: float | None = None
+    method: str = "wall clock per call (block_until_ready), median of the calls"
 
     @property
     def spread(self) -> float:
@@ -171,6 +182,41 @@ def measure_callable(
         repeats=len(samples),
         backend=jax.default_backend(),
         samples_ns=tuple(samples),
+    )
+
+
+def first_leaf_blocked(out: Any) -> Any:
+    """Wait for every output leaf; hand back one array (the harness calls `.block_until_ready()`)."""
+    jax.block_until_ready(out)
+    leaves = jax.tree_util.tree_leaves(out)
+    return leaves[0] if leaves else jnp.zeros(())
+
+
+def measure_program(
+    fn: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any] | None = None
+) -> Measurement:
+    """Time `fn` with the runtime timing harness (net of dispatch, interleaved with the
+    dispatch floor), or with `measure_callable` where the harness is not installed."""
+    try:
+        from stablehlo_perf.runtime.timing import METHOD, Case, time_cases
+    except ImportError:
+        return measure_callable(fn, args, kwargs)
+    kw = kwargs or {}
+    timings, dispatch = time_cases(
+        [Case("program", lambda *a: first_leaf_blocked(fn(*a, **kw)), tuple(args))]
+    )
+    t = timings["program"]
+    rounds = np.asarray(t.rounds_us) * 1e3
+    return Measurement(
+        median_ns=t.median_us * 1e3,
+        p10_ns=float(np.percentile(rounds, 10)),
+        p90_ns=float(np.percentile(rounds, 90)),
+        repeats=len(rounds) * t.iters,
+        backend=jax.default_backend(),
+        samples_ns=tuple(float(r) for r in rounds),
+        call_ns=t.call_us * 1e3,
+        dispatch_ns=dispatch.median_us * 1e3,
+        method=METHOD,
     )
 
 
@@ -316,7 +362,7 @@ class PerfJitted:
             # Without donation, so timing never invalidates the caller's buffers.
             jit_kwargs = {k: v for k, v in self._jit_kwargs.items() if "donate" not in k}
             fn = jax.jit(self._fun, **jit_kwargs)
-            m = measure_callable(fn, cargs, ckwargs)
+            m = measure_program(fn, cargs, ckwargs)
         except Exception as e:  # noqa: BLE001 - timing is optional information
             return replace(res, measured=None, measure_reason=_reason(e))
         return replace(res, measured=m, measure_reason=None)
