@@ -26,6 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 
 __all__ = [
+    "BoundPerfJitted",
     "Measurement",
     "PerfAnalysis",
     "PerfJitted",
@@ -185,6 +186,21 @@ def measure_callable(
     )
 
 
+@dataclass(frozen=True)
+class BoundPerfJitted:
+    """A `perf_jit` method bound to its instance: the instance is the first argument."""
+
+    owner: PerfJitted
+    obj: Any
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.owner(self.obj, *args, **kwargs)
+
+    def analyze(self, *args: Any, measure: bool = False, **kwargs: Any) -> PerfAnalysis:
+        """`PerfJitted.analyze` with the instance as the first argument."""
+        return self.owner.analyze(self.obj, *args, measure=measure, **kwargs)
+
+
 def first_leaf_blocked(out: Any) -> Any:
     """Wait for every output leaf; hand back one array (the harness calls `.block_until_ready()`)."""
     jax.block_until_ready(out)
@@ -291,7 +307,8 @@ class PerfJitted:
         return getattr(self._jitted, name)
 
     def __get__(self, obj: Any, objtype: type | None = None) -> Any:
-        return self if obj is None else functools.partial(self, obj)
+        """On a method, bind the instance (as jit does) and keep `.analyze`."""
+        return self if obj is None else BoundPerfJitted(self, obj)
 
     @property
     def target(self) -> str:

@@ -218,3 +218,25 @@ def test_hook_runs_and_analyses_every_corpus_program_like_jax_jit():
         assert res.report.total_latency_ns > 0, name
         args = concrete_inputs(specs)
         jax.tree_util.tree_map(np.testing.assert_array_equal, step(*args), jax.jit(fn)(*args))
+
+
+def test_methods_bind_the_instance_like_jax_jit():
+    class Scale:
+        def __init__(self, k: float) -> None:
+            self.k = k
+
+        def __hash__(self) -> int:
+            return hash(self.k)
+
+        def __eq__(self, other: object) -> bool:
+            return isinstance(other, Scale) and other.k == self.k
+
+        @sp.perf_jit(target="host", static_argnums=0)
+        def apply(self, x):
+            return jnp.sin(x) * self.k
+
+    s, x = Scale(3.0), jnp.arange(4.0)
+    np.testing.assert_array_equal(s.apply(x), jax.jit(lambda x: jnp.sin(x) * 3.0)(x))
+    res = s.apply.analyze(x)
+    assert not res.partial and res is Scale(3.0).apply.analyze(x)
+    assert res is not Scale(2.0).apply.analyze(x)
