@@ -33,9 +33,11 @@ class OpReport:
     top_level: bool
     unit: str = ""
     fusion: int | None = None
+    latency_p10_ns: float | None = None
+    latency_p90_ns: float | None = None
 
 
-_OP_FIELDS = [f.name for f in fields(OpReport) if f.name not in ("top_level", "unit")]
+_OP_FIELDS = [f.name for f in fields(OpReport) if f.name not in ("top_level", "unit", "fusion")]
 
 
 @dataclass
@@ -51,6 +53,7 @@ class Report:
     ops: list[OpReport]
     critical_path: list[int]
     fusion_groups: list[dict] = field(default_factory=list)
+    module_estimate: dict | None = None
     unmodelled: list[dict[str, str | int]] = field(default_factory=list)
     caveats: list[str] = field(default_factory=list)
     target_note: str = ""
@@ -139,6 +142,13 @@ class Report:
         ]
         if self.target_note:
             lines += [f"> {self.target_note}", ""]
+        if self.module_estimate:
+            m = self.module_estimate
+            lines += [
+                f"Cross-check: the module-level LASSO ({m['model']}, trained on {m['trained_on']}) "
+                f"estimates {_ns(m['estimate_ns'])}.",
+                "",
+            ]
         ranked = sorted(
             (o for o in self.ops if o.top_level), key=lambda o: o.latency_ns, reverse=True
         )[:top]

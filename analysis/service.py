@@ -118,6 +118,9 @@ def default_registry() -> Registry:
     registry.register(_lazy("stablehlo_perf.analysis.tpu_gemm_latency", "TpuV4GemmLatency"),
                       kinds=("tpu",), applies=lambda op: op.name == "stablehlo.dot_general")  # fmt: skip
     registry.register(SystolicService(), kinds=("tpu",))
+    # Measured per-class distributions (CC4CS) where a TPU target has them; host
+    # characterisations come from standalone single-op programs and overprice fused ops.
+    registry.register(_lazy("stablehlo_perf.analysis.cc4cs", "CC4CSModel"), kinds=("tpu",))
     return registry
 
 

@@ -46,7 +46,7 @@ from stablehlo_perf.analysis.cc4cs import (
     op_work,
 )
 from stablehlo_perf.passes.extract import view_module
-from stablehlo_perf.runtime.cc4cs_host import executed_ops
+from stablehlo_perf.passes.executed import executed_ops
 from stablehlo_perf.runtime.jit_hook import (
     concrete_inputs,
     first_leaf_blocked,

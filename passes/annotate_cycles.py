@@ -9,6 +9,7 @@ from typing import ClassVar
 import numpy as np
 from jaxlib.mlir import ir
 from stablehlo_perf.analysis.aggregate import ControlNode, aggregate
+from stablehlo_perf.analysis.cc4cs import intervals_for
 from stablehlo_perf.analysis.fusion_cost import price_groups
 from stablehlo_perf.analysis.opinfo import OpInfo
 from stablehlo_perf.analysis.service import OpCost, default_registry
@@ -65,6 +66,7 @@ class AnnotateCyclesPass:
         )
         cache.warnings.extend(agg.caveats)
         totals = agg.total.tolist()
+        intervals = intervals_for(infos, target.name, [row[0] for row in totals])
         for rec, cost in zip(view.records, costs, strict=True):
             i = rec.info.id
             latency, cycles, dram = totals[i]
@@ -78,8 +80,12 @@ class AnnotateCyclesPass:
             cache.write(rec, "perf.dram_bytes", round(dram))
             cache.write(rec, "perf.model", model)
             for key, value in cost.extra.items():
-                if isinstance(value, float):
+                if isinstance(value, float) and not key.startswith("latency_p"):
                     cache.write(rec, f"perf.{key}", value)
+            if intervals[i] is not None and node is None:
+                # Around the final (fused) latency, not the model's own unfused one.
+                cache.write(rec, "perf.latency_p10_ns", intervals[i][0])
+                cache.write(rec, "perf.latency_p90_ns", intervals[i][1])
             if i in agg.branch_costs:
                 rec.op.attributes["perf.branch_latency_ns"] = ir.ArrayAttr.get(
                     [ir.FloatAttr.get_f64(c) for c in agg.branch_costs[i]]
@@ -106,7 +112,11 @@ def _fused_costs(
             sizes[g] += 1
         for k, i in enumerate(bf.ids):
             g = bf.plan.groups[k]
-            if ops[k].op_class == "control" or (sizes[g] == 1 and bf.plan.kinds[g] != "free"):
+            if (
+                ops[k].op_class == "control"
+                or not ops[k].is_static
+                or (sizes[g] == 1 and bf.plan.kinds[g] != "free")
+            ):
                 continue
             out[i] = OpCost(
                 cycles=round(latency[k] * target.clock_ghz),

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from jaxlib.mlir import ir
+from stablehlo_perf.analysis.cc4cs import load_module_lasso, module_features
 from stablehlo_perf.analysis.report import OpReport, Report
 from stablehlo_perf.analysis.targets import Target
 from stablehlo_perf.passes.base import AnalysisCache
+from stablehlo_perf.passes.executed import executed_ops
 from stablehlo_perf.passes.extract import ModuleView
 
 __all__ = ["collect_report"]
@@ -46,6 +48,8 @@ def collect_report(
                 top_level=info.id in entry_top,
                 unit=str(values.get("unit", "")),
                 fusion=values.get("perf.fusion"),  # type: ignore[arg-type]
+                latency_p10_ns=values.get("perf.latency_p10_ns"),  # type: ignore[arg-type]
+                latency_p90_ns=values.get("perf.latency_p90_ns"),  # type: ignore[arg-type]
             )
         )
         if model in _REASONS:
@@ -80,6 +84,8 @@ def collect_report(
                 "latency_ns": cost.latency_ns, "bytes": cost.dram_bytes, "model": cost.model,
                 "kernels": bf.plan.launches[g],
             })  # fmt: skip
+    lasso = load_module_lasso(target.name)
+    estimate = None if lasso is None else lasso.estimate(module_features(executed_ops(view))).to_dict()
     note = "" if target.calibrated else f"target `{target.name}`: {target.calibration_note}"
     return Report(
         target=target.name,
@@ -90,6 +96,7 @@ def collect_report(
         ops=ops,
         critical_path=list(cache.critical_path),
         fusion_groups=groups,
+        module_estimate=estimate,
         unmodelled=unmodelled,
         caveats=list(dict.fromkeys(caveats)),
         target_note=note,

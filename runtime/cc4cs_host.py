@@ -1,10 +1,8 @@
 """CC4CS on the live backend: executed-op features of an analysed module, the module-level
 LASSO cross-check, and the host per-op sweep that characterises target `host`.
 
-`executed_ops` counts how often each op runs (while bodies x static trips, each
-if/case branch weighted 1/branches, callees x their call sites) so the LASSO
-features (`analysis.cc4cs.module_features`) are executed counts, as CC4CS
-counts executed statements (paper §3, N_k^st).
+The LASSO features (`analysis.cc4cs.module_features`) are executed op counts
+(`passes.executed.executed_ops`), as CC4CS counts executed statements (paper §3, N_k^st).
 
 Usage (writes `analysis/data/cc4cs_host.json` and the raw sweep beside it)::
 
@@ -32,54 +30,11 @@ from stablehlo_perf.analysis.cc4cs import (
 )
 from stablehlo_perf.analysis.opinfo import OpInfo
 from stablehlo_perf.analysis.targets import load_target
+from stablehlo_perf.passes.executed import executed_ops
 from stablehlo_perf.passes.extract import ModuleView, view_module
 from stablehlo_perf.runtime.jit_hook import measure_callable
 
-__all__ = ["executed_ops", "host_sweep", "module_estimate", "result_features"]
-
-
-def executed_ops(view: ModuleView) -> list[tuple[OpInfo, float]]:
-    """Every analysed op of the entry function (and what it calls) with its execution count."""
-    recs = view.records
-    entry = view.entry()
-    func_times: dict[str, float] = {}
-    op_times: dict[int, float] = {}
-
-    def times_of_func(name: str, stack: frozenset[str]) -> float:
-        if name in func_times:
-            return func_times[name]
-        if entry is not None and name == entry.name:
-            total = 1.0
-        else:
-            total = sum(
-                times_of_op(r.info.id, stack | {name})
-                for r in recs
-                if r.info.name == "func.call"
-                and r.info.attrs.get("callee", "").lstrip("@") == name
-                and r.info.func not in stack | {name}
-            )
-        func_times[name] = total
-        return total
-
-    def times_of_op(i: int, stack: frozenset[str]) -> float:
-        if i in op_times:
-            return op_times[i]
-        rec = recs[i]
-        if rec.parent is None:
-            t = times_of_func(rec.info.func, stack)
-        else:
-            parent = recs[rec.parent].info
-            t = times_of_op(rec.parent, stack)
-            region = rec.block_key[1]
-            if parent.name == "stablehlo.while":
-                trips = parent.attrs.get("trip_count") or 1
-                t *= trips + 1 if region == 0 else trips
-            elif parent.name in ("stablehlo.if", "stablehlo.case"):
-                t /= len(view.regions.get(rec.parent, [])) or 1
-        op_times[i] = t
-        return t
-
-    return [(r.info, times_of_op(r.info.id, frozenset())) for r in recs]
+__all__ = ["host_sweep", "module_estimate", "result_features"]
 
 
 def result_features(result: Any) -> dict[str, float]:

@@ -1,0 +1,57 @@
+"""How many times each op of a module runs: the executed-statement counts CC4CS works from.
+
+While bodies run their static trip count (the condition once more), each
+if/case branch counts 1/branches, and a callee runs as often as its call
+sites do (paper §3, N_k^st counts executed statements).
+"""
+
+from __future__ import annotations
+
+from stablehlo_perf.analysis.opinfo import OpInfo
+from stablehlo_perf.passes.extract import ModuleView
+
+__all__ = ["executed_ops"]
+
+
+def executed_ops(view: ModuleView) -> list[tuple[OpInfo, float]]:
+    """Every analysed op of the entry function (and what it calls) with its execution count."""
+    recs = view.records
+    entry = view.entry()
+    func_times: dict[str, float] = {}
+    op_times: dict[int, float] = {}
+
+    def times_of_func(name: str, stack: frozenset[str]) -> float:
+        if name in func_times:
+            return func_times[name]
+        if entry is not None and name == entry.name:
+            total = 1.0
+        else:
+            total = sum(
+                times_of_op(r.info.id, stack | {name})
+                for r in recs
+                if r.info.name == "func.call"
+                and r.info.attrs.get("callee", "").lstrip("@") == name
+                and r.info.func not in stack | {name}
+            )
+        func_times[name] = total
+        return total
+
+    def times_of_op(i: int, stack: frozenset[str]) -> float:
+        if i in op_times:
+            return op_times[i]
+        rec = recs[i]
+        if rec.parent is None:
+            t = times_of_func(rec.info.func, stack)
+        else:
+            parent = recs[rec.parent].info
+            t = times_of_op(rec.parent, stack)
+            region = rec.block_key[1]
+            if parent.name == "stablehlo.while":
+                trips = parent.attrs.get("trip_count") or 1
+                t *= trips + 1 if region == 0 else trips
+            elif parent.name in ("stablehlo.if", "stablehlo.case"):
+                t /= len(view.regions.get(rec.parent, [])) or 1
+        op_times[i] = t
+        return t
+
+    return [(r.info, times_of_op(r.info.id, frozenset())) for r in recs]
