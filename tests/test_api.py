@@ -160,3 +160,14 @@ def test_terminal_summary_names_totals_and_models():
     print_summary(res.report, file=out)
     text = out.getvalue()
     assert "h100" in text and "while(x8)" in text and "critical path (" in text
+
+
+def test_calibrated_targets_get_intervals_and_the_lasso_cross_check():
+    text = (ROOT / "test_ir/corpus/mlp.mlir").read_text()
+    v4 = sp.analyze(text, target="tpu-v4").report
+    dots = [o for o in v4.ops if o.name == "stablehlo.dot_general"]
+    assert all(o.latency_p10_ns < o.latency_ns < o.latency_p90_ns for o in dots)
+    assert v4.module_estimate is None, "no whole-program TPU v4 measurements to train a LASSO on"
+    host = json.loads(sp.analyze(text, target="host").to_json())
+    assert host["module_estimate"]["model"] == "cc4cs-lasso"
+    assert "measured on this host" in host["module_estimate"]["trained_on"]
