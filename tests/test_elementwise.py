@@ -101,7 +101,7 @@ def test_shipped_tpu_csv_loads_one_row_per_shape() -> None:
 
 
 def test_shape_features_tile_padding() -> None:
-    f = dict(zip(ew.FEATURE_NAMES, ew.shape_features((3, 100, 200), 2.0), strict=True))
+    f = dict(zip(ew.FEATURE_NAMES[:-1], ew.shape_features((3, 100, 200), 2.0), strict=True))
     assert f["numel"] == 60000
     assert f["tensor_bytes"] == 120000
     assert (f["d0"], f["d1"], f["d2"], f["d3"]) == (1, 3, 100, 200)
@@ -128,6 +128,9 @@ def test_features_of_ops_use_the_right_tensor() -> None:
     X = ew.features([red, bc, _op("add", (8, 128), "bf16")])
     assert X[:, 0].tolist() == [8192, 8192, 1024]
     assert X[2, ew.FEATURE_NAMES.index("elem_bytes")] == 2
+    code = X[:, ew.FEATURE_NAMES.index("op_code")]
+    assert code.tolist() == [ew.OP_CODES.index(n) for n in ("reduce", "broadcast_in_dim", "add")]
+    assert math.isnan(ew.features([_op("atan2", (8,))])[0, -1])
 
 
 def test_matmul_features_dot_and_conv() -> None:
@@ -154,7 +157,7 @@ def test_matmul_features_dot_and_conv() -> None:
 def _synthetic() -> tuple[np.ndarray, np.ndarray]:
     """A floor of 1 us, 1 ns per element, and +20% when the last dim is not 128-aligned."""
     shapes = [(a, b) for a in range(8, 136, 8) for b in (128, 256, 384, 512, 96, 200)]
-    X = np.array([ew.shape_features(s, 4.0) for s in shapes])
+    X = np.array([[*ew.shape_features(s, 4.0), ew.OP_CODES.index("add")] for s in shapes])
     n = X[:, 0]
     y = (1.0 + 1e-3 * n) * np.where(X[:, ew.FEATURE_NAMES.index("last_mod128")] > 0, 1.2, 1.0)
     return X, y
