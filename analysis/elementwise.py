@@ -57,6 +57,7 @@ __all__ = [
     "LearnedLatencyModel",
     "Measurement",
     "cache_dir",
+    "calibrated_dispatch_ns",
     "calibration_path",
     "features",
     "fit_class_models",
@@ -526,11 +527,16 @@ def calibration_path(target: str) -> Path:
     return cache_dir() / f"{target}-{tag}.csv"
 
 
-def _data_dir() -> Path:
+def _shipped_file(name: str) -> Path:
+    """A CSV shipped in analysis/data: the installed package data, else the source tree
+    (an editable install links modules but not data files until package-data lists them)."""
     try:
-        return Path(str(resources.files("stablehlo_perf.analysis.data")))
+        installed = Path(str(resources.files("stablehlo_perf.analysis.data"))) / name
     except ModuleNotFoundError:
-        return Path(__file__).resolve().parent / "data"
+        installed = None
+    if installed is not None and installed.is_file():
+        return installed
+    return Path(__file__).resolve().parent / "data" / name
 
 
 _SHIPPED = {"tpu-v4": "tpu_v4_elementwise.csv", "host": "host_reference.csv"}
@@ -554,19 +560,33 @@ def training_files(target: str) -> tuple[Path, bool] | None:
     cached = calibration_path(target)
     if cached.is_file() and checksum_ok(cached):
         return cached, True
-    shipped = _data_dir() / _SHIPPED.get(target, f"{target}.csv")
+    shipped = _shipped_file(_SHIPPED.get(target, f"{target}.csv"))
     if shipped.is_file():
         return shipped, _header_machine(shipped) == machine_fingerprint()
     return None
 
 
-def _header_machine(path: Path) -> str:
+def _header_value(path: Path, key: str) -> str:
     for line in path.read_text().splitlines():
-        if line.startswith("# machine:"):
-            return line.split(":", 1)[1].strip()
         if not line.startswith("#"):
             break
+        if line.startswith(f"# {key}:"):
+            return line.split(":", 1)[1].strip()
     return ""
+
+
+def _header_machine(path: Path) -> str:
+    return _header_value(path, "machine")
+
+
+def calibrated_dispatch_ns(target: str) -> float | None:
+    """Per-call dispatch overhead measured with a target's calibration (ns), if any.
+
+    Kernel times exclude it; an end-to-end estimate adds it once per jitted call.
+    """
+    src = training_files(target)
+    value = _header_value(src[0], "dispatch_us") if src else ""
+    return float(value) * 1e3 if value else None
 
 
 def fit_class_models(rows: Iterable[Measurement], **params: object) -> dict[str, LatencyRegressor]:

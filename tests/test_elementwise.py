@@ -316,3 +316,28 @@ def test_corrupted_cache_entry_is_never_used(
     assert not ew.checksum_ok(path)
     src = ew.training_files("tpu-v4")
     assert src is not None and src[0].name == "tpu_v4_elementwise.csv"
+
+
+def test_host_uses_the_shipped_reference_with_a_matmul_class(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    host = load_target("host")
+    src = ew.training_files("host")
+    assert src is not None and src[0].name == "host_reference.csv"
+    assert "# note: reference host calibration" in src[0].read_text()
+    svc = ew.LearnedLatencyModel()
+    dot = OpInfo.build(
+        0, "stablehlo.dot_general", [TensorType((256, 256), "f32")] * 2,
+        [TensorType((256, 256), "f32")],
+        {"lhs_contracting_dims": (1,), "rhs_contracting_dims": (0,)},
+    )  # fmt: skip
+    ops = [_op("add", (1024,), "f32"), _op("add", (2048, 2048), "f32"), dot]
+    assert all(svc.supports(op, host) for op in ops)
+    costs = svc.predict(ops, host)
+    assert [c.model for c in costs] == ["hgb-host-binary", "hgb-host-binary", "hgb-host-matmul"]
+    assert 0 < costs[0].latency_ns < costs[1].latency_ns
+    assert costs[2].latency_ns > 0
+    assert set(svc.models(host)) == {
+        "binary", "compare_select", "transcendental", "convert", "movement", "reduction", "matmul",
+    }  # fmt: skip

@@ -144,6 +144,8 @@ def test_calibrate_cli_end_to_end_and_corrupted_cache(
     assert ew.training_files("host") == (path, True)
     assert not path.with_name(path.stem + ".partial.csv").exists()
     assert len(ew.load_measurements(path)) == 3
+    dispatch = ew.calibrated_dispatch_ns("host")
+    assert dispatch is not None and dispatch > 0
     # Corrupt one value: detected, reported, re-measured.
     path.write_text(text.replace(",3\n", ",4\n", 1))
     assert not ew.checksum_ok(path)
