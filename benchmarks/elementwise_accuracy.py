@@ -1,0 +1,182 @@
+"""Accuracy of the learned latency models on sizes never seen in training.
+
+    python benchmarks/elementwise_accuracy.py [--folds 5] [--no-host] [--no-ablation]
+
+tpu-v4: the shipped measurements, split by total size into `folds` folds (every
+size is predicted by a model that never saw it), per class and per op: rows, R²,
+median absolute error (us), median relative error; then the feature/residual
+ablation. Targets (issue 4): add, multiply, ReLU median rel err <= 1.5%, R² >= 0.998
+(paper: 1.78% / 2.55%, R² 0.997-0.998).
+
+host: the same protocol on the host calibration the service uses, and a live check:
+fresh shapes not in the calibration are measured twice in this run (passes A and B,
+each interleaved); the noise floor is the median |A - B| / B, the model's error is
+the median |prediction - B| / B, and the target is error <= 1.25 x floor.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Sequence
+
+import numpy as np
+from sklearn.metrics import r2_score
+from stablehlo_perf.analysis import elementwise as ew
+
+
+def _cv_predict(rows: Sequence[ew.Measurement], folds: int, **params: object) -> np.ndarray:
+    """Out-of-fold predictions, folds formed from whole total sizes, one model per class."""
+    pred = np.zeros(len(rows))
+    by_class: dict[str, list[int]] = {}
+    for i, r in enumerate(rows):
+        by_class.setdefault(r.op_class, []).append(i)
+    for idx in by_class.values():
+        X = ew.measurement_features([rows[i] for i in idx])
+        y = np.array([rows[i].latency_us for i in idx])
+        sizes = X[:, 0]
+        uniq = np.unique(sizes)
+        fold_of = dict(
+            zip(uniq, np.random.default_rng(0).permutation(len(uniq)) % folds, strict=True)
+        )
+        f = np.array([fold_of[s] for s in sizes])
+        for k in range(folds):
+            te = f == k
+            if te.any() and (~te).sum() >= 2:
+                model = ew.LatencyRegressor(**params).fit(X[~te], y[~te])  # type: ignore[arg-type]
+                pred[np.array(idx)[te]] = model.predict(X[te])
+    return pred
+
+
+def _stats(y: np.ndarray, p: np.ndarray) -> tuple[float, float, float]:
+    err = np.abs(p - y)
+    r2 = r2_score(y, p) if len(y) > 1 else float("nan")
+    return float(r2), float(np.median(err)), float(np.median(err / y))
+
+
+def _row(name: str, y: np.ndarray, p: np.ndarray, extra: str = "") -> str:
+    r2, mae, rel = _stats(y, p)
+    return f"| {name:<34} | {len(y):>5} | {r2:>8.4f} | {mae:>9.3f} | {100 * rel:>7.2f}% |{extra}"
+
+
+_HEAD = "| target / class (op)                | rows  |    R²    | med |err| us | med rel |"
+_RULE = "|------------------------------------|-------|----------|-----------|---------|"
+
+
+def accuracy_table(target: str, rows: Sequence[ew.Measurement], folds: int) -> None:
+    """Per class and per op accuracy on unseen sizes."""
+    pred = _cv_predict(rows, folds)
+    y = np.array([r.latency_us for r in rows])
+    ops = np.array([r.op for r in rows])
+    classes = np.array([r.op_class for r in rows])
+    print(_HEAD)
+    print(_RULE)
+    for cls in sorted(set(classes)):
+        m = classes == cls
+        print(_row(f"{target} {cls}", y[m], pred[m]))
+        for op in sorted(set(ops[m])):
+            if len(set(ops[m])) > 1:
+                mo = m & (ops == op)
+                print(_row(f"  ({op})", y[mo], pred[mo]))
+    print()
+
+
+def ablation(rows: Sequence[ew.Measurement], folds: int) -> None:
+    """Median rel err and R² per op for each feature set x residual mode (tpu-v4)."""
+    y = np.array([r.latency_us for r in rows])
+    ops = np.array([r.op for r in rows])
+    names = sorted(set(ops))
+    print(
+        "| features | model                      | " + " | ".join(f"{o:>17}" for o in names) + " |"
+    )
+    print("|----------|----------------------------|" + "|".join("-" * 19 for _ in names) + "|")
+    for fs in ew.FEATURE_SETS:
+        for residual, label in (
+            ("plain", "HGB on time (paper)"),
+            ("log", "LAD line x HGB residual"),
+        ):
+            pred = _cv_predict(rows, folds, feature_set=fs, residual=residual)
+            cells = []
+            for o in names:
+                m = ops == o
+                r2, _, rel = _stats(y[m], pred[m])
+                cells.append(f"{100 * rel:5.2f}% R² {r2:6.3f}")
+            print(f"| {fs:<8} | {label:<26} | " + " | ".join(cells) + " |")
+    print()
+
+
+def host_live(n_per_class: int, repeats: int) -> None:
+    """Fresh shapes measured twice in this run: model error against the repeat noise floor."""
+    from stablehlo_perf.runtime import sweeps, timing
+
+    src = ew.training_files("host")
+    if src is None:
+        print("host: no calibration (run stablehlo-perf-calibrate --target host)")
+        return
+    path, same = src
+    rows = ew.load_measurements(path)
+    models = ew.fit_class_models(rows)
+    print(f"host calibration: {path} ({'this machine' if same else 'ANOTHER machine'})")
+    accuracy_table("host", rows, 5)
+
+    rng = np.random.default_rng(12345)
+    specs = []
+    for op in ("add", "maximum", "exponential", "convert", "transpose", "reduce"):
+        for _ in range(n_per_class):
+            n = int(2 ** rng.uniform(10, 21))
+            last = int(rng.choice([7, 64, 100, 128, 333, 1000]))
+            shape = (max(1, n // last), last)
+            specs.append(sweeps.Spec(op, "f32", shape))
+    for _ in range(n_per_class):
+        m, n, k = (int(v) for v in rng.choice([48, 64, 100, 160, 200, 320], 3))
+        specs.append(sweeps.Spec("dot_general", "f32", (1, m, n, k)))
+    specs = sorted(set(specs))
+    cases = [sweeps.build_case(s) for s in specs]
+    a, _ = timing.time_cases(cases, repeats=repeats, seed=1)
+    b, disp = timing.time_cases(cases, repeats=repeats, seed=2)
+    meas = [ew.Measurement(s.op, s.dtype, s.shape, 1.0) for s in specs]
+    X = ew.measurement_features(meas)
+    cls = np.array([m.op_class for m in meas])
+    va = np.maximum([a[s.key].median_us for s in specs], 0.1)
+    vb = np.maximum([b[s.key].median_us for s in specs], 0.1)
+    print(f"host live check: {len(specs)} fresh shapes, passes A and B of {repeats} interleaved "
+          f"rounds each; dispatch {disp.median_us:.1f} us per call (not in kernel times)")  # fmt: skip
+    print("| host class (fresh shapes)   | rows | med rel err vs B | noise floor |A-B|/B | ratio |")
+    print("|-----------------------------|------|------------------|------------------|-------|")
+    for c in sorted(set(cls)):
+        m = cls == c
+        if c not in models:
+            continue
+        p = models[c].predict(X[m])
+        err = float(np.median(np.abs(p - vb[m]) / vb[m]))
+        floor = float(np.median(np.abs(va[m] - vb[m]) / vb[m]))
+        ratio = err / floor if floor > 0 else math.inf
+        print(
+            f"| {c:<27} | {m.sum():>4} | {100 * err:>15.1f}% | {100 * floor:>15.1f}% | {ratio:5.2f} |"
+        )
+    print()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--folds", type=int, default=5)
+    ap.add_argument("--no-host", action="store_true")
+    ap.add_argument("--no-ablation", action="store_true")
+    ap.add_argument("--host-shapes", type=int, default=12, help="fresh shapes per host class")
+    ap.add_argument("--repeats", type=int, default=7)
+    args = ap.parse_args(argv)
+    src = ew.training_files("tpu-v4")
+    assert src is not None
+    rows = ew.load_measurements(src[0])
+    print(f"tpu-v4: {src[0].name}, {len(rows)} shapes, {args.folds}-fold split by total size\n")
+    accuracy_table("tpu-v4", rows, args.folds)
+    if not args.no_ablation:
+        print("ablation (tpu-v4, same folds): median rel err and R² per op")
+        ablation(rows, args.folds)
+    if not args.no_host:
+        host_live(args.host_shapes, args.repeats)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
