@@ -98,10 +98,12 @@ NEAREST: Mapping[str, tuple[str, ...]] = {
     "matmul": (),
 }
 
-# A representative op per class, used to scale a borrowed class by the roofline ratio.
+# The op each class's data measures (name, tensor inputs), used to scale a borrowed class
+# by the roofline ratio. compare_select data is ReLU, max(x, 0): its zero is a fused
+# broadcast constant, so it reads one tensor.
 _PROXY = {
     "binary": ("stablehlo.add", 2),
-    "compare_select": ("stablehlo.maximum", 2),
+    "compare_select": ("stablehlo.maximum", 1),
     "unary": ("stablehlo.negate", 1),
     "convert": ("stablehlo.convert", 1),
     "transcendental": ("stablehlo.exponential", 1),

@@ -341,3 +341,18 @@ def test_host_uses_the_shipped_reference_with_a_matmul_class(
     assert set(svc.models(host)) == {
         "binary", "compare_select", "transcendental", "convert", "movement", "reduction", "matmul",
     }  # fmt: skip
+
+
+def test_borrowed_class_is_scaled_by_the_roofline_ratio(tpu: object) -> None:
+    """exp borrows ReLU's model; both read and write one tensor, so the scale is 1."""
+    svc = ew.LearnedLatencyModel(data={"tpu-v4": TPU_CSV})
+    relu, exp = _op("maximum", (256, 1024), n_in=1), _op("exponential", (256, 1024), n_in=1)
+    a, b = svc.predict([relu, exp], tpu)  # type: ignore[arg-type]
+    assert b.model == "hgb-tpu-v4-compare_select→transcendental(scaled)"
+    # Only the op code (unseen for exp: a missing category) may move it, and only slightly.
+    assert b.latency_ns == pytest.approx(a.latency_ns, rel=0.05)
+    sub = _op("subtract", (256, 1024), "f32")
+    conv = OpInfo.build(0, "stablehlo.convert", [TensorType((256, 1024), "f32")], [sub.results[0]])
+    c_sub, c_conv = svc.predict([sub, conv], tpu)  # type: ignore[arg-type]
+    assert c_conv.model == "hgb-tpu-v4-compare_select→convert(scaled)"
+    assert c_sub.model == "hgb-tpu-v4-binary"
