@@ -31,6 +31,7 @@ import hashlib
 import math
 import os
 import platform
+import warnings
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -560,8 +561,14 @@ def training_files(target: str) -> tuple[Path, bool] | None:
     """(CSV, measured on this machine?) for a target: a valid user calibration first, then the
     shipped one; None if neither exists."""
     cached = calibration_path(target)
-    if cached.is_file() and checksum_ok(cached):
-        return cached, True
+    if cached.is_file():
+        if checksum_ok(cached):
+            return cached, True
+        warnings.warn(
+            f"{cached}: corrupted calibration (checksum mismatch) ignored; "
+            f"rerun stablehlo-perf-calibrate --target {target}",
+            stacklevel=2,
+        )
     shipped = _shipped_file(_SHIPPED.get(target, f"{target}.csv"))
     if shipped.is_file():
         return shipped, _header_machine(shipped) == machine_fingerprint()

@@ -11,7 +11,9 @@ ablation. Targets (issue 4): add, multiply, ReLU median rel err <= 1.5%, R² >= 
 host: the same protocol on the host calibration the service uses, and a live check:
 fresh shapes not in the calibration are measured twice in this run (passes A and B,
 each interleaved); the noise floor is the median |A - B| / B, the model's error is
-the median |prediction - B| / B, and the target is error <= 1.25 x floor.
+the median |prediction - B| / B, and the target is error <= 1.25 x floor. That check
+includes drift between the calibration run and this one; the same-run check measures
+the quick f32 sweep twice here, fits on pass A by size folds and scores on pass B.
 """
 
 from __future__ import annotations
@@ -157,6 +159,45 @@ def host_live(n_per_class: int, repeats: int) -> None:
     print()
 
 
+def host_same_run(repeats: int, folds: int) -> None:
+    """The quick f32 sweep measured twice in this run (passes A, B): models fitted on A at
+    some sizes predict B at the others, against the same-run floor |A - B| / B."""
+    from stablehlo_perf.runtime import sweeps, timing
+
+    specs = sweeps.sweep(quick=True, dtypes=("f32",))
+    va: dict[str, float] = {}
+    vb: dict[str, float] = {}
+    for start in range(0, len(specs), 64):
+        cases = [sweeps.build_case(s) for s in specs[start : start + 64]]
+        a, _ = timing.time_cases(cases, repeats=repeats, seed=1)
+        b, _ = timing.time_cases(cases, repeats=repeats, seed=2)
+        va.update({k: max(t.median_us, 0.1) for k, t in a.items()})
+        vb.update({k: max(t.median_us, 0.1) for k, t in b.items()})
+    rows_a = [ew.Measurement(s.op, s.dtype, s.shape, va[s.key]) for s in specs]
+    pred = _cv_predict(rows_a, folds)
+    y_a = np.array([r.latency_us for r in rows_a])
+    y_b = np.array([vb[s.key] for s in specs])
+    cls = np.array([r.op_class for r in rows_a])
+    print(f"host same-run check: {len(specs)} f32 shapes (quick sweep), passes A and B of "
+          f"{repeats} interleaved rounds; fit on A, {folds}-fold split by size, scored on B")  # fmt: skip
+    print(
+        "| host class (same run)       | rows |   R² vs B | med rel err vs B | floor |A-B|/B | ratio |"
+    )
+    print(
+        "|-----------------------------|------|-----------|------------------|----------------|-------|"
+    )
+    for c in sorted(set(cls)):
+        m = cls == c
+        err = float(np.median(np.abs(pred[m] - y_b[m]) / y_b[m]))
+        floor = float(np.median(np.abs(y_a[m] - y_b[m]) / y_b[m]))
+        ratio = err / floor if floor > 0 else math.inf
+        r2 = r2_score(y_b[m], pred[m])
+        print(
+            f"| {c:<27} | {m.sum():>4} | {r2:>9.3f} | {100 * err:>15.1f}% | {100 * floor:>13.1f}% | {ratio:5.2f} |"
+        )
+    print()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--folds", type=int, default=5)
@@ -175,6 +216,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         ablation(rows, args.folds)
     if not args.no_host:
         host_live(args.host_shapes, args.repeats)
+        host_same_run(args.repeats, args.folds)
     return 0
 
 

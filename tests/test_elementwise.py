@@ -314,7 +314,8 @@ def test_corrupted_cache_entry_is_never_used(
     assert ew.training_files("tpu-v4") == (path, True)
     path.write_text(path.read_text().replace("6.0", "7.0"))
     assert not ew.checksum_ok(path)
-    src = ew.training_files("tpu-v4")
+    with pytest.warns(UserWarning, match="corrupted calibration"):
+        src = ew.training_files("tpu-v4")
     assert src is not None and src[0].name == "tpu_v4_elementwise.csv"
 
 
