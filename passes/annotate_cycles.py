@@ -82,6 +82,10 @@ class AnnotateCyclesPass:
             for key, value in cost.extra.items():
                 if isinstance(value, float) and not key.startswith("latency_p"):
                     cache.write(rec, f"perf.{key}", value)
+            if cost.extra.get("extrapolated") is True:
+                cache.write(rec, "perf.extrapolated", True)
+            if cost.extra.get("same_machine") is False:
+                cache.values[i]["other_machine"] = True
             if intervals[i] is not None and node is None:
                 # Around the final (fused) latency, not the model's own unfused one.
                 cache.write(rec, "perf.latency_p10_ns", intervals[i][0])

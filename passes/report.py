@@ -64,6 +64,17 @@ def collect_report(
         warning = values.get("perf.warning", None)
         if warning:
             caveats = [*caveats, f"op {info.id} `{info.name}` at {info.loc}: {warning}"]
+    extrapolated = [i for i, v in cache.values.items() if v.get("perf.extrapolated")]
+    if extrapolated:
+        caveats.append(
+            f"{len(extrapolated)} op(s) lie outside their learned model's training range "
+            f"(perf.extrapolated), e.g. op {extrapolated[0]}"
+        )
+    if target.kind == "cpu" and any(v.get("other_machine") for v in cache.values.values()):
+        caveats.append(
+            f"some predictions come from a calibration measured on another machine than this one "
+            f"(run stablehlo-perf-calibrate --target {target.name} to measure it here)"
+        )
     top_ops = [o for o in ops if o.top_level]
     work = sum(o.latency_ns for o in top_ops)
     totals = cache.totals or {"total_latency_ns": work, "critical_path_ns": work, "work_ns": work}
