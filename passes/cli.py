@@ -61,6 +61,9 @@ def _write_atomic(path: str, text: str) -> None:
     except OSError as e:
         raise CliError(f"{PROG}: error: cannot write '{path}': {e.strerror}") from None
     try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; outputs get the usual mode
         with os.fdopen(fd, "w") as f:
             f.write(text)
         os.replace(tmp, target)
