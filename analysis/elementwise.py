@@ -637,11 +637,16 @@ class LearnedLatencyModel:
 
     def __init__(self, data: Mapping[str, str | os.PathLike[str]] | None = None) -> None:
         self._data = {k: Path(v) for k, v in (data or {}).items()}
+        # Where each target's data lives, looked up once per service instance (the
+        # registry asks `supports` for every op; the lookup reads files).
+        self._sources: dict[str, tuple[Path, bool] | None] = {}
 
     def _source(self, target: Target) -> tuple[Path, bool] | None:
         if target.name in self._data:
             return self._data[target.name], True
-        return training_files(target.name)
+        if target.name not in self._sources:
+            self._sources[target.name] = training_files(target.name)
+        return self._sources[target.name]
 
     def models(self, target: Target) -> dict[str, LatencyRegressor]:
         """Fitted class models for `target` (fitted once per CSV version, then cached)."""

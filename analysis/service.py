@@ -60,10 +60,8 @@ _LEARNED_CLASSES = frozenset(
 )
 
 
-def _measured_here(op: OpInfo) -> bool:
-    """A learned-model op class, and the user calibrated this machine (a cached calibration)."""
-    if op.op_class not in _LEARNED_CLASSES:
-        return False
+def _host_calibrated() -> bool:
+    """Whether the user calibrated this machine (a cached host calibration exists)."""
     from stablehlo_perf.analysis.elementwise import calibration_path, training_files
 
     found = training_files("host")
@@ -141,8 +139,9 @@ def default_registry() -> Registry:
     # ~10x (benchmarks/end_to_end_host.py), so it stays a starting point, not a default.
     registry.register(_lazy("stablehlo_perf.analysis.elementwise", "LearnedLatencyModel"),
                       kinds=("tpu", "gpu"), applies=lambda op: op.op_class in _LEARNED_CLASSES)  # fmt: skip
-    registry.register(_lazy("stablehlo_perf.analysis.elementwise", "LearnedLatencyModel"),
-                      kinds=("cpu",), applies=_measured_here)  # fmt: skip
+    if _host_calibrated():
+        registry.register(_lazy("stablehlo_perf.analysis.elementwise", "LearnedLatencyModel"),
+                          kinds=("cpu",), applies=lambda op: op.op_class in _LEARNED_CLASSES)  # fmt: skip
     # Measured per-class distributions (CC4CS) where a TPU target has them; host
     # characterisations come from standalone single-op programs and overprice fused ops.
     registry.register(_lazy("stablehlo_perf.analysis.cc4cs", "CC4CSModel"), kinds=("tpu",))

@@ -59,6 +59,9 @@ class AnalysisCache:
     critical_path: list[int] = field(default_factory=list)
     _view: ModuleView | None = None
     _i64: ir.Type | None = None
+    # Attributes are uniqued by MLIR; reusing the Python handles for repeated values
+    # (model names, kinds, small counts) saves a binding call per write.
+    _attr_memo: dict = field(default_factory=dict)
 
     def view(self, module: ir.Operation) -> ModuleView:
         if self._view is None:
@@ -70,21 +73,34 @@ class AnalysisCache:
 
         An int past int64 is clamped in the IR, kept exact here, and flagged in `perf.warning`.
         """
-        self.values.setdefault(rec.info.id, {})[name] = value
-        attrs = rec.op.attributes
+        values = self.values.get(rec.info.id)
+        if values is None:
+            values = self.values[rec.info.id] = {}
+        values[name] = value
+        if type(value) is int and value > INT64_MAX:  # clamped with a warning on every op
+            rec.op.attributes[name] = self._make_attr(rec, name, value)
+            return
+        key = (type(value), value)
+        attr = self._attr_memo.get(key)
+        if attr is None:
+            attr = self._make_attr(rec, name, value)
+            if len(self._attr_memo) < 65536:
+                self._attr_memo[key] = attr
+        rec.op.attributes[name] = attr
+
+    def _make_attr(self, rec: OpRecord, name: str, value: bool | float | str) -> ir.Attribute:
         if value is True:
-            attrs[name] = ir.UnitAttr.get()
-        elif isinstance(value, int):
+            return ir.UnitAttr.get()
+        if isinstance(value, int):
             if value > INT64_MAX:
                 self.warn(rec, f"{name} = {value} exceeds int64; clamped here, exact in the report")
                 value = INT64_MAX
             if self._i64 is None:
                 self._i64 = ir.IntegerType.get_signless(64)
-            attrs[name] = ir.IntegerAttr.get(self._i64, value)
-        elif isinstance(value, float):
-            attrs[name] = ir.FloatAttr.get_f64(value)
-        else:
-            attrs[name] = ir.StringAttr.get(value)
+            return ir.IntegerAttr.get(self._i64, value)
+        if isinstance(value, float):
+            return ir.FloatAttr.get_f64(value)
+        return ir.StringAttr.get(value)
 
     def warn(self, rec: OpRecord, message: str) -> None:
         """Append to the op's `perf.warning` (several passes may have something to say)."""
