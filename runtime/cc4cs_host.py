@@ -31,7 +31,7 @@ from stablehlo_perf.analysis.cc4cs import (
 from stablehlo_perf.analysis.opinfo import OpInfo
 from stablehlo_perf.analysis.targets import load_target
 from stablehlo_perf.passes.executed import executed_ops
-from stablehlo_perf.passes.extract import ModuleView, view_module
+from stablehlo_perf.passes.extract import view_module
 from stablehlo_perf.runtime.jit_hook import measure_callable
 
 __all__ = ["host_sweep", "module_estimate", "result_features"]

@@ -1,4 +1,5 @@
 """lit configuration: FileCheck tests of the perf passes and the CLI's error messages."""
+# ruff: noqa: F821  (lit injects `config`)
 
 import os
 
