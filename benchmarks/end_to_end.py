@@ -21,7 +21,6 @@ against a single round; the noise floor is its mean over the zoo.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import itertools
 import json
 import math
@@ -38,6 +37,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 from scipy import stats
+from _corpus import corpus_programs
 from stablehlo_perf.analysis.cc4cs import (
     CLRA,
     StoredLasso,
@@ -54,7 +54,6 @@ from stablehlo_perf.runtime.jit_hook import (
     perf_jit,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
 F32, BF16, I8 = jnp.float32, jnp.bfloat16, jnp.int8
 NHWC = ("NHWC", "HWIO", "NHWC")
 Program = tuple[Callable[..., Any], tuple[Any, ...]]
@@ -62,15 +61,6 @@ Program = tuple[Callable[..., Any], tuple[Any, ...]]
 
 def _s(shape: tuple[int, ...], dtype: Any = F32) -> jax.ShapeDtypeStruct:
     return jax.ShapeDtypeStruct(shape, dtype)
-
-
-def _corpus() -> Any:
-    spec = importlib.util.spec_from_file_location(
-        "corpus_programs", ROOT / "test_ir" / "corpus" / "programs.py"
-    )
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def _mlp_loss(params: Any, x: jax.Array, y: jax.Array) -> jax.Array:
@@ -139,7 +129,7 @@ def depthwise_conv(s: int) -> Program:
 
 
 def attention(s: int) -> Program:
-    c = _corpus()
+    c = corpus_programs()
 
     def fn(x, wq, wk, wv, wo):
         return c._mha(x, wq, wk, wv, wo, heads=4)
@@ -148,16 +138,16 @@ def attention(s: int) -> Program:
 
 
 def transformer_block(s: int) -> Program:
-    fn, args = _corpus().deep_transformer(1, d_model=128, seq=32 * s, heads=4)
+    fn, args = corpus_programs().deep_transformer(1, d_model=128, seq=32 * s, heads=4)
     return fn, args
 
 
 def deep_transformer(s: int) -> Program:
-    return _corpus().deep_transformer(6, d_model=64, seq=16 * s, heads=4)
+    return corpus_programs().deep_transformer(6, d_model=64, seq=16 * s, heads=4)
 
 
 def layer_norm(s: int) -> Program:
-    return _corpus()._layer_norm, (_s((128 * s, 512)), _s((512,)), _s((512,)))
+    return corpus_programs()._layer_norm, (_s((128 * s, 512)), _s((512,)), _s((512,)))
 
 
 def softmax_xent(s: int) -> Program:

@@ -14,9 +14,7 @@ predictions — whether fusion-awareness pays.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import sys
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -24,9 +22,9 @@ import numpy as np
 from scipy.stats import kendalltau
 
 import stablehlo_perf as sp
+from _corpus import corpus_programs
 from stablehlo_perf.runtime.timing import Case, device_description, time_cases
 
-ROOT = Path(__file__).resolve().parents[1]
 UNFUSED = "builtin.module(perf-op-info,perf-annotate-cycles{target=host},perf-critical-path{target=host})"
 
 
@@ -35,13 +33,6 @@ class _Ready:
 
     def block_until_ready(self) -> _Ready:
         return self
-
-
-def load_programs():
-    spec = importlib.util.spec_from_file_location("programs", ROOT / "test_ir/corpus/programs.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod.PROGRAMS
 
 
 def concrete(args, key=0):
@@ -65,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeats", type=int, default=11)
     ap.add_argument("--only", nargs="*")
     args = ap.parse_args(argv)
-    programs = load_programs()
+    programs = corpus_programs().PROGRAMS
     names = sorted(args.only or programs)
     cases, predicted = [], {}
     for name in names:

@@ -8,19 +8,17 @@ module that differs by more than 1%.
 
 from __future__ import annotations
 
-import importlib.util
 import sys
-from pathlib import Path
 
 import jax
 import numpy as np
 
+from _corpus import corpus_programs
 from stablehlo_perf.analysis.aggregate import aggregate
 from stablehlo_perf.passes.annotate_cycles import control_nodes
 from stablehlo_perf.passes.extract import view_module
 from stablehlo_perf.passes.ir import make_context, parse_module
 
-ROOT = Path(__file__).resolve().parents[1]
 
 # Why a module's count differs from XLA's (checked by reading the optimised HLO).
 EXPLAINED = {
@@ -29,13 +27,6 @@ EXPLAINED = {
     "mixed_dtypes": "XLA:CPU computes bf16/f16 arithmetic in f32: converts over 2,064 "
     "elements in its optimised HLO versus the module's own; the gap is 1,280",
 }
-
-
-def load_programs():
-    spec = importlib.util.spec_from_file_location("programs", ROOT / "test_ir/corpus/programs.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod.PROGRAMS
 
 
 def dynamic_totals(text: str, xla_while_convention: bool = False) -> tuple[int, int]:
@@ -57,7 +48,7 @@ def dynamic_totals(text: str, xla_while_convention: bool = False) -> tuple[int, 
 
 def main() -> int:
     rows = []
-    for name, make in sorted(load_programs().items()):
+    for name, make in sorted(corpus_programs().PROGRAMS.items()):
         fn, args = make()
         lowered = jax.jit(fn).lower(*args)
         flops, nbytes = dynamic_totals(lowered.as_text())

@@ -11,28 +11,19 @@ in the same run, and prints ops/s and the ratio. Targets (issue 2):
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import statistics
 import sys
 import time
-from pathlib import Path
 
 import jax
 
+from _corpus import corpus_programs
 from stablehlo_perf.analysis.targets import load_target
 from stablehlo_perf.passes.api import module_text, run_passes
 from stablehlo_perf.passes.ir import make_context, parse_module
 from stablehlo_perf.passes.pipeline import default_pipeline, parse_pipeline
 from stablehlo_perf.passes.report import collect_report
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def load_programs():
-    spec = importlib.util.spec_from_file_location("programs", ROOT / "test_ir/corpus/programs.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def analyse_once(text: str, target: str) -> tuple[float, int, dict[str, float]]:
@@ -61,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--target", default="tpu-v5e")
     args = ap.parse_args(argv)
-    programs = load_programs()
+    programs = corpus_programs()
     print(f"{'layers':>6s} {'ops':>7s} {'ours s':>8s} {'spread':>7s} {'ops/s':>8s} "
           f"{'XLA s':>7s} {'ours/XLA':>8s}  phases (parse/passes/report/print s)")  # fmt: skip
     for size in args.sizes:
