@@ -28,15 +28,22 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import cache
+from statistics import NormalDist
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy import stats
 from stablehlo_perf.analysis.opinfo import OpInfo
 from stablehlo_perf.analysis.service import OpCost
 from stablehlo_perf.analysis.targets import Target
+
+def _scipy_stats():  # noqa: ANN202 - the scipy.stats module
+    """scipy.stats, imported when a fit or a non-normal quantile needs it (it takes ~1 s)."""
+    from scipy import stats
+
+    return stats
+
 
 __all__ = [
     "CANDIDATES",
@@ -132,6 +139,8 @@ class DistributionFit:
 
 def _mle(family: str, x: np.ndarray) -> tuple[tuple[float, ...], int]:
     """MLE parameters and their count; positive families have their location fixed at 0."""
+    from scipy import stats  # fitting only: kept off the import path of every analysis
+
     dist = getattr(stats, family)
     if family == "norm":
         return (float(np.mean(x)), float(np.std(x))), 2
@@ -155,7 +164,7 @@ def fit_candidates(
             fits.append(DistributionFit(family, (), math.inf, math.inf, math.inf, math.inf, n))
             continue
         params, k = _mle(family, arr)
-        nlogl = float(-np.sum(getattr(stats, family).logpdf(arr, *params)))
+        nlogl = float(-np.sum(getattr(_scipy_stats(), family).logpdf(arr, *params)))
         if not math.isfinite(nlogl):
             nlogl = math.inf
         aic = 2 * k + 2 * nlogl
@@ -215,11 +224,11 @@ class ClassDistribution:
         """Quantile `q` of cycles per unit of work."""
         if self.family == "lognorm":
             mu, sigma = self.params
-            return float(math.exp(mu + sigma * stats.norm.ppf(q)))
+            return float(math.exp(mu + sigma * NormalDist().inv_cdf(q)))
         if self.family == "norm":
             mean, std = self.params
-            return float(max(mean + std * stats.norm.ppf(q), 0.0))
-        return float(getattr(stats, self.family).ppf(q, *self.params))
+            return float(max(mean + std * NormalDist().inv_cdf(q), 0.0))
+        return float(getattr(_scipy_stats(), self.family).ppf(q, *self.params))
 
     def cycles(self, work: np.ndarray | float, q: float = 0.5) -> np.ndarray:
         """Predicted cycles at quantile q (0.1, 0.5 or 0.9): floor part plus metric x work."""

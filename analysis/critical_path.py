@@ -9,6 +9,7 @@ finishes last.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -29,8 +30,6 @@ class Schedule:
 def topological_order(deps: Sequence[Sequence[int]]) -> list[int] | None:
     """Nodes in an order where every node follows its deps, earliest index first among the
     ready ones (so program order is kept where it can be); None if there is a cycle."""
-    import heapq
-
     n = len(deps)
     indegree = [0] * n
     users: list[list[int]] = [[] for _ in range(n)]

@@ -27,20 +27,21 @@ from __future__ import annotations
 
 import csv
 import functools
-import hashlib
 import math
 import os
-import platform
-import warnings
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.ensemble import HistGradientBoostingRegressor
+from stablehlo_perf.analysis.calibration_files import (
+    calibration_path,
+    header_value,
+    training_files,
+)
 from stablehlo_perf.analysis.opinfo import OpInfo, TensorType, element_bytes, op_class
 from stablehlo_perf.analysis.roofline import RooflineModel
 from stablehlo_perf.analysis.service import OpCost
@@ -57,13 +58,10 @@ __all__ = [
     "LatencyRegressor",
     "LearnedLatencyModel",
     "Measurement",
-    "cache_dir",
     "calibrated_dispatch_ns",
-    "calibration_path",
     "features",
     "fit_class_models",
     "load_measurements",
-    "machine_fingerprint",
     "matmul_features",
     "measurement_features",
     "normalize_dtype",
@@ -505,96 +503,13 @@ def size_split(
 # --- training data and fitted models ---------------------------------------------------
 
 
-def cache_dir() -> Path:
-    """The user's cache folder for calibrations ($XDG_CACHE_HOME or ~/.cache)."""
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "stablehlo-perf"
-
-
-def machine_fingerprint() -> str:
-    """Short description of this machine (CPU model, cores, arch), used to match calibrations."""
-    model = platform.processor() or "unknown-cpu"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{model}, {os.cpu_count()} cores, {platform.machine()}"
-
-
-def calibration_path(target: str) -> Path:
-    """Where `stablehlo-perf-calibrate --target TARGET` stores its calibration CSV."""
-    tag = hashlib.sha256(machine_fingerprint().encode()).hexdigest()[:10]
-    return cache_dir() / f"{target}-{tag}.csv"
-
-
-def _shipped_file(name: str) -> Path:
-    """A CSV shipped in analysis/data: the installed package data, else the source tree
-    (an editable install links modules but not data files until package-data lists them)."""
-    try:
-        installed = Path(str(resources.files("stablehlo_perf.analysis.data"))) / name
-    except ModuleNotFoundError:
-        installed = None
-    if installed is not None and installed.is_file():
-        return installed
-    return Path(__file__).resolve().parent / "data" / name
-
-
-_SHIPPED = {"tpu-v4": "tpu_v4_elementwise.csv", "host": "host_reference.csv"}
-
-
-def checksum_ok(path: Path) -> bool:
-    """True when a cached calibration's `# sha256:` header matches its body (not corrupted)."""
-    try:
-        text = path.read_text()
-    except (OSError, UnicodeDecodeError):
-        return False
-    lines = text.splitlines(keepends=True)
-    want = next((ln.split(":", 1)[1].strip() for ln in lines if ln.startswith("# sha256:")), None)
-    body = "".join(ln for ln in lines if not ln.startswith("#"))
-    return want is not None and hashlib.sha256(body.encode()).hexdigest() == want
-
-
-def training_files(target: str) -> tuple[Path, bool] | None:
-    """(CSV, measured on this machine?) for a target: a valid user calibration first, then the
-    shipped one; None if neither exists."""
-    cached = calibration_path(target)
-    if cached.is_file():
-        if checksum_ok(cached):
-            return cached, True
-        warnings.warn(
-            f"{cached}: corrupted calibration (checksum mismatch) ignored; "
-            f"rerun stablehlo-perf-calibrate --target {target}",
-            stacklevel=2,
-        )
-    shipped = _shipped_file(_SHIPPED.get(target, f"{target}.csv"))
-    if shipped.is_file():
-        return shipped, _header_machine(shipped) == machine_fingerprint()
-    return None
-
-
-def _header_value(path: Path, key: str) -> str:
-    for line in path.read_text().splitlines():
-        if not line.startswith("#"):
-            break
-        if line.startswith(f"# {key}:"):
-            return line.split(":", 1)[1].strip()
-    return ""
-
-
-def _header_machine(path: Path) -> str:
-    return _header_value(path, "machine")
-
-
 def calibrated_dispatch_ns(target: str) -> float | None:
     """Per-call dispatch overhead measured with a target's calibration (ns), if any.
 
     Kernel times exclude it; an end-to-end estimate adds it once per jitted call.
     """
     src = training_files(target)
-    value = _header_value(src[0], "dispatch_us") if src else ""
+    value = header_value(src[0], "dispatch_us") if src else ""
     return float(value) * 1e3 if value else None
 
 
@@ -635,8 +550,11 @@ class LearnedLatencyModel:
 
     name = "hgb"
 
-    def __init__(self, data: Mapping[str, str | os.PathLike[str]] | None = None) -> None:
+    def __init__(
+        self, data: Mapping[str, str | os.PathLike[str]] | None = None, shipped: bool = True
+    ) -> None:
         self._data = {k: Path(v) for k, v in (data or {}).items()}
+        self.shipped = shipped  # False: only a calibration the user measured (in the cache)
         # Where each target's data lives, looked up once per service instance (the
         # registry asks `supports` for every op; the lookup reads files).
         self._sources: dict[str, tuple[Path, bool] | None] = {}
@@ -645,7 +563,10 @@ class LearnedLatencyModel:
         if target.name in self._data:
             return self._data[target.name], True
         if target.name not in self._sources:
-            self._sources[target.name] = training_files(target.name)
+            found = training_files(target.name)
+            if found is not None and not self.shipped and found[0] != calibration_path(target.name):
+                found = None
+            self._sources[target.name] = found
         return self._sources[target.name]
 
     def models(self, target: Target) -> dict[str, LatencyRegressor]:

@@ -54,18 +54,19 @@ _FREE_OPS = {
 }  # fmt: skip
 
 
-# Op classes the learned latency models cover (analysis/elementwise.py CLASSES).
-_LEARNED_CLASSES = frozenset(
-    {"binary", "compare_select", "transcendental", "unary", "convert", "movement", "reduction", "matmul"}
-)
+def _has_data(shipped: bool) -> Callable[[Target], bool]:
+    """Whether a target has learned-model data, looked up once per target without importing
+    the models (and scikit-learn); `shipped=False` counts only the user's own calibration."""
+    from stablehlo_perf.analysis.calibration_files import has_learned_data
 
+    known: dict[str, bool] = {}
 
-def _host_calibrated() -> bool:
-    """Whether the user calibrated this machine (a cached host calibration exists)."""
-    from stablehlo_perf.analysis.elementwise import calibration_path, training_files
+    def available(target: Target) -> bool:
+        if target.name not in known:
+            known[target.name] = has_learned_data(target.name, shipped)
+        return known[target.name]
 
-    found = training_files("host")
-    return found is not None and found[0] == calibration_path("host")
+    return available
 
 
 def _zero(model: str) -> OpCost:
@@ -129,19 +130,23 @@ def default_registry() -> Registry:
     from stablehlo_perf.analysis.systolic_service import SystolicService
 
     registry = Registry(fallback=RooflineModel())
-    registry.register(_lazy("stablehlo_perf.analysis.tpu_gemm_latency", "TpuV4GemmLatency"),
-                      kinds=("tpu",), applies=lambda op: op.name == "stablehlo.dot_general")  # fmt: skip
+    registry.register(
+        _lazy("stablehlo_perf.analysis.tpu_gemm_latency", "TpuV4GemmLatency",
+              available=lambda target: target.name == "tpu-v4"),
+        kinds=("tpu",),
+        applies=lambda op: op.name == "stablehlo.dot_general",
+    )  # fmt: skip
     registry.register(SystolicService(), kinds=("tpu",))
     # Learned latency models (histogram gradient boosting) where a target has measurements:
     # tpu-v4 elementwise data, and any calibration measured with stablehlo-perf-calibrate.
     # The host answers only from the user's own calibration of this machine: the shipped
     # reference (single-op programs on a loaded 2-core VM) overpredicts whole programs
     # ~10x (benchmarks/end_to_end_host.py), so it stays a starting point, not a default.
-    registry.register(_lazy("stablehlo_perf.analysis.elementwise", "LearnedLatencyModel"),
-                      kinds=("tpu", "gpu"), applies=lambda op: op.op_class in _LEARNED_CLASSES)  # fmt: skip
-    if _host_calibrated():
-        registry.register(_lazy("stablehlo_perf.analysis.elementwise", "LearnedLatencyModel"),
-                          kinds=("cpu",), applies=lambda op: op.op_class in _LEARNED_CLASSES)  # fmt: skip
+    learned = "stablehlo_perf.analysis.elementwise", "LearnedLatencyModel"
+    registry.register(_lazy(*learned, available=_has_data(shipped=True)), kinds=("tpu", "gpu"))
+    registry.register(
+        _lazy(*learned, available=_has_data(shipped=False), shipped=False), kinds=("cpu",)
+    )
     # Measured per-class distributions (CC4CS) where a TPU target has them; host
     # characterisations come from standalone single-op programs and overprice fused ops.
     registry.register(_lazy("stablehlo_perf.analysis.cc4cs", "CC4CSModel"), kinds=("tpu",))
@@ -151,8 +156,16 @@ def default_registry() -> Registry:
 class _lazy:
     """A service whose module (and its scikit-learn import) loads on first use."""
 
-    def __init__(self, module: str, cls: str) -> None:
+    def __init__(
+        self,
+        module: str,
+        cls: str,
+        available: Callable[[Target], bool] | None = None,
+        **options: object,
+    ) -> None:
         self._where = (module, cls)
+        self._available = available
+        self._options = options
         self._model: CostModel | None = None
 
     def _get(self) -> CostModel:
@@ -160,7 +173,7 @@ class _lazy:
             import importlib
 
             module, cls = self._where
-            self._model = getattr(importlib.import_module(module), cls)()
+            self._model = getattr(importlib.import_module(module), cls)(**self._options)
         return self._model
 
     @property
@@ -168,6 +181,8 @@ class _lazy:
         return self._get().name
 
     def supports(self, op: OpInfo, target: Target) -> bool:
+        if self._available is not None and not self._available(target):
+            return False
         return self._get().supports(op, target)
 
     def predict(self, ops: Sequence[OpInfo], target: Target) -> list[OpCost]:

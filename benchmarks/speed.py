@@ -37,7 +37,7 @@ def analyse_once(text: str, target: str) -> tuple[float, int, dict[str, float]]:
         passes = parse_pipeline(default_pipeline(target))
         cache = run_passes(module, passes, "<bench>")
         t2 = time.perf_counter()
-        report = collect_report(module.operation, cache.view(module.operation), cache, load_target(target))
+        report = collect_report(cache.view(module.operation), cache, load_target(target))
         report.to_json()
         t3 = time.perf_counter()
         module_text(module)

@@ -89,5 +89,5 @@ def analyze(
     with ctx:
         parsed = parse_module(text, filename, ctx)
         cache = run_passes(parsed, passes, filename, timing=timing)
-        report = collect_report(parsed.operation, cache.view(parsed.operation), cache, tgt)
+        report = collect_report(cache.view(parsed.operation), cache, tgt)
     return AnalysisResult(module=parsed, report=report)

@@ -1,8 +1,7 @@
-"""Build the report from an annotated module: it reads back the `perf.*` attributes the passes wrote."""
+"""Build the report of an analysed module from the values the passes recorded in the analysis cache."""
 
 from __future__ import annotations
 
-from jaxlib.mlir import ir
 from stablehlo_perf.analysis.cc4cs import load_module_lasso, module_features
 from stablehlo_perf.analysis.report import OpReport, Report
 from stablehlo_perf.analysis.targets import Target
@@ -17,9 +16,7 @@ _REASONS = {
 }
 
 
-def collect_report(
-    module: ir.Operation, view: ModuleView, cache: AnalysisCache, target: Target
-) -> Report:
+def collect_report(view: ModuleView, cache: AnalysisCache, target: Target) -> Report:
     """Report over every analysed op from the values the passes wrote; totals are the entry function's."""
     caveats = list(cache.warnings)
     ops: list[OpReport] = []

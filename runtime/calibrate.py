@@ -5,7 +5,7 @@
 Measures the sweep (runtime.sweeps) on JAX's default backend with the timing
 harness, appending each interleaved chunk to a partial CSV so an interrupted run
 resumes where it stopped. The finished calibration goes to the user's cache
-(`analysis.elementwise.calibration_path`) with a header naming machine, device,
+(`analysis.calibration_files.calibration_path`) with a header naming machine, device,
 date, versions and a sha256 of the rows; the `hgb` service picks it up for that
 target from then on. A cached file whose checksum does not match (corrupted or
 edited) is reported, removed and measured again, never used.
@@ -25,6 +25,7 @@ from pathlib import Path
 import jax
 import jaxlib
 import numpy as np
+from stablehlo_perf.analysis import calibration_files as cf
 from stablehlo_perf.analysis import elementwise as ew
 from stablehlo_perf.runtime import sweeps, timing
 from tqdm import tqdm
@@ -116,7 +117,7 @@ def header(target: str, note: str = "") -> list[str]:
         *([f"# note: {note}"] if note else []),
         "# stablehlo-perf calibration (measured op latencies; see runtime/calibrate.py)",
         f"# target: {target}",
-        f"# machine: {ew.machine_fingerprint()}",
+        f"# machine: {cf.machine_fingerprint()}",
         f"# device: {timing.device_description()}",
         f"# date: {dt.datetime.now(dt.UTC).strftime('%Y-%m-%dT%H:%MZ')}",
         (
@@ -162,12 +163,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as e:
         print(f"stablehlo-perf-calibrate: error: {e}", file=sys.stderr)
         return 2
-    path: Path = args.out or ew.calibration_path(args.target)
+    path: Path = args.out or cf.calibration_path(args.target)
     partial = path.with_name(path.stem + ".partial.csv")
     path.parent.mkdir(parents=True, exist_ok=True)
     if args.fresh:
         partial.unlink(missing_ok=True)
-    if path.is_file() and not ew.checksum_ok(path):
+    if path.is_file() and not cf.checksum_ok(path):
         print(f"{path}: corrupted calibration (checksum mismatch); re-measuring", file=sys.stderr)
         path.unlink()
     elif path.is_file() and not args.fresh and not partial.is_file():

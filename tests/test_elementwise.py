@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from sklearn.base import clone
 from sklearn.metrics import r2_score
+from stablehlo_perf.analysis import calibration_files as cf
 from stablehlo_perf.analysis import elementwise as ew
 from stablehlo_perf.analysis.opinfo import OpInfo, TensorType
 from stablehlo_perf.analysis.targets import load_target
@@ -306,16 +307,16 @@ def test_corrupted_cache_entry_is_never_used(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    path = ew.calibration_path("tpu-v4")
+    path = cf.calibration_path("tpu-v4")
     path.parent.mkdir(parents=True)
     body = HEADER + "add,f16,8,5.0\nadd,f16,16,6.0\n"
     path.write_text(f"# sha256: {hashlib.sha256(body.encode()).hexdigest()}\n" + body)
-    assert ew.checksum_ok(path)
-    assert ew.training_files("tpu-v4") == (path, True)
+    assert cf.checksum_ok(path)
+    assert cf.training_files("tpu-v4") == (path, True)
     path.write_text(path.read_text().replace("6.0", "7.0"))
-    assert not ew.checksum_ok(path)
+    assert not cf.checksum_ok(path)
     with pytest.warns(UserWarning, match="corrupted calibration"):
-        src = ew.training_files("tpu-v4")
+        src = cf.training_files("tpu-v4")
     assert src is not None and src[0].name == "tpu_v4_elementwise.csv"
 
 
@@ -324,7 +325,7 @@ def test_host_uses_the_shipped_reference_with_a_matmul_class(
 ) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     host = load_target("host")
-    src = ew.training_files("host")
+    src = cf.training_files("host")
     assert src is not None and src[0].name == "host_reference.csv"
     assert "# note: reference host calibration" in src[0].read_text()
     svc = ew.LearnedLatencyModel()

@@ -14,6 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from stablehlo_perf.analysis import calibration_files as cf
 from stablehlo_perf.analysis import elementwise as ew
 from stablehlo_perf.analysis.opinfo import OpInfo, TensorType
 from stablehlo_perf.runtime import calibrate, sweeps, timing
@@ -136,26 +137,26 @@ def test_calibrate_cli_end_to_end_and_corrupted_cache(
     specs = [sweeps.Spec("add", "f32", (n,)) for n in (4096, 65536, 262144)]
     monkeypatch.setattr(sweeps, "sweep", lambda quick, ops=None: specs)
     assert calibrate.main(["--target", "host", "--quick", "--repeats", "3", "--no-progress"]) == 0
-    path = ew.calibration_path("host")
+    path = cf.calibration_path("host")
     text = path.read_text()
-    assert "# machine: " + ew.machine_fingerprint() in text
+    assert "# machine: " + cf.machine_fingerprint() in text
     assert "# versions: python" in text and "jax 0.10.2" in text
-    assert ew.checksum_ok(path)
-    assert ew.training_files("host") == (path, True)
+    assert cf.checksum_ok(path)
+    assert cf.training_files("host") == (path, True)
     assert not path.with_name(path.stem + ".partial.csv").exists()
     assert len(ew.load_measurements(path)) == 3
     dispatch = ew.calibrated_dispatch_ns("host")
     assert dispatch is not None and dispatch > 0
     # Corrupt one value: detected, reported, re-measured.
     path.write_text(text.replace(",3\n", ",4\n", 1))
-    assert not ew.checksum_ok(path)
+    assert not cf.checksum_ok(path)
     built: list[str] = []
     real = sweeps.build_case
     monkeypatch.setattr(sweeps, "build_case", lambda s: built.append(s.key) or real(s))
     assert calibrate.main(["--target", "host", "--repeats", "3", "--no-progress"]) == 0
     assert "corrupted calibration" in capsys.readouterr().err
     assert sorted(built) == sorted(s.key for s in specs)
-    assert ew.checksum_ok(path)
+    assert cf.checksum_ok(path)
     # A valid cache entry is reused: nothing is measured again.
     built.clear()
     assert calibrate.main(["--target", "host", "--repeats", "3", "--no-progress"]) == 0

@@ -1,0 +1,113 @@
+"""Where calibration data for the learned latency models lives, and whether it can be trusted.
+
+Kept apart from the models (and scikit-learn) so the service registry can ask
+whether a target has data without importing them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import platform
+import warnings
+from importlib import resources
+from pathlib import Path
+
+__all__ = [
+    "cache_dir",
+    "machine_fingerprint",
+    "calibration_path",
+    "checksum_ok",
+    "training_files",
+    "header_value",
+    "has_learned_data",
+]
+
+
+def cache_dir() -> Path:
+    """The user's cache folder for calibrations ($XDG_CACHE_HOME or ~/.cache)."""
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "stablehlo-perf"
+
+
+def machine_fingerprint() -> str:
+    """Short description of this machine (CPU model, cores, arch), used to match calibrations."""
+    model = platform.processor() or "unknown-cpu"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{model}, {os.cpu_count()} cores, {platform.machine()}"
+
+
+def calibration_path(target: str) -> Path:
+    """Where `stablehlo-perf-calibrate --target TARGET` stores its calibration CSV."""
+    tag = hashlib.sha256(machine_fingerprint().encode()).hexdigest()[:10]
+    return cache_dir() / f"{target}-{tag}.csv"
+
+
+def _shipped_file(name: str) -> Path:
+    """A CSV shipped in analysis/data: the installed package data, else the source tree
+    (an editable install links modules but not data files until package-data lists them)."""
+    try:
+        installed = Path(str(resources.files("stablehlo_perf.analysis.data"))) / name
+    except ModuleNotFoundError:
+        installed = None
+    if installed is not None and installed.is_file():
+        return installed
+    return Path(__file__).resolve().parent / "data" / name
+
+
+_SHIPPED = {"tpu-v4": "tpu_v4_elementwise.csv", "host": "host_reference.csv"}
+
+
+def checksum_ok(path: Path) -> bool:
+    """True when a cached calibration's `# sha256:` header matches its body (not corrupted)."""
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError):
+        return False
+    lines = text.splitlines(keepends=True)
+    want = next((ln.split(":", 1)[1].strip() for ln in lines if ln.startswith("# sha256:")), None)
+    body = "".join(ln for ln in lines if not ln.startswith("#"))
+    return want is not None and hashlib.sha256(body.encode()).hexdigest() == want
+
+
+def training_files(target: str) -> tuple[Path, bool] | None:
+    """(CSV, measured on this machine?) for a target: a valid user calibration first, then the
+    shipped one; None if neither exists."""
+    cached = calibration_path(target)
+    if cached.is_file():
+        if checksum_ok(cached):
+            return cached, True
+        warnings.warn(
+            f"{cached}: corrupted calibration (checksum mismatch) ignored; "
+            f"rerun stablehlo-perf-calibrate --target {target}",
+            stacklevel=2,
+        )
+    shipped = _shipped_file(_SHIPPED.get(target, f"{target}.csv"))
+    if shipped.is_file():
+        return shipped, _header_machine(shipped) == machine_fingerprint()
+    return None
+
+
+def header_value(path: Path, key: str) -> str:
+    for line in path.read_text().splitlines():
+        if not line.startswith("#"):
+            break
+        if line.startswith(f"# {key}:"):
+            return line.split(":", 1)[1].strip()
+    return ""
+
+
+def _header_machine(path: Path) -> str:
+    return header_value(path, "machine")
+
+
+def has_learned_data(target: str, shipped: bool = True) -> bool:
+    """Whether `target` has measurements to learn from (only the user's own if not `shipped`)."""
+    found = training_files(target)
+    return found is not None and (shipped or found[0] == calibration_path(target))
