@@ -35,9 +35,9 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+from _corpus import corpus_programs
 from jax import lax
 from scipy import stats
-from _corpus import corpus_programs
 from stablehlo_perf.analysis.cc4cs import (
     CLRA,
     StoredLasso,
@@ -45,8 +45,8 @@ from stablehlo_perf.analysis.cc4cs import (
     load_characterisation,
     op_work,
 )
-from stablehlo_perf.passes.extract import view_module
 from stablehlo_perf.passes.executed import executed_ops
+from stablehlo_perf.passes.extract import view_module
 from stablehlo_perf.runtime.jit_hook import (
     concrete_inputs,
     first_leaf_blocked,

@@ -19,10 +19,9 @@ import sys
 import jax
 import jax.numpy as jnp
 import numpy as np
-from scipy.stats import kendalltau
-
 import stablehlo_perf as sp
 from _corpus import corpus_programs
+from scipy.stats import kendalltau
 from stablehlo_perf.runtime.timing import Case, device_description, time_cases
 
 UNFUSED = "builtin.module(perf-op-info,perf-annotate-cycles{target=host},perf-critical-path{target=host})"

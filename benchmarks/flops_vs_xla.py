@@ -12,13 +12,11 @@ import sys
 
 import jax
 import numpy as np
-
 from _corpus import corpus_programs
 from stablehlo_perf.analysis.aggregate import aggregate
 from stablehlo_perf.passes.annotate_cycles import control_nodes
 from stablehlo_perf.passes.extract import view_module
 from stablehlo_perf.passes.ir import make_context, parse_module
-
 
 # Why a module's count differs from XLA's (checked by reading the optimised HLO).
 EXPLAINED = {

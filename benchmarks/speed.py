@@ -16,14 +16,12 @@ import sys
 import time
 
 import jax
-
 from _corpus import corpus_programs
 from stablehlo_perf.analysis.targets import load_target
 from stablehlo_perf.passes.api import module_text, run_passes
 from stablehlo_perf.passes.ir import make_context, parse_module
 from stablehlo_perf.passes.pipeline import default_pipeline, parse_pipeline
 from stablehlo_perf.passes.report import collect_report
-
 
 
 def analyse_once(text: str, target: str) -> tuple[float, int, dict[str, float]]:
