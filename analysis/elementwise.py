@@ -313,7 +313,8 @@ def op_tensor(op: OpInfo) -> TensorType:
 
 
 def _gemm_dims(op: OpInfo) -> tuple[int, int, int, int]:
-    """(batch, M, N, K) of a dot_general, or of a convolution as an implicit GEMM."""
+    """(batch, M, N, K) of a dot_general, or of a convolution as an implicit GEMM (a grouped
+    convolution as `feature_group_count` GEMMs of N = output features / groups)."""
     lhs = op.operands[0].shape or ()
     rhs = op.operands[1].shape or ()
     out = op.results[0].shape or ()
@@ -322,7 +323,8 @@ def _gemm_dims(op: OpInfo) -> tuple[int, int, int, int]:
         kin = op.attrs.get("kernel_input_feature_dim", len(rhs) - 2)
         ksp = op.attrs.get("kernel_spatial_dims", tuple(range(len(rhs) - 2)))
         k = rhs[kin] * math.prod(rhs[d] for d in ksp)
-        return 1, math.prod(out) // out[of], out[of], k
+        groups = int(op.attrs.get("feature_group_count", 1))
+        return groups, math.prod(out) // out[of], out[of] // groups, k
     lb = op.attrs.get("lhs_batch_dims", ())
     lc = op.attrs.get("lhs_contracting_dims", (len(lhs) - 1,))
     rb = op.attrs.get("rhs_batch_dims", ())
@@ -387,9 +389,10 @@ def measurement_features(rows: Sequence[Measurement]) -> np.ndarray:
         if r.op == "dot_general":
             row = matmul_features(*r.shape[:4], eb)
         elif r.op == "convolution":
-            nb, h, w, c, kh, kw, o, stride = r.shape
+            nb, h, w, c, kh, kw, o, stride, *grouped = r.shape
+            g = grouped[0] if grouped else 1
             m = nb * _ceil_div(h, stride) * _ceil_div(w, stride)
-            row = matmul_features(1, m, o, c * kh * kw, eb, kh * kw)
+            row = matmul_features(g, m, o // g, c // g * kh * kw, eb, kh * kw)
         else:
             row = shape_features(r.shape, eb)
         out.append([*row, _op_code(r.op)])
@@ -455,6 +458,10 @@ class LatencyRegressor(RegressorMixin, BaseEstimator):
         self.numel_range_ = (float(X[:, 0].min()), float(X[:, 0].max()))
         self.floor_, self.slope_ = _lad_line(X[:, _BASE_FEATURE], y)
         if self.residual == "log":
+            # A LAD line steered by large sizes can cross zero, and log(t / line) of small
+            # ops would then be huge and unstable: the floor stays at least a quarter of
+            # the fastest measurement.
+            self.floor_ = max(self.floor_, 0.25 * float(y.min()))
             self.slope_ = max(self.slope_, 0.0)
             target = np.log(y / self._line(X[:, _BASE_FEATURE]))
         else:

@@ -43,7 +43,8 @@ _OP_FIELDS = [f.name for f in fields(OpReport) if f.name not in ("top_level", "u
 @dataclass
 class Report:
     """Whole-module results for the entry function: `total_latency_ns` is the makespan of its
-    schedule on the target's units, `critical_path_ns` the dataflow bound, `work_ns` the sum."""
+    schedule on the target's units, `critical_path_ns` the dataflow bound, `work_ns` the sum;
+    the first two include `call_overhead_ns`, what a call costs beyond its kernels."""
 
     target: str
     entry: str
@@ -53,6 +54,7 @@ class Report:
     ops: list[OpReport]
     critical_path: list[int]
     fusion_groups: list[dict] = field(default_factory=list)
+    call_overhead_ns: float = 0.0
     module_estimate: dict | None = None
     unmodelled: list[dict[str, str | int]] = field(default_factory=list)
     caveats: list[str] = field(default_factory=list)
@@ -142,6 +144,12 @@ class Report:
         ]
         if self.target_note:
             lines += [f"> {self.target_note}", ""]
+        if self.call_overhead_ns:
+            lines += [
+                f"Includes {_ns(self.call_overhead_ns)} of per-call overhead beyond the kernels "
+                "(argument handling, thread-pool wake-up; measured by the target's calibration).",
+                "",
+            ]
         if self.module_estimate:
             m = self.module_estimate
             lines += [

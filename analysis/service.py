@@ -138,14 +138,12 @@ def default_registry() -> Registry:
     )  # fmt: skip
     registry.register(SystolicService(), kinds=("tpu",))
     # Learned latency models (histogram gradient boosting) where a target has measurements:
-    # tpu-v4 elementwise data, and any calibration measured with stablehlo-perf-calibrate.
-    # The host answers only from the user's own calibration of this machine: the shipped
-    # reference (single-op programs on a loaded 2-core VM) overpredicts whole programs
-    # ~10x (benchmarks/end_to_end_host.py), so it stays a starting point, not a default.
+    # tpu-v4 elementwise data, the shipped host reference (ops timed inside loops on the
+    # project's machine; the report says when this machine is another), and any
+    # calibration measured with stablehlo-perf-calibrate, which takes precedence.
     learned = "stablehlo_perf.analysis.elementwise", "LearnedLatencyModel"
-    registry.register(_lazy(*learned, available=_has_data(shipped=True)), kinds=("tpu", "gpu"))
     registry.register(
-        _lazy(*learned, available=_has_data(shipped=False), shipped=False), kinds=("cpu",)
+        _lazy(*learned, available=_has_data(shipped=True)), kinds=("tpu", "gpu", "cpu")
     )
     # Measured per-class distributions (CC4CS) where a TPU target has them; host
     # characterisations come from standalone single-op programs and overprice fused ops.

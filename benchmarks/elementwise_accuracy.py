@@ -9,8 +9,8 @@ ablation. Targets (issue 4): add, multiply, ReLU median rel err <= 1.5%, R² >= 
 (paper: 1.78% / 2.55%, R² 0.997-0.998).
 
 host: the same protocol on the host calibration the service uses, and a live check:
-fresh shapes not in the calibration are measured twice in this run (passes A and B,
-each interleaved); the noise floor is the median |A - B| / B, the model's error is
+fresh shapes not in the calibration are measured twice in this run, inside loops as
+the calibration measures them (passes A and B, each interleaved); the noise floor is the median |A - B| / B, the model's error is
 the median |prediction - B| / B, and the target is error <= 1.25 x floor. That check
 includes drift between the calibration run and this one; the same-run check measures
 the quick f32 sweep twice here, fits on pass A by size folds and scores on pass B.
@@ -107,9 +107,25 @@ def ablation(rows: Sequence[ew.Measurement], folds: int) -> None:
     print()
 
 
+def _two_passes(
+    specs: Sequence[object], repeats: int
+) -> tuple[dict[str, float], dict[str, float], float]:
+    """Per-op times inside a program (runtime.timing.time_in_loop, as the calibration
+    measures them) in two passes A and B of interleaved rounds; and the dispatch floor."""
+    from stablehlo_perf.runtime import sweeps, timing
+
+    looped = [(s.key, sweeps.build_loop_case(s)) for s in specs]
+    passes = []
+    for seed in (1, 2):
+        out, _ = timing.time_in_loop(looped, repeats=repeats, seed=seed)
+        passes.append({k: max(per.median_us, 0.1) for k, (per, _) in out.items()})
+    _, disp = timing.time_cases([], repeats=3)
+    return passes[0], passes[1], disp.median_us
+
+
 def host_live(n_per_class: int, repeats: int) -> None:
     """Fresh shapes measured twice in this run: model error against the repeat noise floor."""
-    from stablehlo_perf.runtime import sweeps, timing
+    from stablehlo_perf.runtime import sweeps
 
     src = ew.training_files("host")
     if src is None:
@@ -133,16 +149,14 @@ def host_live(n_per_class: int, repeats: int) -> None:
         m, n, k = (int(v) for v in rng.choice([48, 64, 100, 160, 200, 320], 3))
         specs.append(sweeps.Spec("dot_general", "f32", (1, m, n, k)))
     specs = sorted(set(specs))
-    cases = [sweeps.build_case(s) for s in specs]
-    a, _ = timing.time_cases(cases, repeats=repeats, seed=1)
-    b, disp = timing.time_cases(cases, repeats=repeats, seed=2)
+    a, b, disp = _two_passes(specs, repeats)
     meas = [ew.Measurement(s.op, s.dtype, s.shape, 1.0) for s in specs]
     X = ew.measurement_features(meas)
     cls = np.array([m.op_class for m in meas])
-    va = np.maximum([a[s.key].median_us for s in specs], 0.1)
-    vb = np.maximum([b[s.key].median_us for s in specs], 0.1)
-    print(f"host live check: {len(specs)} fresh shapes, passes A and B of {repeats} interleaved "
-          f"rounds each; dispatch {disp.median_us:.1f} us per call (not in kernel times)")  # fmt: skip
+    va = np.array([a[s.key] for s in specs])
+    vb = np.array([b[s.key] for s in specs])
+    print(f"host live check: {len(specs)} fresh shapes timed inside loops, passes A and B of "
+          f"{repeats} interleaved rounds each; dispatch {disp:.1f} us per call (not in op times)")  # fmt: skip
     print("| host class (fresh shapes)   | rows | med rel err vs B | noise floor |A-B|/B | ratio |")
     print("|-----------------------------|------|------------------|------------------|-------|")
     for c in sorted(set(cls)):
@@ -162,17 +176,15 @@ def host_live(n_per_class: int, repeats: int) -> None:
 def host_same_run(repeats: int, folds: int) -> None:
     """The quick f32 sweep measured twice in this run (passes A, B): models fitted on A at
     some sizes predict B at the others, against the same-run floor |A - B| / B."""
-    from stablehlo_perf.runtime import sweeps, timing
+    from stablehlo_perf.runtime import sweeps
 
     specs = sweeps.sweep(quick=True, dtypes=("f32",))
     va: dict[str, float] = {}
     vb: dict[str, float] = {}
     for start in range(0, len(specs), 64):
-        cases = [sweeps.build_case(s) for s in specs[start : start + 64]]
-        a, _ = timing.time_cases(cases, repeats=repeats, seed=1)
-        b, _ = timing.time_cases(cases, repeats=repeats, seed=2)
-        va.update({k: max(t.median_us, 0.1) for k, t in a.items()})
-        vb.update({k: max(t.median_us, 0.1) for k, t in b.items()})
+        a, b, _ = _two_passes(specs[start : start + 64], repeats)
+        va.update(a)
+        vb.update(b)
     rows_a = [ew.Measurement(s.op, s.dtype, s.shape, va[s.key]) for s in specs]
     pred = _cv_predict(rows_a, folds)
     y_a = np.array([r.latency_us for r in rows_a])

@@ -3,7 +3,9 @@
     stablehlo-perf-calibrate --target host [--ops add,exponential,...] [--quick]
 
 Measures the sweep (runtime.sweeps) on JAX's default backend with the timing
-harness, appending each interleaved chunk to a partial CSV so an interrupted run
+harness, each op inside a runtime-trip-count loop so that what is stored is its
+cost within a program (`runtime.timing.time_in_loop`), and as a program of its own
+in the same rounds (what a call costs beyond its kernels: `analysis.host_params`), appending each interleaved chunk to a partial CSV so an interrupted run
 resumes where it stopped. The finished calibration goes to the user's cache
 (`analysis.calibration_files.calibration_path`) with a header naming machine, device,
 date, versions and a sha256 of the rows; the `hgb` service picks it up for that
@@ -27,6 +29,7 @@ import jaxlib
 import numpy as np
 from stablehlo_perf.analysis import calibration_files as cf
 from stablehlo_perf.analysis import elementwise as ew
+from stablehlo_perf.analysis.host_params import HOST_PARAMS_KEY, fit_host_params
 from stablehlo_perf.runtime import sweeps, timing
 from tqdm import tqdm
 
@@ -43,8 +46,8 @@ COLUMNS = (
     "dispatch_us",
     "repeats",
 )
-# Kernel times below this are indistinguishable from zero once the ~10 us dispatch
-# (measured in the same rounds) is subtracted; they are recorded as this value.
+# Per-iteration times below this are indistinguishable from zero (the difference of two
+# programs' times, each with microseconds of jitter); they are recorded as this value.
 RESOLUTION_US = 0.1
 
 
@@ -89,17 +92,19 @@ def measure(
               desc="calibrating", unit="shape") as bar:  # fmt: skip
         for start in range(0, len(todo), chunk):
             part = todo[start : start + chunk]
-            cases = [sweeps.build_case(s) for s in part]
-            results, disp = timing.time_cases(cases, repeats=repeats)
+            looped = [(s.key, sweeps.build_loop_case(s)) for s in part]
+            alone = [sweeps.build_case(s) for s in part]
+            results, programs = timing.time_in_loop(looped, repeats=repeats, extra=alone)
+            disp = timing.time_cases([], repeats=3)[1]
             lines = []
             for s in part:
-                t = results[s.key]
+                per, _ = results[s.key]
                 row = [
                     *s.key.split(","),
                     str(math.prod(s.shape)),
-                    f"{max(t.median_us, RESOLUTION_US):.4f}",
-                    f"{t.spread:.4f}",
-                    f"{t.call_us:.4f}",
+                    f"{max(per.median_us, RESOLUTION_US):.4f}",
+                    f"{per.spread:.4f}",
+                    f"{programs[s.key].median_us:.4f}",
                     f"{disp.median_us:.4f}",
                     str(repeats),
                 ]
@@ -124,16 +129,32 @@ def header(target: str, note: str = "") -> list[str]:
             f"# versions: python {platform.python_version()}, jax {jax.__version__}, "
             f"jaxlib {jaxlib.__version__}, numpy {np.__version__}"
         ),
-        f"# method: {timing.METHOD}; median over interleaved rounds",
+        f"# method: {timing.LOOP_METHOD}; median over rounds; call_us_median is the op as a"
+        f" program of its own, timed in the same rounds ({timing.METHOD})",
     ]
 
 
 def write_calibration(rows: Sequence[list[str]], path: Path, head: Sequence[str]) -> None:
-    """Write rows under `head` plus a `# sha256:` of the body, atomically (tmp + rename)."""
+    """Write rows under `head`, the dispatch floor, the roofline parameters they imply
+    (`analysis.host_params`) and a `# sha256:` of the body, atomically (tmp + rename)."""
     body = ",".join(COLUMNS) + "\n" + "".join(",".join(r) + "\n" for r in sorted(rows))
     digest = hashlib.sha256(body.encode()).hexdigest()
     disp = np.median([float(r[COLUMNS.index("dispatch_us")]) for r in rows])
-    text = "\n".join([*head, f"# dispatch_us: {disp:.3f}", f"# sha256: {digest}"]) + "\n" + body
+    params = fit_host_params(
+        [
+            (r[0], r[1], tuple(int(d) for d in r[2].split("x")), float(r[4]), float(r[6]))
+            for r in rows
+        ]
+    )
+    text = "\n".join(
+        [
+            *head,
+            f"# dispatch_us: {disp:.3f}",
+            f"# {HOST_PARAMS_KEY}: {params.header()}",
+            f"# sha256: {digest}",
+        ]
+    )
+    text += "\n" + body
     tmp = path.with_suffix(".tmp")
     tmp.write_text(text)
     tmp.replace(path)

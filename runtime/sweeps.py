@@ -9,7 +9,8 @@ subset of each (sizes up to 4M) so a 2-core machine calibrates in minutes.
 Shapes are recorded as the tensor `analysis.elementwise.op_tensor` reads: the
 result for elementwise ops and converts (whose dtype is the result's), the input
 of a reduction, the result of a transpose. dot_general rows are (batch, M, N, K);
-convolution rows are NHWC (N, H, W, C, KH, KW, O, stride) with SAME padding.
+convolution rows are NHWC (N, H, W, C, KH, KW, O, stride[, groups]) with SAME padding
+(groups = feature_group_count; depthwise when groups = C = O).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -24,7 +26,7 @@ import numpy as np
 from jax import lax
 from stablehlo_perf.runtime.timing import Case
 
-__all__ = ["DTYPES", "OPS", "Spec", "build_case", "sweep"]
+__all__ = ["DTYPES", "OPS", "LoopCase", "Spec", "build_case", "build_loop_case", "sweep"]
 
 _JNP = {"f32": jnp.float32, "bf16": jnp.bfloat16, "f16": jnp.float16}
 DTYPES = ("f32", "bf16")
@@ -127,6 +129,14 @@ def matmul_specs(quick: bool) -> list[Spec]:
             for k in (1, 3):
                 if hw * hw * c * o * k * k <= 2**27:
                     conv.add((1, hw, hw, c, k, k, o, 1))
+        # Depthwise and grouped layers: XLA:CPU runs them on another code path.
+        for c, g in (
+            ((32, 32), (64, 64), (64, 8))
+            if quick
+            else ((16, 16), (32, 32), (64, 64), (128, 128), (64, 8))
+        ):
+            for nb in (1, 4):
+                conv.add((nb, hw, hw, c, 3, 3, c, 1, g))
     specs = [Spec("dot_general", "f32", s) for s in sorted(gemm)]
     return specs + [Spec("convolution", "f32", s) for s in sorted(conv)]
 
@@ -155,40 +165,94 @@ def sweep(
     return specs
 
 
-def build_case(spec: Spec, seed: int = 0) -> Case:
-    """Compile `spec` as a jitted single op with inputs already on the device."""
+def _op(spec: Spec, seed: int = 0) -> tuple[Callable[..., jax.Array], tuple[jax.Array, ...]]:
+    """`spec` as a function of its inputs, and the inputs (on the device)."""
     key = jax.random.key(seed)
     dt = _JNP[spec.dtype]
     if spec.op == "dot_general":
         b, m, n, k = spec.shape
         x = jax.random.normal(key, (b, m, k), dt)
         y = jax.random.normal(key, (b, k, n), dt)
-        fn = jax.jit(lambda p, q: jnp.einsum("bmk,bkn->bmn", p, q))
+        fn: Callable[..., jax.Array] = lambda p, q: jnp.einsum("bmk,bkn->bmn", p, q)  # noqa: E731
         args: tuple[jax.Array, ...] = (x, y)
     elif spec.op == "convolution":
-        nb, h, w, c, kh, kw, o, stride = spec.shape
+        nb, h, w, c, kh, kw, o, stride, *grouped = spec.shape
+        groups = grouped[0] if grouped else 1
         x = jax.random.normal(key, (nb, h, w, c), dt)
-        f = jax.random.normal(key, (kh, kw, c, o), dt)
-        fn = jax.jit(
-            lambda p, q: lax.conv_general_dilated(
-                p, q, (stride, stride), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")
+        f = jax.random.normal(key, (kh, kw, c // groups, o), dt)
+
+        def fn(p: jax.Array, q: jax.Array) -> jax.Array:
+            return lax.conv_general_dilated(
+                p,
+                q,
+                (stride, stride),
+                "SAME",
+                dimension_numbers=("NHWC", "HWIO", "NHWC"),
+                feature_group_count=groups,
             )
-        )
+
         args = (x, f)
     elif spec.op == "convert":
         x = jax.random.normal(key, spec.shape, _JNP[_other(spec.dtype)])
-        fn = jax.jit(lambda p: p.astype(dt))
+        fn = lambda p: p.astype(dt)  # noqa: E731
         args = (x,)
     elif spec.op == "transpose":
         src = (*spec.shape[:-2], spec.shape[-1], spec.shape[-2])
         perm = (*range(len(src) - 2), len(src) - 1, len(src) - 2)
         x = jax.random.normal(key, src, dt)
-        fn = jax.jit(lambda p: lax.transpose(p, perm))
+        fn = lambda p: lax.transpose(p, perm)  # noqa: E731
         args = (x,)
     else:
-        arity, f1 = _ELEMENTWISE[spec.op]
+        arity, fn = _ELEMENTWISE[spec.op]
         keys = jax.random.split(key, arity)
         args = tuple(jax.random.normal(k, spec.shape, dt) for k in keys)
-        fn = jax.jit(f1)
     jax.block_until_ready(args)
-    return Case(spec.key, fn.lower(*args).compile(), args)
+    return fn, args
+
+
+def build_case(spec: Spec, seed: int = 0) -> Case:
+    """Compile `spec` as a jitted single op with inputs already on the device."""
+    fn, args = _op(spec, seed)
+    return Case(spec.key, jax.jit(fn).lower(*args).compile(), args)
+
+
+def _looped(fn: Callable[..., jax.Array]) -> Callable[..., Any]:
+    """`fn` run `n` times in a while loop (n a runtime argument, so XLA cannot unroll it).
+
+    The inputs pass through an optimization barrier in every iteration, so XLA cannot
+    hoist the loop-invariant op out of the loop; the result is a loop output, so it is
+    computed in full.
+    """
+
+    def body(_: jax.Array, carry: tuple[tuple[jax.Array, ...], jax.Array]) -> Any:
+        xs = lax.optimization_barrier(carry[0])
+        return xs, fn(*xs)
+
+    def run(n: jax.Array, *xs: jax.Array) -> jax.Array:
+        out0 = jax.eval_shape(fn, *xs)
+        return lax.fori_loop(0, n, body, (xs, jnp.zeros(out0.shape, out0.dtype)))[1]
+
+    return run
+
+
+@dataclass(frozen=True)
+class LoopCase:
+    """`spec` compiled inside a while loop whose trip count is the first argument."""
+
+    spec: Spec
+    fn: Callable[..., jax.Array]
+    args: tuple[jax.Array, ...]
+
+    def at(self, trips: int, tag: str = "") -> Case:
+        """A timing case that runs the op `trips` times in one call."""
+        n = jnp.asarray(trips, jnp.int32)
+        return Case(f"{self.spec.key}@{trips}{tag}", self.fn, (n, *self.args))
+
+
+def build_loop_case(spec: Spec, seed: int = 0) -> LoopCase:
+    """Compile `spec` inside a runtime-trip-count loop: the difference between two trip
+    counts is the op's cost *inside* a program (its kernel plus the executor's per-kernel
+    work), free of the per-program overhead a single-op program measures."""
+    fn, args = _op(spec, seed)
+    n = jnp.asarray(1, jnp.int32)
+    return LoopCase(spec, jax.jit(_looped(fn)).lower(n, *args).compile(), args)

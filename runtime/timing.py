@@ -9,24 +9,45 @@ rounds as the per-call dispatch overhead; a case's kernel time in a round is its
 per-call time minus that round's dispatch time, and the reported value is the
 median over rounds, with the interquartile range over the median as its spread.
 
-The method is wall clock minus dispatch (`METHOD`): XLA:CPU gives no per-op
-device time without the profiler's trace conversion tools, so the harness does
-not use `jax.profiler`, and the same code runs unchanged on GPU and TPU backends.
+The method is wall clock minus dispatch (`METHOD`), and the same code runs unchanged
+on GPU and TPU backends. For one op's cost *inside* a program, `time_in_loop` times
+the op in a while loop at two trip counts and keeps the difference per iteration
+(`LOOP_METHOD`): a single-op program on XLA:CPU also pays per-program work
+(argument handling, waking the thread pool) that a kernel inside a larger program
+does not. XLA:CPU's profiler does give per-thunk times (`hlo_op` events), but on a
+2-core machine tracing slows multi-threaded kernels several-fold, so the harness
+does not use it.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-__all__ = ["DISPATCH_KEY", "METHOD", "Case", "Timing", "device_description", "time_cases"]
+__all__ = [
+    "DISPATCH_KEY",
+    "LOOP_METHOD",
+    "METHOD",
+    "Case",
+    "Looped",
+    "Timing",
+    "device_description",
+    "time_cases",
+    "time_in_loop",
+]
 
 METHOD = "wall-clock per call (block_until_ready) minus dispatch of a 1-element jitted call"
+LOOP_METHOD = (
+    "op inside a while loop with a runtime trip count: (time at N trips - time at 1 trip)"
+    " / (N - 1), wall clock, per interleaved round"
+)
 DISPATCH_KEY = "__dispatch__"
 
 
@@ -101,6 +122,51 @@ def time_cases(
         call = np.array(rounds[c.key])
         out[c.key] = _summary(c.key, call - disp, call, iters[c.key])
     return out, _summary(DISPATCH_KEY, disp, disp, iters[DISPATCH_KEY])
+
+
+class Looped(Protocol):
+    """An op compiled inside a loop; `at(n)` is the timing case running it n times."""
+
+    def at(self, trips: int, tag: str = "") -> Case: ...
+
+
+def _probe_us(case: Case, calls: int = 3) -> float:
+    case.fn(*case.args).block_until_ready()
+    return _call_us(case, calls)
+
+
+def time_in_loop(
+    looped: Sequence[tuple[str, Looped]],
+    repeats: int = 7,
+    loop_us: float = 1000.0,
+    max_trips: int = 4096,
+    seed: int = 0,
+    extra: Sequence[Case] = (),
+) -> tuple[dict[str, tuple[Timing, Timing]], dict[str, Timing]]:
+    """Each op's cost per loop iteration, net of the program around it (`LOOP_METHOD`).
+
+    A probe picks the high trip count N so that N iterations last about `loop_us`
+    (at least 9); the 1-trip and N-trip programs are then timed in the same
+    interleaved rounds, and a round's per-iteration time is their difference over
+    N - 1. `extra` cases (e.g. the same ops as standalone programs) are timed in the
+    same rounds. Returns ({key: (per-iteration Timing, 1-trip program Timing)},
+    {extra key: Timing net of dispatch}).
+    """
+    plan: list[tuple[str, Case, Case, int]] = []
+    for key, lc in looped:
+        one, nine = lc.at(1), lc.at(9)
+        t1, t9 = _probe_us(one), _probe_us(nine)
+        per = max((t9 - t1) / 8, 0.25)
+        trips = int(np.clip(math.ceil(max(loop_us, 2 * t1) / per), 9, max_trips))
+        plan.append((key, one, nine if trips == 9 else lc.at(trips), trips))
+    cases = [c for _, one, many, _ in plan for c in (one, many)]
+    timed, _ = time_cases([*cases, *extra], repeats=repeats, seed=seed)
+    out = {}
+    for key, one, many, trips in plan:
+        lo, hi = timed[one.key], timed[many.key]
+        per_round = (np.array(hi.rounds_us) - np.array(lo.rounds_us)) / (trips - 1)
+        out[key] = (_summary(key, per_round, per_round, trips), lo)
+    return out, {c.key: timed[c.key] for c in extra}
 
 
 def _summary(key: str, kernel: np.ndarray, call: np.ndarray, iters: int) -> Timing:

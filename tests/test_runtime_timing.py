@@ -16,7 +16,9 @@ import numpy as np
 import pytest
 from stablehlo_perf.analysis import calibration_files as cf
 from stablehlo_perf.analysis import elementwise as ew
+from stablehlo_perf.analysis.host_params import HOST_PARAMS_KEY, HostParams
 from stablehlo_perf.analysis.opinfo import OpInfo, TensorType
+from stablehlo_perf.analysis.targets import load_target
 from stablehlo_perf.runtime import calibrate, sweeps, timing
 
 TINY = [
@@ -46,6 +48,36 @@ def test_time_cases_reports_medians_spread_and_dispatch() -> None:
 def test_time_cases_rejects_zero_repeats() -> None:
     with pytest.raises(ValueError, match="repeats"):
         timing.time_cases([], repeats=0)
+
+
+@pytest.mark.parametrize("spec", TINY, ids=lambda s: s.op)
+def test_loop_case_runs_the_op_in_full_every_trip(spec: sweeps.Spec) -> None:
+    """The looped program returns exactly the single op's result, whatever the trip count,
+    and XLA keeps the op inside the loop (not hoisted as loop-invariant)."""
+    single = sweeps.build_case(spec)
+    want = np.asarray(single.fn(*single.args), np.float32)
+    looped = sweeps.build_loop_case(spec)
+    for trips in (1, 5):
+        case = looped.at(trips)
+        assert case.key == f"{spec.key}@{trips}"
+        got = np.asarray(case.fn(*case.args), np.float32)
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+    assert np.count_nonzero(np.asarray(looped.at(0).fn(*looped.at(0).args))) == 0
+
+
+def test_time_in_loop_differences_two_trip_counts() -> None:
+    """Per-iteration time comes from the 1-trip and N-trip programs of the same rounds."""
+    spec = sweeps.Spec("exponential", "f32", (256, 1024))
+    alone = sweeps.build_case(spec)
+    out, extra = timing.time_in_loop(
+        [(spec.key, sweeps.build_loop_case(spec))], repeats=3, extra=[alone]
+    )
+    per, one = out[spec.key]
+    assert len(extra[spec.key].rounds_us) == 3
+    assert per.iters >= 9 and len(per.rounds_us) == 3 and len(one.rounds_us) == 3
+    assert per.median_us == pytest.approx(float(np.median(per.rounds_us)))
+    # 262,144 exponentials take far longer than a microsecond on any CPU.
+    assert per.median_us > 1.0
 
 
 @pytest.mark.parametrize("spec", TINY, ids=lambda s: s.op)
@@ -88,6 +120,30 @@ def test_sweep_specs_features_match_the_ops_they_build() -> None:
     assert np.array_equal(ew.measurement_features(rows), ew.features([dot, conv]))
 
 
+def test_grouped_convolution_specs_build_and_match_the_service_features() -> None:
+    """A depthwise layer (groups = C = O = 8) runs with the recorded shape, and its row's
+    features (8 GEMMs of N = 1, K = 9) are those of the StableHLO op JAX lowers it to."""
+    spec = sweeps.Spec("convolution", "f32", (2, 6, 6, 8, 3, 3, 8, 1, 8))
+    case = sweeps.build_case(spec)
+    assert case.args[1].shape == (3, 3, 1, 8)
+    assert case.fn(*case.args).shape == (2, 6, 6, 8)
+    conv = OpInfo.build(
+        0,
+        "stablehlo.convolution",
+        [TensorType((2, 6, 6, 8), "f32"), TensorType((3, 3, 1, 8), "f32")],
+        [TensorType((2, 6, 6, 8), "f32")],
+        {"input_batch_dim": 0, "input_feature_dim": 3, "input_spatial_dims": (1, 2),
+         "kernel_input_feature_dim": 2, "kernel_output_feature_dim": 3,
+         "kernel_spatial_dims": (0, 1), "output_batch_dim": 0, "output_feature_dim": 3,
+         "output_spatial_dims": (1, 2), "padding": ((1, 1), (1, 1)), "feature_group_count": 8},
+    )  # fmt: skip
+    row = ew.measurement_features([ew.Measurement(spec.op, spec.dtype, spec.shape, 1.0)])
+    assert np.array_equal(row, ew.features([conv]))
+    assert row[0, 0] == 2 * 72 * 8 * 9  # FLOPs: 72 outputs x 8 channels x 9 taps, x2
+    depthwise = [s for s in sweeps.sweep(quick=True) if len(s.shape) == 9]
+    assert depthwise and all(s.shape[3] == s.shape[6] for s in depthwise)
+
+
 def test_quick_sweep_covers_every_class_and_the_paper_grids() -> None:
     specs = sweeps.sweep(quick=True)
     classes = {ew.Measurement(s.op, s.dtype, s.shape, 1.0).op_class for s in specs}
@@ -122,8 +178,8 @@ def test_measure_is_resumable_and_drops_broken_lines(
     with partial.open("a") as f:
         f.write("convert,bf16,8x128,1024,0.5")
     built: list[str] = []
-    real = sweeps.build_case
-    monkeypatch.setattr(sweeps, "build_case", lambda s: built.append(s.key) or real(s))
+    real = sweeps.build_loop_case
+    monkeypatch.setattr(sweeps, "build_loop_case", lambda s: built.append(s.key) or real(s))
     rows = calibrate.measure(specs, partial, repeats=3, progress=False)
     assert built == [specs[2].key]
     assert set(calibrate.read_partial(partial)) == {s.key for s in specs}
@@ -134,7 +190,7 @@ def test_calibrate_cli_end_to_end_and_corrupted_cache(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    specs = [sweeps.Spec("add", "f32", (n,)) for n in (4096, 65536, 262144)]
+    specs = [sweeps.Spec("add", "f32", (n,)) for n in (4096, 65536, 1 << 20)]
     monkeypatch.setattr(sweeps, "sweep", lambda quick, ops=None: specs)
     assert calibrate.main(["--target", "host", "--quick", "--repeats", "3", "--no-progress"]) == 0
     path = cf.calibration_path("host")
@@ -147,12 +203,19 @@ def test_calibrate_cli_end_to_end_and_corrupted_cache(
     assert len(ew.load_measurements(path)) == 3
     dispatch = ew.calibrated_dispatch_ns("host")
     assert dispatch is not None and dispatch > 0
+    # The roofline parameters the rows imply are in the header, and the host target uses them.
+    params = HostParams.parse(cf.header_value(path, HOST_PARAMS_KEY))
+    assert params is not None and params.bandwidth_gbps > 0
+    host = load_target("host")
+    assert host.calibrated and host.memory_bandwidth_gbps == pytest.approx(
+        params.bandwidth_gbps, rel=1e-5
+    )
     # Corrupt one value: detected, reported, re-measured.
     path.write_text(text.replace(",3\n", ",4\n", 1))
     assert not cf.checksum_ok(path)
     built: list[str] = []
-    real = sweeps.build_case
-    monkeypatch.setattr(sweeps, "build_case", lambda s: built.append(s.key) or real(s))
+    real = sweeps.build_loop_case
+    monkeypatch.setattr(sweeps, "build_loop_case", lambda s: built.append(s.key) or real(s))
     assert calibrate.main(["--target", "host", "--repeats", "3", "--no-progress"]) == 0
     assert "corrupted calibration" in capsys.readouterr().err
     assert sorted(built) == sorted(s.key for s in specs)

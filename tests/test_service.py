@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from stablehlo_perf.analysis import calibration_files as cf
 from stablehlo_perf.analysis.opinfo import OpInfo, TensorType
 from stablehlo_perf.analysis.roofline import RooflineModel
 from stablehlo_perf.analysis.service import OpCost, Registry, default_registry
@@ -73,7 +74,7 @@ def test_default_registry_prices_everything():
     assert costs[2].model == "unknown-shape"
 
 
-def test_learned_models_answer_tpu_v4_elementwise_and_host_only_when_calibrated(monkeypatch, tmp_path):
+def test_learned_models_answer_tpu_v4_elementwise_and_host_where_calibrated(monkeypatch, tmp_path):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     add = OpInfo.build(0, "stablehlo.add", [T(64, 128, e="f16")] * 2, [T(64, 128, e="f16")])
     relu = OpInfo.build(1, "stablehlo.maximum", [T(64, 128, e="f16")] * 2, [T(64, 128, e="f16")])
@@ -82,4 +83,8 @@ def test_learned_models_answer_tpu_v4_elementwise_and_host_only_when_calibrated(
     # tpu-v4 add of 8192 f16 elements: the shipped data's 2-D sweep runs ~1 us there.
     assert 0.5e3 < v4[0].latency_ns < 2e3
     host = default_registry().price([add], load_target("host"))
-    assert host[0].model == "roofline", "the shipped host reference is not a default"
+    assert host[0].model == "hgb-host-binary", "the shipped host reference is the default"
+    # With no calibration at all (none shipped, none measured) the host falls back to roofline.
+    monkeypatch.setattr(cf, "_shipped_file", lambda name: tmp_path / "none" / name)
+    host = default_registry().price([add], load_target("host"))
+    assert host[0].model == "roofline"

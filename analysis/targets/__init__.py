@@ -8,6 +8,7 @@ the reason.
 
 from __future__ import annotations
 
+import math
 import os
 import platform
 import re
@@ -47,10 +48,22 @@ class Target:
     matrix_unit_cols: int = 0
     onchip_mib: Mapping[str, float] = field(default_factory=dict)
     l2_bandwidth_gbps: float = 0.0
+    # What one call of a compiled program costs beyond its kernels (and the dispatch a
+    # 1-element program pays): a fixed part, and on a CPU the wake-up of the thread
+    # pool, paid once a call runs a kernel of at least `parallel_kernel_ns` (XLA:CPU
+    # splits only long kernels over threads). Zero where unknown.
+    program_overhead_ns: float = 0.0
+    threadpool_wake_ns: float = 0.0
+    parallel_kernel_ns: float = math.inf
     calibrated: bool = False
     calibration_note: str = ""
     sources: Mapping[str, str] = field(default_factory=dict)
     path: str = ""
+
+    def call_overhead_ns(self, longest_kernel_ns: float) -> float:
+        """Per-call cost beyond the kernels for a program whose longest kernel takes this long."""
+        wake = self.threadpool_wake_ns if longest_kernel_ns >= self.parallel_kernel_ns else 0.0
+        return self.program_overhead_ns + wake
 
     def peak_flops(self, element_type: str, matrix: bool) -> float:
         """Peak FLOP/s for `element_type` on the matrix unit (matrix=True) or the vector unit."""
@@ -99,9 +112,12 @@ _SCHEMA: dict[str, tuple[type | tuple[type, ...], bool]] = {
     "memory.bandwidth_gbps": ((int, float), True),
     "onchip_mib": (dict, False),
     "l2.bandwidth_gbps": ((int, float), False),
+    "program.overhead_ns": ((int, float), False),
+    "program.threadpool_wake_ns": ((int, float), False),
+    "program.parallel_kernel_ns": ((int, float), False),
     "sources": (dict, True),
 }
-_TABLES = {"compute", "memory", "l2"}
+_TABLES = {"compute", "memory", "l2", "program"}
 _NUMBER_TABLES = {"peak_tflops", "vector_tflops", "onchip_mib"}
 
 
@@ -168,6 +184,9 @@ def _from_mapping(data: Mapping[str, Any], where: str) -> Target:
         memory_bandwidth_gbps=float(flat["memory.bandwidth_gbps"]),
         onchip_mib={k: float(v) for k, v in flat.get("onchip_mib", {}).items()},
         l2_bandwidth_gbps=float(flat.get("l2.bandwidth_gbps", 0.0)),
+        program_overhead_ns=float(flat.get("program.overhead_ns", 0.0)),
+        threadpool_wake_ns=float(flat.get("program.threadpool_wake_ns", 0.0)),
+        parallel_kernel_ns=float(flat.get("program.parallel_kernel_ns", math.inf)),
         calibrated=flat.get("calibrated", False),
         calibration_note=flat.get("calibration_note", ""),
         sources=dict(flat["sources"]),
@@ -207,8 +226,42 @@ def load_target(name_or_path: str | os.PathLike[str] | None = None) -> Target:
         raise TargetError(f"{path}: malformed TOML: {e}") from None
     target = _from_mapping(data, str(path))
     if target.name == "host" and path == builtin:
-        target = _describe_host(target)
+        target = _calibrated_host(_describe_host(target))
     return target
+
+
+def _calibrated_host(base: Target) -> Target:
+    """The host with the bandwidth, matrix rate and kernel overhead fitted from a calibration
+    measured on this machine (the user's, or the shipped reference if it was measured here)."""
+    from stablehlo_perf.analysis.calibration_files import header_value, training_files
+    from stablehlo_perf.analysis.host_params import HOST_PARAMS_KEY, HostParams
+
+    found = training_files("host")
+    if found is None or not found[1]:
+        return base
+    params = HostParams.parse(header_value(found[0], HOST_PARAMS_KEY))
+    if params is None:
+        return base
+    change: dict[str, object] = {}
+    if math.isfinite(params.bandwidth_gbps):
+        change["memory_bandwidth_gbps"] = params.bandwidth_gbps
+    if math.isfinite(params.f32_tflops):
+        peaks = dict(base.peak_tflops)
+        peaks.update({k: params.f32_tflops for k in ("f32", "bf16", "f16")})
+        change["peak_tflops"] = peaks
+    if math.isfinite(params.kernel_overhead_ns):
+        change["launch_overhead_ns"] = params.kernel_overhead_ns
+    if math.isfinite(params.program_overhead_ns) and math.isfinite(params.threadpool_wake_ns):
+        change["program_overhead_ns"] = params.program_overhead_ns
+        change["threadpool_wake_ns"] = params.threadpool_wake_ns
+        change["parallel_kernel_ns"] = params.parallel_kernel_ns
+    when = header_value(found[0], "date")
+    note = (
+        f"calibrated on this machine ({when}) from {found[0].name}: "
+        + ", ".join(sorted(change))
+        + " measured; other values from the OS"
+    )
+    return Target(**{**base.__dict__, **change, "calibrated": True, "calibration_note": note})
 
 
 def _describe_host(base: Target) -> Target:

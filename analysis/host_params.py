@@ -1,0 +1,114 @@
+"""The host's roofline parameters, fitted from a loop calibration of this machine.
+
+The `host` target ships placeholders for memory bandwidth, matrix FLOP rate and
+per-kernel overhead (a TOML cannot know the machine). A calibration measured with
+`stablehlo-perf-calibrate` times every op inside a loop (its cost within a
+program), and the three numbers follow from it:
+
+- bandwidth: bytes moved / time of the large f32 binary ops (≥ 1M elements;
+  two reads and one write per element), median;
+- matrix f32 rate: FLOPs / time of the largest third of the f32 dot_general rows,
+  median;
+- kernel overhead: median time of elementwise ops of ≤ 4096 elements, where the
+  work itself is a few hundred nanoseconds at most;
+- what a call costs beyond its kernels, from the same ops timed as programs of
+  their own (overhead = program time − in-loop time, both net of dispatch). On
+  XLA:CPU it is a step: a program whose kernels are all short pays a few
+  microseconds, one with a kernel long enough for XLA to split it over the
+  thread pool also pays for waking the pool (~0.2 ms on a 2-vCPU VM). Fitted as
+  overhead = base + wake · [kernel time ≥ threshold], the threshold chosen among
+  the measured kernel times by least absolute error.
+
+They are written into the calibration's header (`# host_params: ...`) and the
+target loader applies them when the calibration was measured on this machine.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
+
+import numpy as np
+
+__all__ = ["HOST_PARAMS_KEY", "HostParams", "fit_host_params"]
+
+HOST_PARAMS_KEY = "host_params"
+_BINARY = ("add", "multiply", "subtract", "divide")
+_SMALL = 4096
+
+
+@dataclass(frozen=True)
+class HostParams:
+    """Measured roofline parameters of one machine (NaN where the calibration lacks the rows)."""
+
+    bandwidth_gbps: float
+    f32_tflops: float
+    kernel_overhead_ns: float
+    program_overhead_ns: float = math.nan
+    threadpool_wake_ns: float = math.nan
+    parallel_kernel_ns: float = math.nan
+
+    def header(self) -> str:
+        """`key=value` pairs for the calibration header."""
+        return " ".join(f"{f.name}={getattr(self, f.name):.6g}" for f in fields(self))
+
+    @classmethod
+    def parse(cls, text: str) -> HostParams | None:
+        """The inverse of `header`; None if a required field is missing or a value malformed."""
+        try:
+            pairs = dict(item.split("=", 1) for item in text.split())
+            return cls(**{f.name: float(pairs[f.name]) for f in fields(cls) if f.name in pairs})
+        except (KeyError, ValueError, TypeError):
+            return None
+
+
+def _step_fit(kernel_us: np.ndarray, overhead_us: np.ndarray) -> tuple[float, float, float]:
+    """(base, wake, threshold) minimising Σ|overhead − base − wake·[kernel ≥ threshold]|."""
+    best = (np.inf, float(np.median(overhead_us)), 0.0, math.inf)
+    for tau in np.unique(np.quantile(kernel_us, np.linspace(0.05, 0.95, 37))):
+        below, above = overhead_us[kernel_us < tau], overhead_us[kernel_us >= tau]
+        if len(below) == 0 or len(above) == 0:
+            continue
+        base = float(np.median(below))
+        wake = max(float(np.median(above)) - base, 0.0)
+        cost = np.abs(below - base).sum() + np.abs(above - base - wake).sum()
+        if cost < best[0]:
+            best = (cost, base, wake, float(tau))
+    return best[1], best[2], best[3]
+
+
+def fit_host_params(
+    rows: Sequence[tuple[str, str, tuple[int, ...], float, float]],
+) -> HostParams:
+    """Fit from (op, dtype, shape, in-loop time, standalone program time) rows, times in µs
+    (the program time may be NaN: then the call overhead stays unknown)."""
+    bw, rate, small, kernel, program = [], [], [], [], []
+    for op, dtype, shape, t_us, program_us in rows:
+        if math.isfinite(program_us) and t_us > 0:
+            kernel.append(t_us)
+            program.append(program_us)
+        if t_us <= 0:
+            continue
+        numel = math.prod(shape)
+        if op in _BINARY and dtype == "f32" and numel >= 1 << 20:
+            bw.append(3 * 4 * numel / t_us / 1e3)
+        elif op == "dot_general" and dtype == "f32":
+            b, m, n, k = shape
+            rate.append((2 * b * m * n * k, 2 * b * m * n * k / t_us / 1e6))
+        if op not in ("dot_general", "convolution", "transpose", "reduce") and numel <= _SMALL:
+            small.append(t_us * 1e3)
+    rate.sort()
+    top = [r for _, r in rate[-max(1, len(rate) // 3) :]] if rate else []
+    base = wake = tau = math.nan
+    if len(kernel) >= 8:
+        k = np.array(kernel)
+        base, wake, tau = _step_fit(k, np.array(program) - k)
+    return HostParams(
+        bandwidth_gbps=float(np.median(bw)) if bw else math.nan,
+        f32_tflops=float(np.median(top)) if top else math.nan,
+        kernel_overhead_ns=float(np.median(small)) if small else math.nan,
+        program_overhead_ns=max(base, 0.0) * 1e3,
+        threadpool_wake_ns=wake * 1e3,
+        parallel_kernel_ns=tau * 1e3,
+    )

@@ -1,0 +1,134 @@
+"""Host roofline parameters fitted from a loop calibration, and the host target using them."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from pathlib import Path
+
+import pytest
+from stablehlo_perf.analysis import calibration_files as cf
+from stablehlo_perf.analysis.host_params import HOST_PARAMS_KEY, HostParams, fit_host_params
+from stablehlo_perf.analysis.targets import load_target
+
+NAN = math.nan
+ROWS = [
+    # 2^20 f32 adds: 12 MiB moved in 250 us -> 50.33 GB/s; in 200 us -> 62.91 GB/s.
+    ("add", "f32", (1 << 20,), 250.0, NAN),
+    ("multiply", "f32", (1024, 1024), 200.0, NAN),
+    ("add", "f32", (1 << 21,), 420.0, NAN),  # 25.17 MB / 420 us = 59.92 GB/s
+    ("add", "bf16", (1 << 22,), 900.0, NAN),  # not f32: ignored for bandwidth
+    # Small elementwise ops: the per-kernel overhead is their median, 400 ns.
+    ("add", "f32", (32,), 0.3, NAN),
+    ("exponential", "f32", (1024,), 0.5, NAN),
+    ("maximum", "bf16", (4096,), 0.4, NAN),
+    ("transpose", "f32", (32, 32), 5.0, NAN),  # movement: not an overhead sample
+    # Dots: the largest third (one row of three) sets the rate: 2*512^3 / 2000 us.
+    ("dot_general", "f32", (1, 64, 64, 64), 10.0, NAN),
+    ("dot_general", "f32", (1, 256, 256, 256), 400.0, NAN),
+    ("dot_general", "f32", (1, 512, 512, 512), 2000.0, NAN),
+]
+
+
+def test_fit_host_params_by_hand() -> None:
+    p = fit_host_params(ROWS)
+    assert p.bandwidth_gbps == pytest.approx(12 * 2**21 / 420.0 / 1e3)  # median of three
+    assert p.kernel_overhead_ns == pytest.approx(400.0)
+    assert p.f32_tflops == pytest.approx(2 * 512**3 / 2000.0 / 1e6)
+    assert math.isnan(p.program_overhead_ns) and math.isnan(p.threadpool_wake_ns)
+
+
+def test_call_overhead_is_a_step_in_kernel_time() -> None:
+    """Programs of short kernels pay 5 us beyond them (median), of long ones 205 us: base 5,
+    wake 200,
+    and the threshold falls between the longest short kernel (8 us) and the shortest long one
+    (30 us). One outlier per side moves medians, not the fit."""
+    short = [(1.0, 6.0), (2.0, 4.0), (4.0, 5.0), (8.0, 5.0), (3.0, 90.0)]
+    long = [(30.0, 205.0), (60.0, 205.0), (100.0, 206.0), (500.0, 204.0), (40.0, 20.0)]
+    rows = [("add", "f32", (1,), k, k + o) for k, o in [*short, *long]]
+    p = fit_host_params(rows)
+    assert p.program_overhead_ns == pytest.approx(5000.0)
+    assert p.threadpool_wake_ns == pytest.approx(200000.0)
+    assert 8000.0 < p.parallel_kernel_ns <= 30000.0
+
+
+def test_header_round_trip_and_missing_rows() -> None:
+    p = HostParams(51.25, 0.125, 380.0, 4500.0, 180000.0, 25000.0)
+    assert HostParams.parse(p.header()) == p
+    assert HostParams.parse("bandwidth_gbps=3") is None
+    assert HostParams.parse("bandwidth_gbps=x f32_tflops=1 kernel_overhead_ns=2") is None
+    old = HostParams.parse("bandwidth_gbps=3 f32_tflops=1 kernel_overhead_ns=2")
+    assert old is not None and math.isnan(old.threadpool_wake_ns)
+    empty = fit_host_params([("add", "f32", (8,), 0.0, NAN)])
+    assert all(math.isnan(v) for v in (empty.bandwidth_gbps, empty.f32_tflops))
+    assert math.isnan(empty.kernel_overhead_ns)
+
+
+def _calibration(path: Path, params: HostParams, machine: str) -> None:
+    body = "op,dtype,shape,measured_us_median\nadd,f32,32,0.3\n"
+    digest = hashlib.sha256(body.encode()).hexdigest()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(
+        f"# machine: {machine}\n# date: 2026-11-30T09:00Z\n"
+        f"# {HOST_PARAMS_KEY}: {params.header()}\n# sha256: {digest}\n{body}"
+    )
+
+
+def test_host_target_takes_parameters_only_from_this_machine(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(cf, "_SHIPPED", {})
+    monkeypatch.setattr(cf, "_shipped_file", lambda name: tmp_path / "none" / name)
+    plain = load_target("host")
+    assert not plain.calibrated and "uncalibrated" in plain.calibration_note
+    params = HostParams(bandwidth_gbps=41.5, f32_tflops=0.0875, kernel_overhead_ns=612.0)
+    _calibration(cf.calibration_path("host"), params, cf.machine_fingerprint())
+    host = load_target("host")
+    assert host.calibrated and "calibrated on this machine" in host.calibration_note
+    assert host.memory_bandwidth_gbps == 41.5 and host.launch_overhead_ns == 612.0
+    assert host.peak_flops("f32", matrix=True) == pytest.approx(0.0875e12)
+    # The vector unit keeps the OS-derived peak; only the matrix rate was measured.
+    assert host.peak_flops("f32", matrix=False) == plain.peak_flops("f32", matrix=False)
+    # A calibration from another machine is not applied.
+    other = tmp_path / "shipped.csv"
+    _calibration(other, params, "Some Other CPU, 96 cores, aarch64")
+    cf.calibration_path("host").unlink()
+    monkeypatch.setattr(cf, "_shipped_file", lambda name: other)
+    assert not load_target("host").calibrated
+
+
+UNIT_CPU = Path(__file__).resolve().parents[1] / "test_ir" / "Inputs" / "unit_cpu.toml"
+ADD = """
+func.func @main(%a: tensor<1000xf32>, %b: tensor<1000xf32>) -> tensor<1000xf32> {
+  %0 = stablehlo.add %a, %b : tensor<1000xf32>
+  return %0 : tensor<1000xf32>
+}
+"""
+
+
+@pytest.mark.parametrize(("parallel_at", "wake"), [(200.0, 150.0), (300.0, 0.0)])
+def test_call_overhead_joins_the_module_total(
+    tmp_path: Path, parallel_at: float, wake: float
+) -> None:
+    """unit-cpu prices the add at 12,000 B / 100 B/ns + 100 ns launch = 220 ns; the call adds
+    7 ns, and the 150 ns wake-up only when 220 ns reaches the parallel-kernel threshold."""
+    import stablehlo_perf as sp
+
+    target = tmp_path / "unit_cpu_calls.toml"
+    target.write_text(
+        UNIT_CPU.read_text()
+        + "\n[program]\noverhead_ns = 7.0\nthreadpool_wake_ns = 150.0\n"
+        + f"parallel_kernel_ns = {parallel_at}\n"
+    )
+    assert load_target(str(target)).call_overhead_ns(220.0) == 7.0 + wake
+    res = sp.analyze(ADD, target=str(target))
+    assert res.report.work_ns == pytest.approx(220.0)
+    assert res.report.call_overhead_ns == pytest.approx(7.0 + wake)
+    assert res.report.total_latency_ns == pytest.approx(227.0 + wake)
+    assert res.report.critical_path_ns == pytest.approx(227.0 + wake)
+    assert "per-call overhead" in res.report.to_markdown()
+    plain = sp.analyze(ADD, target=str(UNIT_CPU))
+    assert plain.report.total_latency_ns == pytest.approx(220.0)
+    assert plain.report.call_overhead_ns == 0.0
+    assert "perf.call_overhead_ns" not in str(plain.annotated_ir)
