@@ -7,8 +7,8 @@ program), and the three numbers follow from it:
 
 - bandwidth: bytes moved / time of the large f32 binary ops (≥ 1M elements;
   two reads and one write per element), median;
-- matrix f32 rate: FLOPs / time of the largest third of the f32 dot_general rows,
-  median;
+- matrix f32 rate: FLOPs / time of the eight f32 dot_general rows with the most
+  FLOPs, median;
 - kernel overhead: median time of elementwise ops of ≤ 4096 elements, where the
   work itself is a few hundred nanoseconds at most;
 - what a call costs beyond its kernels, from the same ops timed as programs of
@@ -99,7 +99,7 @@ def fit_host_params(
         if op not in ("dot_general", "convolution", "transpose", "reduce") and numel <= _SMALL:
             small.append(t_us * 1e3)
     rate.sort()
-    top = [r for _, r in rate[-max(1, len(rate) // 3) :]] if rate else []
+    top = [r for _, r in rate[-8:]]
     base = wake = tau = math.nan
     if len(kernel) >= 8:
         k = np.array(kernel)

@@ -123,6 +123,12 @@ def matmul_specs(quick: bool) -> list[Spec]:
     gemm |= {(8, 128, 128, 128), (4, 256, 64, 256), (16, 64, 64, 64)}
     if quick:
         gemm = set(sorted(gemm)[::3])
+    # Skinny products (N or M of 1 or 16: matrix-vector-like) and small batched ones
+    # (attention heads) are common in real programs and run far from the square grid's rate.
+    thin = (32, 128, 512)
+    gemm |= {(1, m, n, k) for m in thin for k in thin for n in (1, 16)}
+    gemm |= {(1, m, n, k) for n in thin for k in thin for m in (1, 16)}
+    gemm |= {(b, m, m, k) for b in (4, 16) for m in (16, 64) for k in (16, 64)}
     conv = set()
     for hw in (14, 28, 56) if quick else (7, 14, 28, 56, 112):
         for c, o in ((3, 32), (32, 64), (64, 64), (128, 128)):

@@ -436,3 +436,31 @@ def test_corpus_kernel_count_equals_xla_cpu(name: str, kernels: int) -> None:
     assert len(xla.kernels) == kernels
     assert ours.kernels == len(xla.kernels)
     assert ours.control == xla.control
+
+
+# One launch (100 ns) plus, on a CPU, every member less its launch (400 + 400 + 500 + 400),
+# elsewhere the slowest member less its launch (the exponential's 500).
+@pytest.mark.parametrize(("kind", "want_ns"), [("cpu", 100 + 1700), ("gpu", 100 + 500)])
+def test_fused_chain_on_cpu_pays_every_member_elsewhere_the_slowest(
+    kind: str, want_ns: float
+) -> None:
+    """A CPU loop fusion evaluates every member per element, so its members' measured
+    costs (less their launch) add up; a GPU-style kernel hides all but the slowest."""
+    from dataclasses import replace
+
+    from stablehlo_perf.analysis.fusion_cost import price_groups
+    from stablehlo_perf.analysis.service import OpCost
+    from stablehlo_perf.analysis.targets import load_target
+
+    b = chain()
+    plan = b.plan(kind)
+    assert plan.num_groups == 1
+    traffic = group_traffic(b.ops, b.deps, plan, b.sources)
+    base = load_target(str(ROOT / "test_ir" / "Inputs" / f"unit_{kind}.toml"))
+    target = replace(base, launch_overhead_ns=100.0)
+    # Learned costs, launch included: 500, 500, 600 (the exponential), 500 ns.
+    costs = [OpCost(0, t, 128, "hgb-x") for t in (500.0, 500.0, 600.0, 500.0)]
+    groups, share, _ = price_groups(b.ops, plan, traffic, costs, target)
+    # Roofline of the group on unit targets is far below: 512 B at >=100 B/ns.
+    assert groups[0].latency_ns == pytest.approx(want_ns)
+    assert sum(share) == pytest.approx(groups[0].latency_ns)
