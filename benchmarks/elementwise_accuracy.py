@@ -117,9 +117,8 @@ def _two_passes(
     looped = [(s.key, sweeps.build_loop_case(s)) for s in specs]
     passes = []
     for seed in (1, 2):
-        out, _ = timing.time_in_loop(looped, repeats=repeats, seed=seed)
+        out, _, disp = timing.time_in_loop(looped, repeats=repeats, seed=seed)
         passes.append({k: max(per.median_us, 0.1) for k, (per, _) in out.items()})
-    _, disp = timing.time_cases([], repeats=3)
     return passes[0], passes[1], disp.median_us
 
 

@@ -3,10 +3,11 @@
     stablehlo-perf-calibrate --target host [--ops add,exponential,...] [--quick]
 
 Measures the sweep (runtime.sweeps) on JAX's default backend with the timing
-harness, each op inside a runtime-trip-count loop so that what is stored is its
+harness: each op inside a runtime-trip-count loop, so that what is stored is its
 cost within a program (`runtime.timing.time_in_loop`), and as a program of its own
-in the same rounds (what a call costs beyond its kernels: `analysis.host_params`), appending each interleaved chunk to a partial CSV so an interrupted run
-resumes where it stopped. The finished calibration goes to the user's cache
+in the same rounds (what a call costs beyond its kernels: `analysis.host_params`).
+Each interleaved chunk is appended to a partial CSV, so an interrupted run resumes
+where it stopped. The finished calibration goes to the user's cache
 (`analysis.calibration_files.calibration_path`) with a header naming machine, device,
 date, versions and a sha256 of the rows; the `hgb` service picks it up for that
 target from then on. A cached file whose checksum does not match (corrupted or
@@ -94,8 +95,7 @@ def measure(
             part = todo[start : start + chunk]
             looped = [(s.key, sweeps.build_loop_case(s)) for s in part]
             alone = [sweeps.build_case(s) for s in part]
-            results, programs = timing.time_in_loop(looped, repeats=repeats, extra=alone)
-            disp = timing.time_cases([], repeats=3)[1]
+            results, programs, disp = timing.time_in_loop(looped, repeats=repeats, extra=alone)
             lines = []
             for s in part:
                 per, _ = results[s.key]

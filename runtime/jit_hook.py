@@ -86,6 +86,8 @@ class PerfAnalysis:
     measured: Measurement | None = None
     measure_reason: str | None = None
     extras: dict[str, Any] = field(default_factory=dict)
+    # With measure=True: XLA's kernels by traced time per call (runtime/profile.py).
+    kernels: tuple[Any, ...] = ()
 
     @property
     def partial(self) -> bool:
@@ -112,6 +114,8 @@ class PerfAnalysis:
         d["partial"] = self.partial
         d["reason"] = self.reason
         d["measured"] = None if self.measured is None else self.measured.to_dict()
+        if self.kernels:
+            d["measured_kernels"] = [asdict(k) for k in self.kernels]
         if self.measure_reason:
             d["measure_reason"] = self.measure_reason
         d.update(self.extras)
@@ -140,6 +144,16 @@ class PerfAnalysis:
                 f"\nCC4CS LASSO cross-check: {_ns(est['estimate_ns'])} "
                 f"(held-out MAPE {cv['mape']:.0f}% on {est['trained_on']})"
             )
+        if self.kernels:
+            head += [
+                "",
+                "Measured kernels (jax.profiler trace, time per call; tracing slows "
+                "multi-threaded kernels):",
+                "",
+                "| XLA kernel | traced time | launches per call |",
+                "|---|---:|---:|",
+                *(f"| {k.name} | {_ns(k.median_ns)} | {k.per_call:g} |" for k in self.kernels[:10]),
+            ]
         body = "" if self.result is None else "\n" + self.result.to_markdown()
         return "\n".join(head) + "\n" + body
 
@@ -382,7 +396,13 @@ class PerfJitted:
             m = measure_program(fn, cargs, ckwargs)
         except Exception as e:  # noqa: BLE001 - timing is optional information
             return replace(res, measured=None, measure_reason=_reason(e))
-        return replace(res, measured=m, measure_reason=None)
+        try:
+            from stablehlo_perf.runtime.profile import kernel_times
+
+            kernels = tuple(kernel_times(fn, cargs, ckwargs))
+        except Exception:  # noqa: BLE001 - the per-kernel trace is optional on top of timing
+            kernels = ()
+        return replace(res, measured=m, measure_reason=None, kernels=kernels)
 
     def _concrete_inputs(
         self, args: tuple[Any, ...], kwargs: dict[str, Any]

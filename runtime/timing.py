@@ -142,7 +142,7 @@ def time_in_loop(
     max_trips: int = 4096,
     seed: int = 0,
     extra: Sequence[Case] = (),
-) -> tuple[dict[str, tuple[Timing, Timing]], dict[str, Timing]]:
+) -> tuple[dict[str, tuple[Timing, Timing]], dict[str, Timing], Timing]:
     """Each op's cost per loop iteration, net of the program around it (`LOOP_METHOD`).
 
     A probe picks the high trip count N so that N iterations last about `loop_us`
@@ -150,7 +150,7 @@ def time_in_loop(
     interleaved rounds, and a round's per-iteration time is their difference over
     N - 1. `extra` cases (e.g. the same ops as standalone programs) are timed in the
     same rounds. Returns ({key: (per-iteration Timing, 1-trip program Timing)},
-    {extra key: Timing net of dispatch}).
+    {extra key: Timing net of dispatch}, the dispatch floor's Timing).
     """
     plan: list[tuple[str, Case, Case, int]] = []
     for key, lc in looped:
@@ -160,13 +160,13 @@ def time_in_loop(
         trips = int(np.clip(math.ceil(max(loop_us, 2 * t1) / per), 9, max_trips))
         plan.append((key, one, nine if trips == 9 else lc.at(trips), trips))
     cases = [c for _, one, many, _ in plan for c in (one, many)]
-    timed, _ = time_cases([*cases, *extra], repeats=repeats, seed=seed)
+    timed, dispatch = time_cases([*cases, *extra], repeats=repeats, seed=seed)
     out = {}
     for key, one, many, trips in plan:
         lo, hi = timed[one.key], timed[many.key]
         per_round = (np.array(hi.rounds_us) - np.array(lo.rounds_us)) / (trips - 1)
         out[key] = (_summary(key, per_round, per_round, trips), lo)
-    return out, {c.key: timed[c.key] for c in extra}
+    return out, {c.key: timed[c.key] for c in extra}, dispatch
 
 
 def _summary(key: str, kernel: np.ndarray, call: np.ndarray, iters: int) -> Timing:

@@ -240,3 +240,27 @@ def test_methods_bind_the_instance_like_jax_jit():
     res = s.apply.analyze(x)
     assert not res.partial and res is Scale(3.0).apply.analyze(x)
     assert res is not Scale(2.0).apply.analyze(x)
+
+
+def test_kernel_times_name_the_compiled_programs_kernels():
+    """Every traced kernel is an instruction of the optimised HLO XLA compiled, and a
+    kernel run once per call has one launch per call."""
+    from stablehlo_perf.runtime.profile import kernel_times
+
+    def f(x, y):
+        return jnp.tanh(x @ y), x.sum()
+
+    x, y = jnp.ones((64, 64)), jnp.ones((64, 64))
+    fn = jax.jit(f)
+    kernels = kernel_times(fn, (x, y), calls=5)
+    assert kernels, "XLA:CPU traces name their kernels (hlo_op)"
+    hlo = fn.lower(x, y).compile().as_text()
+    for k in kernels:
+        assert k.name in hlo and k.median_ns > 0
+    assert all(k.per_call == 1.0 for k in kernels)
+    assert [k.median_ns for k in kernels] == sorted((k.median_ns for k in kernels), reverse=True)
+    res = sp.perf_jit(f, target="host").analyze(x, y, measure=True)
+    names = {k.name for k in res.kernels}
+    assert names == {k.name for k in kernels}
+    assert {d["name"] for d in json.loads(res.to_json())["measured_kernels"]} == names
+    assert "Measured kernels" in str(res)

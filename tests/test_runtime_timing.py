@@ -69,9 +69,10 @@ def test_time_in_loop_differences_two_trip_counts() -> None:
     """Per-iteration time comes from the 1-trip and N-trip programs of the same rounds."""
     spec = sweeps.Spec("exponential", "f32", (256, 1024))
     alone = sweeps.build_case(spec)
-    out, extra = timing.time_in_loop(
+    out, extra, dispatch = timing.time_in_loop(
         [(spec.key, sweeps.build_loop_case(spec))], repeats=3, extra=[alone]
     )
+    assert len(dispatch.rounds_us) == 3
     per, one = out[spec.key]
     assert len(extra[spec.key].rounds_us) == 3
     assert per.iters >= 9 and len(per.rounds_us) == 3 and len(one.rounds_us) == 3
