@@ -26,7 +26,16 @@ import numpy as np
 from jax import lax
 from stablehlo_perf.runtime.timing import Case
 
-__all__ = ["DTYPES", "OPS", "LoopCase", "Spec", "build_case", "build_loop_case", "sweep"]
+__all__ = [
+    "DTYPES",
+    "OPS",
+    "LoopCase",
+    "Spec",
+    "build_case",
+    "build_loop_case",
+    "op_and_inputs",
+    "sweep",
+]
 
 _JNP = {"f32": jnp.float32, "bf16": jnp.bfloat16, "f16": jnp.float16}
 DTYPES = ("f32", "bf16")
@@ -171,7 +180,9 @@ def sweep(
     return specs
 
 
-def _op(spec: Spec, seed: int = 0) -> tuple[Callable[..., jax.Array], tuple[jax.Array, ...]]:
+def op_and_inputs(
+    spec: Spec, seed: int = 0
+) -> tuple[Callable[..., jax.Array], tuple[jax.Array, ...]]:
     """`spec` as a function of its inputs, and the inputs (on the device)."""
     key = jax.random.key(seed)
     dt = _JNP[spec.dtype]
@@ -218,7 +229,7 @@ def _op(spec: Spec, seed: int = 0) -> tuple[Callable[..., jax.Array], tuple[jax.
 
 def build_case(spec: Spec, seed: int = 0) -> Case:
     """Compile `spec` as a jitted single op with inputs already on the device."""
-    fn, args = _op(spec, seed)
+    fn, args = op_and_inputs(spec, seed)
     return Case(spec.key, jax.jit(fn).lower(*args).compile(), args)
 
 
@@ -259,6 +270,6 @@ def build_loop_case(spec: Spec, seed: int = 0) -> LoopCase:
     """Compile `spec` inside a runtime-trip-count loop: the difference between two trip
     counts is the op's cost *inside* a program (its kernel plus the executor's per-kernel
     work), free of the per-program overhead a single-op program measures."""
-    fn, args = _op(spec, seed)
+    fn, args = op_and_inputs(spec, seed)
     n = jnp.asarray(1, jnp.int32)
     return LoopCase(spec, jax.jit(_looped(fn)).lower(n, *args).compile(), args)
