@@ -60,6 +60,12 @@ class Report:
     caveats: list[str] = field(default_factory=list)
     target_note: str = ""
 
+    @property
+    def parallelism(self) -> float:
+        """Work over the kernels' dataflow bound (the call overhead is no kernel's)."""
+        span = self.critical_path_ns - self.call_overhead_ns
+        return self.work_ns / span if span > 0 else 0.0
+
     def to_dict(self) -> dict:
         d = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "ops"}
         d["ops"] = [
@@ -138,7 +144,7 @@ class Report:
             "| total latency | critical path | work | parallelism | ops |",
             "|---:|---:|---:|---:|---:|",
             f"| {_ns(self.total_latency_ns)} | {_ns(self.critical_path_ns)} | "
-            f"{_ns(self.work_ns)} | {self.work_ns / self.critical_path_ns if self.critical_path_ns else 0:.2f} | "
+            f"{_ns(self.work_ns)} | {self.parallelism:.2f} | "
             f"{len(self.ops)} |",
             "",
         ]

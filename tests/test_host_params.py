@@ -128,6 +128,7 @@ def test_call_overhead_joins_the_module_total(
     assert res.report.total_latency_ns == pytest.approx(227.0 + wake)
     assert res.report.critical_path_ns == pytest.approx(227.0 + wake)
     assert "per-call overhead" in res.report.to_markdown()
+    assert res.report.parallelism == pytest.approx(1.0)  # one kernel: work = its span
     plain = sp.analyze(ADD, target=str(UNIT_CPU))
     assert plain.report.total_latency_ns == pytest.approx(220.0)
     assert plain.report.call_overhead_ns == 0.0
