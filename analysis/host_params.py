@@ -19,8 +19,11 @@ program), and the three numbers follow from it:
   overhead = base + wake · [kernel time ≥ threshold], the threshold chosen among
   the measured kernel times by least absolute error.
 
-They are written into the calibration's header (`# host_params: ...`) and the
-target loader applies them when the calibration was measured on this machine.
+Two more come from multi-kernel probe programs (`runtime/program_probes.py`):
+what a straight-line program pays once for running more than one kernel, and per
+kernel, beyond the kernels' in-loop times. All are written into the calibration's
+header (`# host_params: ...`) and the target loader applies them when the
+calibration was measured on this machine.
 """
 
 from __future__ import annotations
@@ -48,6 +51,9 @@ class HostParams:
     program_overhead_ns: float = math.nan
     threadpool_wake_ns: float = math.nan
     parallel_kernel_ns: float = math.nan
+    # From multi-kernel probe programs (runtime/program_probes.py), not from the rows.
+    multi_kernel_ns: float = math.nan
+    kernel_dispatch_ns: float = math.nan
 
     def header(self) -> str:
         """`key=value` pairs for the calibration header."""

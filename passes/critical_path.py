@@ -34,8 +34,9 @@ class CriticalPathPass:
     `perf.total_latency_ns` = makespan, `perf.critical_path_ns` = dataflow
     bound, `perf.work_ns` = sum of latencies). Where the target charges a call
     overhead beyond its kernels (`Target.call_overhead_ns`: fixed part, thread-pool
-    wake-up once a kernel is long enough to be split over threads), it is added to
-    the first two and written as `perf.call_overhead_ns`.
+    wake-up once a kernel is long enough to be split over threads or the entry runs
+    more than one, a dispatch cost per entry kernel), it is added to the first two
+    and written as `perf.call_overhead_ns`.
     """
 
     name: ClassVar[str] = "perf-critical-path"
@@ -47,14 +48,16 @@ class CriticalPathPass:
         kind = target.kind
         schedules: dict[tuple[int, ...], tuple[ScheduledBlock, list[list[int]]]] = {}
         longest_kernel = 0.0
+        top_kernels: dict[tuple[int, ...], int] = {}
 
         def schedule(ids: Sequence[int], offset: float) -> None:
             nonlocal longest_kernel
             nodes, deps = _nodes(view, cache, ids)
             latency = [sum(read_latency(cache, i) for i in node) for node in nodes]
             classes = [_node_class(view, node) for node in nodes]
-            kernels = [t for t, c in zip(latency, classes, strict=True) if c != "control"]
+            kernels = [t for t, c in zip(latency, classes, strict=True) if c != "control" and t > 0]
             longest_kernel = max([longest_kernel, *kernels])
+            top_kernels[tuple(ids)] = len(kernels)
             sb = list_schedule(latency, deps, classes, kind)
             schedules[tuple(ids)] = (sb, nodes)
             s = sb.schedule
@@ -76,7 +79,7 @@ class CriticalPathPass:
                 self._mark(view, cache, func.top, schedules, set(), path)
                 if func is entry:
                     sb = schedules[tuple(func.top)][0]
-                    call = target.call_overhead_ns(longest_kernel)
+                    call = target.call_overhead_ns(longest_kernel, top_kernels[tuple(func.top)])
                     cache.totals = {
                         "total_latency_ns": sb.makespan_ns + call,
                         "critical_path_ns": sb.dataflow.span_ns + call,

@@ -5,7 +5,8 @@
 Measures the sweep (runtime.sweeps) on JAX's default backend with the timing
 harness: each op inside a runtime-trip-count loop, so that what is stored is its
 cost within a program (`runtime.timing.time_in_loop`), and as a program of its own
-in the same rounds (what a call costs beyond its kernels: `analysis.host_params`).
+in the same rounds (what a call costs beyond its kernels: `analysis.host_params`);
+then multi-kernel probe programs (`runtime.program_probes`).
 Each interleaved chunk is appended to a partial CSV, so an interrupted run resumes
 where it stopped. The finished calibration goes to the user's cache
 (`analysis.calibration_files.calibration_path`) with a header naming machine, device,
@@ -17,6 +18,7 @@ edited) is reported, removed and measured again, never used.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime as dt
 import hashlib
 import math
@@ -31,7 +33,7 @@ import numpy as np
 from stablehlo_perf.analysis import calibration_files as cf
 from stablehlo_perf.analysis import elementwise as ew
 from stablehlo_perf.analysis.host_params import HOST_PARAMS_KEY, fit_host_params
-from stablehlo_perf.runtime import sweeps, timing
+from stablehlo_perf.runtime import program_probes, sweeps, timing
 from tqdm import tqdm
 
 __all__ = ["COLUMNS", "RESOLUTION_US", "main", "measure", "read_partial", "write_calibration"]
@@ -134,9 +136,15 @@ def header(target: str, note: str = "") -> list[str]:
     ]
 
 
-def write_calibration(rows: Sequence[list[str]], path: Path, head: Sequence[str]) -> None:
+def write_calibration(
+    rows: Sequence[list[str]],
+    path: Path,
+    head: Sequence[str],
+    probes: program_probes.ProbeFit | None = None,
+) -> None:
     """Write rows under `head`, the dispatch floor, the roofline parameters they imply
-    (`analysis.host_params`) and a `# sha256:` of the body, atomically (tmp + rename)."""
+    (`analysis.host_params`, with the probe programs' per-call terms where given) and a
+    `# sha256:` of the body, atomically (tmp + rename)."""
     body = ",".join(COLUMNS) + "\n" + "".join(",".join(r) + "\n" for r in sorted(rows))
     digest = hashlib.sha256(body.encode()).hexdigest()
     disp = np.median([float(r[COLUMNS.index("dispatch_us")]) for r in rows])
@@ -146,6 +154,12 @@ def write_calibration(rows: Sequence[list[str]], path: Path, head: Sequence[str]
             for r in rows
         ]
     )
+    if probes is not None:
+        params = dataclasses.replace(
+            params,
+            multi_kernel_ns=probes.multi_kernel_ns,
+            kernel_dispatch_ns=probes.kernel_dispatch_ns,
+        )
     text = "\n".join(
         [
             *head,
@@ -196,7 +210,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Resume from the finished file: its rows count as measured.
         partial.write_text("".join(ln + "\n" for ln in path.read_text().splitlines()))
     rows = measure(specs, partial, repeats=args.repeats, progress=not args.no_progress)
-    write_calibration(list(rows.values()), path, header(args.target, args.note))
+    probes = program_probes.fit_probes(program_probes.measure_probes(args.repeats))
+    write_calibration(list(rows.values()), path, header(args.target, args.note), probes)
     partial.unlink()
     models = ew.fit_class_models(ew.load_measurements(path))
     print(f"{path}: {len(rows)} shapes; fitted classes: {', '.join(sorted(models))}")

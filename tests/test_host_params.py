@@ -53,12 +53,13 @@ def test_call_overhead_is_a_step_in_kernel_time() -> None:
 
 
 def test_header_round_trip_and_missing_rows() -> None:
-    p = HostParams(51.25, 0.125, 380.0, 4500.0, 180000.0, 25000.0)
+    p = HostParams(51.25, 0.125, 380.0, 4500.0, 180000.0, 25000.0, 20000.0, 7000.0)
     assert HostParams.parse(p.header()) == p
     assert HostParams.parse("bandwidth_gbps=3") is None
     assert HostParams.parse("bandwidth_gbps=x f32_tflops=1 kernel_overhead_ns=2") is None
     old = HostParams.parse("bandwidth_gbps=3 f32_tflops=1 kernel_overhead_ns=2")
     assert old is not None and math.isnan(old.threadpool_wake_ns)
+    assert math.isnan(old.kernel_dispatch_ns)
     empty = fit_host_params([("add", "f32", (8,), 0.0, NAN)])
     assert all(math.isnan(v) for v in (empty.bandwidth_gbps, empty.f32_tflops))
     assert math.isnan(empty.kernel_overhead_ns)
@@ -105,6 +106,16 @@ func.func @main(%a: tensor<1000xf32>, %b: tensor<1000xf32>) -> tensor<1000xf32> 
   return %0 : tensor<1000xf32>
 }
 """
+# Two kernels on a CPU: the reduce is an input fusion of its own, the add a loop fusion.
+TWO = """
+func.func @main(%a: tensor<1000xf32>, %b: tensor<1000xf32>) -> (tensor<1000xf32>, tensor<f32>) {
+  %0 = stablehlo.add %a, %b : tensor<1000xf32>
+  %z = stablehlo.constant dense<0.0> : tensor<f32>
+  %1 = stablehlo.reduce(%0 init: %z) applies stablehlo.add across dimensions = [0]
+      : (tensor<1000xf32>, tensor<f32>) -> tensor<f32>
+  return %0, %1 : tensor<1000xf32>, tensor<f32>
+}
+"""
 
 
 @pytest.mark.parametrize(("parallel_at", "wake"), [(200.0, 150.0), (300.0, 0.0)])
@@ -119,9 +130,14 @@ def test_call_overhead_joins_the_module_total(
     target.write_text(
         UNIT_CPU.read_text()
         + "\n[program]\noverhead_ns = 7.0\nthreadpool_wake_ns = 150.0\n"
-        + f"parallel_kernel_ns = {parallel_at}\n"
+        + f"parallel_kernel_ns = {parallel_at}\nmulti_kernel_ns = 40.0\n"
+        + "kernel_dispatch_ns = 3.0\n"
     )
-    assert load_target(str(target)).call_overhead_ns(220.0) == 7.0 + wake
+    t = load_target(str(target))
+    # One kernel: its dispatch, no multi-kernel wake; the pool wakes at most once.
+    assert t.call_overhead_ns(220.0) == 7.0 + wake + 3.0
+    assert t.call_overhead_ns(220.0, kernels=2) == 7.0 + max(wake, 40.0) + 6.0
+    wake += 3.0  # the add's dispatch, below
     res = sp.analyze(ADD, target=str(target))
     assert res.report.work_ns == pytest.approx(220.0)
     assert res.report.call_overhead_ns == pytest.approx(7.0 + wake)
@@ -133,3 +149,9 @@ def test_call_overhead_joins_the_module_total(
     assert plain.report.total_latency_ns == pytest.approx(220.0)
     assert plain.report.call_overhead_ns == 0.0
     assert "perf.call_overhead_ns" not in str(plain.annotated_ir)
+    two = sp.analyze(TWO, target=str(target)).report
+    kernels = [g for g in two.fusion_groups if g["latency_ns"] > 0]
+    assert len(kernels) == 2
+    longest = max(g["latency_ns"] for g in kernels)
+    assert two.call_overhead_ns == pytest.approx(t.call_overhead_ns(longest, kernels=2))
+    assert two.total_latency_ns == pytest.approx(two.work_ns + two.call_overhead_ns)

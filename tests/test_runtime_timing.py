@@ -19,7 +19,7 @@ from stablehlo_perf.analysis import elementwise as ew
 from stablehlo_perf.analysis.host_params import HOST_PARAMS_KEY, HostParams
 from stablehlo_perf.analysis.opinfo import OpInfo, TensorType
 from stablehlo_perf.analysis.targets import load_target
-from stablehlo_perf.runtime import calibrate, sweeps, timing
+from stablehlo_perf.runtime import calibrate, program_probes, sweeps, timing
 
 TINY = [
     sweeps.Spec("add", "f32", (256, 256)),
@@ -193,6 +193,7 @@ def test_calibrate_cli_end_to_end_and_corrupted_cache(
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     specs = [sweeps.Spec("add", "f32", (n,)) for n in (4096, 65536, 1 << 20)]
     monkeypatch.setattr(sweeps, "sweep", lambda quick, ops=None: specs)
+    monkeypatch.setattr(program_probes, "CHAIN_LENGTHS", (1, 2, 3))
     assert calibrate.main(["--target", "host", "--quick", "--repeats", "3", "--no-progress"]) == 0
     path = cf.calibration_path("host")
     text = path.read_text()
@@ -207,6 +208,7 @@ def test_calibrate_cli_end_to_end_and_corrupted_cache(
     # The roofline parameters the rows imply are in the header, and the host target uses them.
     params = HostParams.parse(cf.header_value(path, HOST_PARAMS_KEY))
     assert params is not None and params.bandwidth_gbps > 0
+    assert params.kernel_dispatch_ns >= 0 and params.multi_kernel_ns >= 0  # probes ran
     host = load_target("host")
     assert host.calibrated and host.memory_bandwidth_gbps == pytest.approx(
         params.bandwidth_gbps, rel=1e-5

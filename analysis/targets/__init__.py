@@ -49,21 +49,26 @@ class Target:
     onchip_mib: Mapping[str, float] = field(default_factory=dict)
     l2_bandwidth_gbps: float = 0.0
     # What one call of a compiled program costs beyond its kernels (and the dispatch a
-    # 1-element program pays): a fixed part, and on a CPU the wake-up of the thread
-    # pool, paid once a call runs a kernel of at least `parallel_kernel_ns` (XLA:CPU
-    # splits only long kernels over threads). Zero where unknown.
+    # 1-element program pays): a fixed part; on a CPU the wake-up of the thread pool,
+    # paid once a call runs a kernel of at least `parallel_kernel_ns` (XLA:CPU splits
+    # only long kernels over threads) or, `multi_kernel_ns`, more than one kernel; and
+    # `kernel_dispatch_ns` per kernel of the entry function. Zero where unknown.
     program_overhead_ns: float = 0.0
     threadpool_wake_ns: float = 0.0
     parallel_kernel_ns: float = math.inf
+    multi_kernel_ns: float = 0.0
+    kernel_dispatch_ns: float = 0.0
     calibrated: bool = False
     calibration_note: str = ""
     sources: Mapping[str, str] = field(default_factory=dict)
     path: str = ""
 
-    def call_overhead_ns(self, longest_kernel_ns: float) -> float:
-        """Per-call cost beyond the kernels for a program whose longest kernel takes this long."""
+    def call_overhead_ns(self, longest_kernel_ns: float, kernels: int = 1) -> float:
+        """Per-call cost beyond the kernels' own for a program whose longest kernel takes
+        this long and whose entry function runs `kernels` kernels (one pool wake-up at most)."""
         wake = self.threadpool_wake_ns if longest_kernel_ns >= self.parallel_kernel_ns else 0.0
-        return self.program_overhead_ns + wake
+        multi = self.multi_kernel_ns if kernels >= 2 else 0.0
+        return self.program_overhead_ns + max(wake, multi) + self.kernel_dispatch_ns * kernels
 
     def peak_flops(self, element_type: str, matrix: bool) -> float:
         """Peak FLOP/s for `element_type` on the matrix unit (matrix=True) or the vector unit."""
@@ -115,6 +120,8 @@ _SCHEMA: dict[str, tuple[type | tuple[type, ...], bool]] = {
     "program.overhead_ns": ((int, float), False),
     "program.threadpool_wake_ns": ((int, float), False),
     "program.parallel_kernel_ns": ((int, float), False),
+    "program.multi_kernel_ns": ((int, float), False),
+    "program.kernel_dispatch_ns": ((int, float), False),
     "sources": (dict, True),
 }
 _TABLES = {"compute", "memory", "l2", "program"}
@@ -187,6 +194,8 @@ def _from_mapping(data: Mapping[str, Any], where: str) -> Target:
         program_overhead_ns=float(flat.get("program.overhead_ns", 0.0)),
         threadpool_wake_ns=float(flat.get("program.threadpool_wake_ns", 0.0)),
         parallel_kernel_ns=float(flat.get("program.parallel_kernel_ns", math.inf)),
+        multi_kernel_ns=float(flat.get("program.multi_kernel_ns", 0.0)),
+        kernel_dispatch_ns=float(flat.get("program.kernel_dispatch_ns", 0.0)),
         calibrated=flat.get("calibrated", False),
         calibration_note=flat.get("calibration_note", ""),
         sources=dict(flat["sources"]),
@@ -255,6 +264,9 @@ def _calibrated_host(base: Target) -> Target:
         change["program_overhead_ns"] = params.program_overhead_ns
         change["threadpool_wake_ns"] = params.threadpool_wake_ns
         change["parallel_kernel_ns"] = params.parallel_kernel_ns
+    if math.isfinite(params.multi_kernel_ns) and math.isfinite(params.kernel_dispatch_ns):
+        change["multi_kernel_ns"] = params.multi_kernel_ns
+        change["kernel_dispatch_ns"] = params.kernel_dispatch_ns
     when = header_value(found[0], "date")
     note = (
         f"calibrated on this machine ({when}) from {found[0].name}: "

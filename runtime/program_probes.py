@@ -1,0 +1,130 @@
+"""Probe programs for what a call costs beyond its kernels' in-loop times.
+
+The calibration times each op inside a while loop, where XLA:CPU runs the body's
+kernels one after another on one thread. A straight-line program runs its kernels
+through the thunk executor instead, and on the project's 2-vCPU VM that costs
+more: a chain of two tiny dot+tanh steps takes ~40 us longer than one step, each
+further step several microseconds more than the step's in-loop time (measured
+with runtime/timing.py, 2026-11-30). The probes are chains of 1..16 steps of two
+kinds; each probe's time net of dispatch is fitted as
+
+    call overhead(single kernel) + multi · [kernels >= 2] + dispatch · kernels
+    + steps · (the step's in-loop time),
+
+with kernels counted by the pipeline's own fusion plan, so the pass that adds the
+overhead counts them the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from scipy.optimize import nnls
+from stablehlo_perf.runtime import sweeps, timing
+
+__all__ = ["ProbeFit", "fit_probes", "measure_probes"]
+
+CHAIN_LENGTHS = (1, 2, 3, 4, 6, 8, 12, 16)
+
+
+def _dense(x: jax.Array, w: jax.Array) -> jax.Array:
+    return jnp.tanh(x @ w)
+
+
+def _center(x: jax.Array, w: jax.Array) -> jax.Array:
+    return (x - jnp.mean(x, axis=-1, keepdims=True)) * w[0]
+
+
+STEPS: dict[str, tuple[Callable[[jax.Array, jax.Array], jax.Array], tuple[int, int]]] = {
+    "dense": (_dense, (16, 64)),
+    "center": (_center, (64, 64)),
+}
+
+
+def _chain(step: Callable[[jax.Array, jax.Array], jax.Array], k: int) -> Callable[..., jax.Array]:
+    def run(x: jax.Array, w: jax.Array) -> jax.Array:
+        for _ in range(k):
+            x = step(x, w)
+        return x
+
+    return run
+
+
+@dataclass(frozen=True)
+class Probe:
+    """One measured probe: its step kind, chain length, kernels and time net of dispatch (ns)."""
+
+    kind: str
+    steps: int
+    kernels: int
+    program_ns: float
+    step_loop_ns: float
+
+
+@dataclass(frozen=True)
+class ProbeFit:
+    """Per-call terms beyond the kernels' in-loop times (ns)."""
+
+    base_ns: float
+    multi_kernel_ns: float
+    kernel_dispatch_ns: float
+
+
+def _kernels(fn: Callable[..., jax.Array], args: tuple[jax.Array, ...]) -> int:
+    """Kernels of the program as the pipeline's fusion plan on the host counts them."""
+    from stablehlo_perf.passes.api import analyze
+
+    rep = analyze(jax.jit(fn).lower(*args), target="host").report
+    return sum(1 for g in rep.fusion_groups if g["latency_ns"] > 0)
+
+
+def measure_probes(repeats: int = 7, passes: int = 3) -> list[Probe]:
+    """Time every probe program and each step kind inside a loop, in the same rounds, in
+    `passes` independent passes; each probe keeps the median of its passes (the
+    single-pass fits of one machine moved the multi-kernel term by 3x)."""
+    runs = [_measure_pass(repeats, seed) for seed in range(passes)]
+    return [
+        Probe(
+            p.kind,
+            p.steps,
+            p.kernels,
+            float(np.median([r[i].program_ns for r in runs])),
+            float(np.median([r[i].step_loop_ns for r in runs])),
+        )
+        for i, p in enumerate(runs[0])
+    ]
+
+
+def _measure_pass(repeats: int, seed: int) -> list[Probe]:
+    key = jax.random.key(seed)
+    programs, looped, meta = [], [], []
+    for kind, (step, (m, d)) in STEPS.items():
+        x = jax.random.normal(key, (m, d)) * 0.1
+        w = jnp.eye(d) + 0.01 * jax.random.normal(key, (d, d))
+        spec = sweeps.Spec(f"probe-{kind}", "f32", (m, d))
+        lc = sweeps.LoopCase(
+            spec, jax.jit(sweeps._looped(step)).lower(jnp.int32(1), x, w).compile(), (x, w)
+        )
+        looped.append((kind, lc))
+        for k in CHAIN_LENGTHS:
+            fn = _chain(step, k)
+            programs.append(timing.Case(f"{kind}@{k}", jax.jit(fn).lower(x, w).compile(), (x, w)))
+            meta.append((kind, k, _kernels(fn, (x, w))))
+    per_step, timed, _ = timing.time_in_loop(looped, repeats=repeats, seed=seed, extra=programs)
+    return [
+        Probe(kind, k, n, timed[f"{kind}@{k}"].median_us * 1e3, per_step[kind][0].median_us * 1e3)
+        for kind, k, n in meta
+    ]
+
+
+def fit_probes(probes: list[Probe]) -> ProbeFit:
+    """Non-negative least squares of program time minus the steps' in-loop time on
+    [1, kernels >= 2, kernels]."""
+    a = np.array([[1.0, float(p.kernels >= 2), float(p.kernels)] for p in probes])
+    y = np.array([p.program_ns - p.steps * p.step_loop_ns for p in probes])
+    coef, _ = nnls(a, y)
+    return ProbeFit(float(coef[0]), float(coef[1]), float(coef[2]))

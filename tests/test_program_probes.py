@@ -1,0 +1,30 @@
+"""Multi-kernel probe programs: the fit by hand, and one live pass."""
+
+from __future__ import annotations
+
+import pytest
+from stablehlo_perf.runtime import program_probes as pp
+
+
+def test_fit_recovers_the_per_call_terms() -> None:
+    """Programs built as 40 us once for >= 2 kernels + 7 us per kernel + steps x loop time."""
+    probes = [
+        pp.Probe("a", k, 2 * k, (40e3 if 2 * k >= 2 else 0.0) + 7e3 * 2 * k + k * 5e3, 5e3)
+        for k in (1, 2, 4, 8)
+    ] + [pp.Probe("b", 1, 1, 7e3 + 2e3, 2e3), pp.Probe("b", 3, 3, 40e3 + 21e3 + 6e3, 2e3)]
+    fit = pp.fit_probes(probes)
+    assert fit.multi_kernel_ns == pytest.approx(40e3, rel=1e-6)
+    assert fit.kernel_dispatch_ns == pytest.approx(7e3, rel=1e-6)
+    assert fit.base_ns == pytest.approx(0.0, abs=1e-3)
+
+
+def test_one_live_pass_counts_kernels_like_the_pipeline(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(pp, "CHAIN_LENGTHS", (1, 2))
+    probes = pp.measure_probes(repeats=3, passes=1)
+    assert [(p.kind, p.steps) for p in probes] == [
+        ("dense", 1), ("dense", 2), ("center", 1), ("center", 2),
+    ]  # fmt: skip
+    for one, two in zip(probes[::2], probes[1::2], strict=True):
+        # Twice the steps, twice the kernels the fusion plan counts (one chain, no sharing).
+        assert two.kernels == 2 * one.kernels >= 2
+        assert one.step_loop_ns > 0
