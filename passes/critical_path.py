@@ -55,7 +55,12 @@ class CriticalPathPass:
             nodes, deps = _nodes(view, cache, ids)
             latency = [sum(read_latency(cache, i) for i in node) for node in nodes]
             classes = [_node_class(view, node) for node in nodes]
-            kernels = [t for t, c in zip(latency, classes, strict=True) if c != "control" and t > 0]
+            # A node holding a while/if/case/call is its regions' or callee's cost, not a kernel.
+            kernels = [
+                t
+                for t, node in zip(latency, nodes, strict=True)
+                if t > 0 and all(view.records[i].info.op_class != "control" for i in node)
+            ]
             longest_kernel = max([longest_kernel, *kernels])
             top_kernels[tuple(ids)] = len(kernels)
             sb = list_schedule(latency, deps, classes, kind)

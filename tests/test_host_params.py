@@ -155,3 +155,21 @@ def test_call_overhead_joins_the_module_total(
     longest = max(g["latency_ns"] for g in kernels)
     assert two.call_overhead_ns == pytest.approx(t.call_overhead_ns(longest, kernels=2))
     assert two.total_latency_ns == pytest.approx(two.work_ns + two.call_overhead_ns)
+
+
+def test_a_loop_is_not_a_kernel_of_the_call(tmp_path: Path) -> None:
+    """fori_loop's entry runs one while (its constant operand grouped with it): the loop's
+    total is no kernel, so it neither wakes the pool nor counts as an entry kernel."""
+    import stablehlo_perf as sp
+
+    target = tmp_path / "unit_cpu_calls.toml"
+    target.write_text(
+        UNIT_CPU.read_text()
+        + "\n[program]\noverhead_ns = 7.0\nthreadpool_wake_ns = 150.0\n"
+        + "parallel_kernel_ns = 1000.0\nmulti_kernel_ns = 40.0\nkernel_dispatch_ns = 3.0\n"
+    )
+    corpus = Path(__file__).resolve().parents[1] / "test_ir" / "corpus" / "fori_loop.mlir"
+    rep = sp.analyze(corpus.read_text(), target=str(target)).report
+    loop = next(o for o in rep.ops if o.name == "stablehlo.while")
+    assert loop.latency_ns > 1000.0  # ten trips of the body: above the parallel threshold
+    assert rep.call_overhead_ns == pytest.approx(7.0)
