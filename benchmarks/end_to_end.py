@@ -12,7 +12,9 @@ runtime timing harness (`runtime/timing.py`: per-call wall clock minus the
 dispatch floor timed in the same rounds, median over rounds); without the
 harness, by whole-call wall clock here (`--stat`). A program's noise is the
 mean |round - measured| / measured, the error a perfect model would show
-against a single round; the noise floor is its mean over the zoo.
+against a single round; the noise floor is its mean over the zoo. The measurement
+ceiling compares the medians of the even rounds with those of the odd rounds: the
+MAPE and Kendall τ a perfect model could at best show against half the data.
 
     python benchmarks/end_to_end.py [--scales 1 2 4] [--rounds 5] [--json out/e2e.json]
         [--save-lasso analysis/data/cc4cs_lasso_host.json]
@@ -221,6 +223,7 @@ class Row:
     noise: float = 0.0
     lasso_ns: float = 0.0
     features: dict[str, float] | None = None
+    rounds_ns: list[float] | None = None
 
 
 def cc4cs_sum(result: Any) -> float | None:
@@ -276,6 +279,7 @@ def measure_zoo(
             r = np.asarray(t.rounds_us) * 1e3
             row.measured_ns = t.median_us * 1e3
             row.noise = float(np.mean(np.abs(r - row.measured_ns)) / abs(row.measured_ns))
+            row.rounds_ns = [float(v) for v in r]
         noise = 100 * float(np.mean([row.noise for row in rows]))
         return f"runtime/timing.py: {METHOD}, median of rounds", noise, dispatch.median_us * 1e3
     per_round: list[list[np.ndarray]] = [[] for _ in rows]
@@ -288,6 +292,7 @@ def measure_zoo(
         row.measured_ns = float(np.percentile(np.concatenate(per_round[i]), q))
         by_round = np.array([np.percentile(r, q) for r in per_round[i]])
         row.noise = float(np.mean(np.abs(by_round - row.measured_ns)) / row.measured_ns)
+        row.rounds_ns = [float(v) for v in by_round]
     noise = 100 * float(np.mean([row.noise for row in rows]))
     return f"whole-call wall clock, {stat} of all timed calls", noise, None
 
@@ -359,6 +364,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "cpus": os.cpu_count(),
         "load_average_1min": os.getloadavg()[0],
     }
+    if all(row.rounds_ns and len(row.rounds_ns) >= 2 for row in rows):
+        # The measurement's own ceiling: even rounds' medians "predicting" odd rounds'.
+        even = np.array([np.median(row.rounds_ns[0::2]) for row in rows])
+        odd = np.array([np.median(row.rounds_ns[1::2]) for row in rows])
+        summary["split_half_mape"] = error_metrics(odd, even)["mape"]
+        summary["split_half_kendall_tau"] = float(stats.kendalltau(even, odd).statistic)
     if all(row.cc4cs_sum_ns is not None for row in rows):
         cs = np.array([row.cc4cs_sum_ns for row in rows])
         summary["cc4cs_sum"] = error_metrics(y, cs)
@@ -417,6 +428,11 @@ def _print_table(rows: list[Row], summary: dict[str, Any]) -> None:
     if s["dispatch_ns"] is not None:
         print(f"dispatch floor (not in measured): {s['dispatch_ns'] / 1e3:.1f} µs")
     print(f"noise floor (same-run repeat MAPE): {s['noise_floor_mape']:.1f}%")
+    if "split_half_mape" in s:
+        print(
+            f"measurement ceiling (even rounds' medians vs odd rounds'): MAPE "
+            f"{s['split_half_mape']:.1f}%, Kendall τ {s['split_half_kendall_tau']:.3f}"
+        )
     for key, label in (("pipeline", "pipeline (target host)"), ("cc4cs_sum", "CC4CS op sum"),
                        ("lasso_heldout_by_family", "LASSO, held out by family")):  # fmt: skip
         if key in s:
