@@ -140,10 +140,15 @@ def matmul_specs(quick: bool) -> list[Spec]:
     gemm |= {(b, m, m, k) for b in (4, 16) for m in (16, 64) for k in (16, 64)}
     conv = set()
     for hw in (14, 28, 56) if quick else (7, 14, 28, 56, 112):
-        for c, o in ((3, 32), (32, 64), (64, 64), (128, 128)):
+        for c, o in ((3, 16), (3, 32), (16, 32), (32, 64), (64, 64), (128, 128)):
             for k in (1, 3):
                 if hw * hw * c * o * k * k <= 2**27:
                     conv.add((1, hw, hw, c, k, k, o, 1))
+            # Batches and strides: XLA:CPU picks other code paths for them (a 2x32x32x3->16
+            # layer ran 6x slower than a 1x28x28x3->32 one on the project's machine).
+            for nb, stride in ((4, 1), (1, 2), (4, 2)):
+                if nb * hw * hw * c * o * 9 <= 2**27:
+                    conv.add((nb, hw, hw, c, 3, 3, o, stride))
         # Depthwise and grouped layers: XLA:CPU runs them on another code path.
         for c, g in (
             ((32, 32), (64, 64), (64, 8))
