@@ -26,7 +26,7 @@ import numpy as np
 from scipy.optimize import nnls
 from stablehlo_perf.runtime import sweeps, timing
 
-__all__ = ["ProbeFit", "fit_probes", "measure_probes"]
+__all__ = ["Probe", "ProbeFit", "fit_probes", "measure_probes"]
 
 CHAIN_LENGTHS = (1, 2, 3, 4, 6, 8, 12, 16)
 
@@ -107,7 +107,7 @@ def _measure_pass(repeats: int, seed: int) -> list[Probe]:
         w = jnp.eye(d) + 0.01 * jax.random.normal(key, (d, d))
         spec = sweeps.Spec(f"probe-{kind}", "f32", (m, d))
         lc = sweeps.LoopCase(
-            spec, jax.jit(sweeps._looped(step)).lower(jnp.int32(1), x, w).compile(), (x, w)
+            spec, jax.jit(sweeps.in_loop(step)).lower(jnp.int32(1), x, w).compile(), (x, w)
         )
         looped.append((kind, lc))
         for k in CHAIN_LENGTHS:

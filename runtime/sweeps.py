@@ -33,6 +33,7 @@ __all__ = [
     "Spec",
     "build_case",
     "build_loop_case",
+    "in_loop",
     "op_and_inputs",
     "sweep",
 ]
@@ -238,7 +239,7 @@ def build_case(spec: Spec, seed: int = 0) -> Case:
     return Case(spec.key, jax.jit(fn).lower(*args).compile(), args)
 
 
-def _looped(fn: Callable[..., jax.Array]) -> Callable[..., Any]:
+def in_loop(fn: Callable[..., jax.Array]) -> Callable[..., Any]:
     """`fn` run `n` times in a while loop (n a runtime argument, so XLA cannot unroll it).
 
     The inputs pass through an optimization barrier in every iteration, so XLA cannot
@@ -277,4 +278,4 @@ def build_loop_case(spec: Spec, seed: int = 0) -> LoopCase:
     work), free of the per-program overhead a single-op program measures."""
     fn, args = op_and_inputs(spec, seed)
     n = jnp.asarray(1, jnp.int32)
-    return LoopCase(spec, jax.jit(_looped(fn)).lower(n, *args).compile(), args)
+    return LoopCase(spec, jax.jit(in_loop(fn)).lower(n, *args).compile(), args)
