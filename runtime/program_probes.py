@@ -8,8 +8,8 @@ further step several microseconds more than the step's in-loop time (measured
 with runtime/timing.py, 2026-11-30). The probes are chains of 1..16 steps of two
 kinds; each probe's time net of dispatch is fitted as
 
-    call overhead(single kernel) + multi · [kernels >= 2] + dispatch · kernels
-    + steps · (the step's in-loop time),
+    call overhead(single kernel, from the sweep) + multi · [kernels >= 2]
+    + dispatch · kernels + steps · (the step's in-loop time),
 
 with kernels counted by the pipeline's own fusion plan, so the pass that adds the
 overhead counts them the same way.
@@ -82,7 +82,7 @@ def _kernels(fn: Callable[..., jax.Array], args: tuple[jax.Array, ...]) -> int:
     return sum(1 for g in rep.fusion_groups if g["latency_ns"] > 0)
 
 
-def measure_probes(repeats: int = 7, passes: int = 3) -> list[Probe]:
+def measure_probes(repeats: int = 7, passes: int = 5) -> list[Probe]:
     """Time every probe program and each step kind inside a loop, in the same rounds, in
     `passes` independent passes; each probe keeps the median of its passes (the
     single-pass fits of one machine moved the multi-kernel term by 3x)."""
@@ -121,10 +121,12 @@ def _measure_pass(repeats: int, seed: int) -> list[Probe]:
     ]
 
 
-def fit_probes(probes: list[Probe]) -> ProbeFit:
-    """Non-negative least squares of program time minus the steps' in-loop time on
-    [1, kernels >= 2, kernels]."""
-    a = np.array([[1.0, float(p.kernels >= 2), float(p.kernels)] for p in probes])
-    y = np.array([p.program_ns - p.steps * p.step_loop_ns for p in probes])
+def fit_probes(probes: list[Probe], base_ns: float = 0.0) -> ProbeFit:
+    """Non-negative least squares of program time minus the steps' in-loop time minus
+    `base_ns` (the single-kernel call overhead, fitted from the sweep's own programs:
+    every probe runs two kernels or more, so the probes alone cannot tell it from the
+    multi-kernel term) on [kernels >= 2, kernels]."""
+    a = np.array([[float(p.kernels >= 2), float(p.kernels)] for p in probes])
+    y = np.array([p.program_ns - p.steps * p.step_loop_ns - base_ns for p in probes])
     coef, _ = nnls(a, y)
-    return ProbeFit(float(coef[0]), float(coef[1]), float(coef[2]))
+    return ProbeFit(base_ns, float(coef[0]), float(coef[1]))

@@ -7,15 +7,15 @@ from stablehlo_perf.runtime import program_probes as pp
 
 
 def test_fit_recovers_the_per_call_terms() -> None:
-    """Programs built as 40 us once for >= 2 kernels + 7 us per kernel + steps x loop time."""
+    """Programs built as a 3 us call + 40 us once for >= 2 kernels + 7 us per kernel + steps x
+    loop time; the 3 us comes from the sweep's single-op programs, as in calibrate."""
     probes = [
-        pp.Probe("a", k, 2 * k, (40e3 if 2 * k >= 2 else 0.0) + 7e3 * 2 * k + k * 5e3, 5e3)
-        for k in (1, 2, 4, 8)
-    ] + [pp.Probe("b", 1, 1, 7e3 + 2e3, 2e3), pp.Probe("b", 3, 3, 40e3 + 21e3 + 6e3, 2e3)]
-    fit = pp.fit_probes(probes)
+        pp.Probe("a", k, 2 * k, 3e3 + 40e3 + 7e3 * 2 * k + k * 5e3, 5e3) for k in (1, 2, 4, 8)
+    ] + [pp.Probe("b", 3, 3, 3e3 + 40e3 + 21e3 + 6e3, 2e3)]
+    fit = pp.fit_probes(probes, base_ns=3e3)
     assert fit.multi_kernel_ns == pytest.approx(40e3, rel=1e-6)
     assert fit.kernel_dispatch_ns == pytest.approx(7e3, rel=1e-6)
-    assert fit.base_ns == pytest.approx(0.0, abs=1e-3)
+    assert fit.base_ns == 3e3
 
 
 def test_one_live_pass_counts_kernels_like_the_pipeline(monkeypatch: pytest.MonkeyPatch) -> None:
