@@ -199,6 +199,21 @@ def test_line_extrapolates_where_trees_alone_flatten() -> None:
     assert line.extrapolated(X[big]).all() and not line.extrapolated(X[small]).any()
 
 
+def test_floor_stays_positive_when_large_ops_steer_the_line() -> None:
+    """Host movement data: small ops ~0.2 us, large ones superlinear, so the LAD line crosses
+    zero. Its floor is kept at a quarter of the fastest row (0.05 us here), so small ops are
+    predicted near their measurements instead of the thousands of us a ~0 floor gave."""
+    shapes = [(64, n) for n in (16, 32, 48, 64, 80, 96, 128)]
+    shapes += [(n, n) for n in (512, 768, 1024, 1536, 2048)]
+    X = np.array([[*ew.shape_features(s, 4.0), ew.OP_CODES.index("transpose")] for s in shapes])
+    n = X[:, 0]
+    y = np.where(n < 10_000, 0.2, 1e-3 * n * (n / 2e5) ** 0.5)
+    model = ew.LatencyRegressor().fit(X, y)
+    assert model.floor_ == pytest.approx(0.05)
+    small = model.predict(X[n < 10_000])
+    assert np.all(small < 1.0)
+
+
 def test_size_split_never_shares_a_size() -> None:
     sizes = np.array([4, 4, 8, 8, 8, 16, 32, 32, 64, 128])
     train, test = ew.size_split(sizes, 0.4, seed=3)
