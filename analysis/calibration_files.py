@@ -107,7 +107,6 @@ def _header_machine(path: Path) -> str:
     return header_value(path, "machine")
 
 
-def has_learned_data(target: str, shipped: bool = True) -> bool:
-    """Whether `target` has measurements to learn from (only the user's own if not `shipped`)."""
-    found = training_files(target)
-    return found is not None and (shipped or found[0] == calibration_path(target))
+def has_learned_data(target: str) -> bool:
+    """Whether `target` has measurements to learn from (the user's own or shipped)."""
+    return training_files(target) is not None

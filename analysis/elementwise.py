@@ -37,11 +37,7 @@ from pathlib import Path
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.ensemble import HistGradientBoostingRegressor
-from stablehlo_perf.analysis.calibration_files import (
-    calibration_path,
-    header_value,
-    training_files,
-)
+from stablehlo_perf.analysis.calibration_files import header_value, training_files
 from stablehlo_perf.analysis.opinfo import OpInfo, TensorType, element_bytes, op_class
 from stablehlo_perf.analysis.roofline import RooflineModel
 from stablehlo_perf.analysis.service import OpCost
@@ -557,11 +553,8 @@ class LearnedLatencyModel:
 
     name = "hgb"
 
-    def __init__(
-        self, data: Mapping[str, str | os.PathLike[str]] | None = None, shipped: bool = True
-    ) -> None:
+    def __init__(self, data: Mapping[str, str | os.PathLike[str]] | None = None) -> None:
         self._data = {k: Path(v) for k, v in (data or {}).items()}
-        self.shipped = shipped  # False: only a calibration the user measured (in the cache)
         # Where each target's data lives, looked up once per service instance (the
         # registry asks `supports` for every op; the lookup reads files).
         self._sources: dict[str, tuple[Path, bool] | None] = {}
@@ -570,10 +563,7 @@ class LearnedLatencyModel:
         if target.name in self._data:
             return self._data[target.name], True
         if target.name not in self._sources:
-            found = training_files(target.name)
-            if found is not None and not self.shipped and found[0] != calibration_path(target.name):
-                found = None
-            self._sources[target.name] = found
+            self._sources[target.name] = training_files(target.name)
         return self._sources[target.name]
 
     def models(self, target: Target) -> dict[str, LatencyRegressor]:

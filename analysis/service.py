@@ -54,16 +54,16 @@ _FREE_OPS = {
 }  # fmt: skip
 
 
-def _has_data(shipped: bool) -> Callable[[Target], bool]:
+def _has_data() -> Callable[[Target], bool]:
     """Whether a target has learned-model data, looked up once per target without importing
-    the models (and scikit-learn); `shipped=False` counts only the user's own calibration."""
+    the models (and scikit-learn)."""
     from stablehlo_perf.analysis.calibration_files import has_learned_data
 
     known: dict[str, bool] = {}
 
     def available(target: Target) -> bool:
         if target.name not in known:
-            known[target.name] = has_learned_data(target.name, shipped)
+            known[target.name] = has_learned_data(target.name)
         return known[target.name]
 
     return available
@@ -142,9 +142,7 @@ def default_registry() -> Registry:
     # project's machine; the report says when this machine is another), and any
     # calibration measured with stablehlo-perf-calibrate, which takes precedence.
     learned = "stablehlo_perf.analysis.elementwise", "LearnedLatencyModel"
-    registry.register(
-        _lazy(*learned, available=_has_data(shipped=True)), kinds=("tpu", "gpu", "cpu")
-    )
+    registry.register(_lazy(*learned, available=_has_data()), kinds=("tpu", "gpu", "cpu"))
     # Measured per-class distributions (CC4CS) where a TPU target has them; host
     # characterisations come from standalone single-op programs and overprice fused ops.
     registry.register(_lazy("stablehlo_perf.analysis.cc4cs", "CC4CSModel"), kinds=("tpu",))

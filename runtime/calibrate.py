@@ -140,11 +140,11 @@ def write_calibration(
     rows: Sequence[list[str]],
     path: Path,
     head: Sequence[str],
-    measure_probes: int = 0,
+    probes: Sequence[program_probes.Probe] = (),
 ) -> None:
     """Write rows under `head`, the dispatch floor, the roofline parameters they imply
-    (`analysis.host_params`; with `measure_probes` > 0 rounds, also the per-call terms of
-    the probe programs measured now) and a `# sha256:` of the body, atomically."""
+    (`analysis.host_params`, with the per-call terms fitted from `probes` where given) and
+    a `# sha256:` of the body, atomically (tmp + rename)."""
     body = ",".join(COLUMNS) + "\n" + "".join(",".join(r) + "\n" for r in sorted(rows))
     digest = hashlib.sha256(body.encode()).hexdigest()
     disp = np.median([float(r[COLUMNS.index("dispatch_us")]) for r in rows])
@@ -154,13 +154,11 @@ def write_calibration(
             for r in rows
         ]
     )
-    if measure_probes > 0:
+    if probes:
         base = params.program_overhead_ns if math.isfinite(params.program_overhead_ns) else 0.0
-        probes = program_probes.fit_probes(program_probes.measure_probes(measure_probes), base)
+        fit = program_probes.fit_probes(list(probes), base)
         params = dataclasses.replace(
-            params,
-            multi_kernel_ns=probes.multi_kernel_ns,
-            kernel_dispatch_ns=probes.kernel_dispatch_ns,
+            params, multi_kernel_ns=fit.multi_kernel_ns, kernel_dispatch_ns=fit.kernel_dispatch_ns
         )
     text = "\n".join(
         [
@@ -212,9 +210,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Resume from the finished file: its rows count as measured.
         partial.write_text("".join(ln + "\n" for ln in path.read_text().splitlines()))
     rows = measure(specs, partial, repeats=args.repeats, progress=not args.no_progress)
-    write_calibration(
-        list(rows.values()), path, header(args.target, args.note), measure_probes=args.repeats
-    )
+    probes = program_probes.measure_probes(args.repeats)
+    write_calibration(list(rows.values()), path, header(args.target, args.note), probes)
     partial.unlink()
     models = ew.fit_class_models(ew.load_measurements(path))
     print(f"{path}: {len(rows)} shapes; fitted classes: {', '.join(sorted(models))}")

@@ -85,22 +85,9 @@ def _kernels(fn: Callable[..., jax.Array], args: tuple[jax.Array, ...]) -> int:
 def measure_probes(repeats: int = 7, passes: int = 5) -> list[Probe]:
     """Time every probe program and each step kind inside a loop, in the same rounds, in
     `passes` independent passes; each probe keeps the median of its passes (the
-    single-pass fits of one machine moved the multi-kernel term by 3x)."""
-    runs = [_measure_pass(repeats, seed) for seed in range(passes)]
-    return [
-        Probe(
-            p.kind,
-            p.steps,
-            p.kernels,
-            float(np.median([r[i].program_ns for r in runs])),
-            float(np.median([r[i].step_loop_ns for r in runs])),
-        )
-        for i, p in enumerate(runs[0])
-    ]
-
-
-def _measure_pass(repeats: int, seed: int) -> list[Probe]:
-    key = jax.random.key(seed)
+    single-pass fits of one machine moved the multi-kernel term by 3x). Programs are
+    compiled, and their kernels counted, once."""
+    key = jax.random.key(0)
     programs, looped, meta = [], [], []
     for kind, (step, (m, d)) in STEPS.items():
         x = jax.random.normal(key, (m, d)) * 0.1
@@ -114,9 +101,22 @@ def _measure_pass(repeats: int, seed: int) -> list[Probe]:
             fn = _chain(step, k)
             programs.append(timing.Case(f"{kind}@{k}", jax.jit(fn).lower(x, w).compile(), (x, w)))
             meta.append((kind, k, _kernels(fn, (x, w))))
-    per_step, timed, _ = timing.time_in_loop(looped, repeats=repeats, seed=seed, extra=programs)
+    program_ns: dict[str, list[float]] = {c.key: [] for c in programs}
+    step_ns: dict[str, list[float]] = {kind: [] for kind, _ in looped}
+    for seed in range(passes):
+        per_step, timed, _ = timing.time_in_loop(looped, repeats=repeats, seed=seed, extra=programs)
+        for c in programs:
+            program_ns[c.key].append(timed[c.key].median_us * 1e3)
+        for kind in step_ns:
+            step_ns[kind].append(per_step[kind][0].median_us * 1e3)
     return [
-        Probe(kind, k, n, timed[f"{kind}@{k}"].median_us * 1e3, per_step[kind][0].median_us * 1e3)
+        Probe(
+            kind,
+            k,
+            n,
+            float(np.median(program_ns[f"{kind}@{k}"])),
+            float(np.median(step_ns[kind])),
+        )
         for kind, k, n in meta
     ]
 

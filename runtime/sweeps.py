@@ -266,10 +266,10 @@ class LoopCase:
     fn: Callable[..., jax.Array]
     args: tuple[jax.Array, ...]
 
-    def at(self, trips: int, tag: str = "") -> Case:
+    def at(self, trips: int) -> Case:
         """A timing case that runs the op `trips` times in one call."""
         n = jnp.asarray(trips, jnp.int32)
-        return Case(f"{self.spec.key}@{trips}{tag}", self.fn, (n, *self.args))
+        return Case(f"{self.spec.key}@{trips}", self.fn, (n, *self.args))
 
 
 def build_loop_case(spec: Spec, seed: int = 0) -> LoopCase:

@@ -127,7 +127,7 @@ def time_cases(
 class Looped(Protocol):
     """An op compiled inside a loop; `at(n)` is the timing case running it n times."""
 
-    def at(self, trips: int, tag: str = "") -> Case: ...
+    def at(self, trips: int) -> Case: ...
 
 
 def _probe_us(case: Case, calls: int = 3) -> float:

@@ -97,6 +97,23 @@ def test_build_case_compiles_the_op_with_the_recorded_shape(spec: sweeps.Spec) -
         assert out.shape == (1, 8, 8, 8)
 
 
+def _nhwc_conv(
+    lhs: tuple[int, ...], rhs: tuple[int, ...], out: tuple[int, ...], **attrs: object
+) -> OpInfo:
+    """A SAME-padded 3x3 NHWC / HWIO convolution as the StableHLO front end records it."""
+    dims = {"input_batch_dim": 0, "input_feature_dim": 3, "input_spatial_dims": (1, 2),
+            "kernel_input_feature_dim": 2, "kernel_output_feature_dim": 3,
+            "kernel_spatial_dims": (0, 1), "output_batch_dim": 0, "output_feature_dim": 3,
+            "output_spatial_dims": (1, 2), "padding": ((1, 1), (1, 1))}  # fmt: skip
+    return OpInfo.build(
+        0,
+        "stablehlo.convolution",
+        [TensorType(lhs, "f32"), TensorType(rhs, "f32")],
+        [TensorType(out, "f32")],
+        {**dims, **attrs},
+    )
+
+
 def test_sweep_specs_features_match_the_ops_they_build() -> None:
     """A calibration row's features equal those the service computes for the same op."""
     dot = OpInfo.build(
@@ -107,37 +124,19 @@ def test_sweep_specs_features_match_the_ops_they_build() -> None:
         {"lhs_batch_dims": (0,), "rhs_batch_dims": (0,), "lhs_contracting_dims": (2,),
          "rhs_contracting_dims": (1,)},
     )  # fmt: skip
-    conv = OpInfo.build(
-        0,
-        "stablehlo.convolution",
-        [TensorType((1, 8, 8, 4), "f32"), TensorType((3, 3, 4, 8), "f32")],
-        [TensorType((1, 8, 8, 8), "f32")],
-        {"input_batch_dim": 0, "input_feature_dim": 3, "input_spatial_dims": (1, 2),
-         "kernel_input_feature_dim": 2, "kernel_output_feature_dim": 3,
-         "kernel_spatial_dims": (0, 1), "output_batch_dim": 0, "output_feature_dim": 3,
-         "output_spatial_dims": (1, 2), "padding": ((1, 1), (1, 1))},
-    )  # fmt: skip
+    conv = _nhwc_conv((1, 8, 8, 4), (3, 3, 4, 8), (1, 8, 8, 8))
     rows = [ew.Measurement(s.op, s.dtype, s.shape, 1.0) for s in TINY[-2:]]
     assert np.array_equal(ew.measurement_features(rows), ew.features([dot, conv]))
 
 
 def test_grouped_convolution_specs_build_and_match_the_service_features() -> None:
     """A depthwise layer (groups = C = O = 8) runs with the recorded shape, and its row's
-    features (8 GEMMs of N = 1, K = 9) are those of the StableHLO op JAX lowers it to."""
+    features (8 GEMMs of N = 1, K = 9) are those of the StableHLO convolution it builds."""
     spec = sweeps.Spec("convolution", "f32", (2, 6, 6, 8, 3, 3, 8, 1, 8))
     case = sweeps.build_case(spec)
     assert case.args[1].shape == (3, 3, 1, 8)
     assert case.fn(*case.args).shape == (2, 6, 6, 8)
-    conv = OpInfo.build(
-        0,
-        "stablehlo.convolution",
-        [TensorType((2, 6, 6, 8), "f32"), TensorType((3, 3, 1, 8), "f32")],
-        [TensorType((2, 6, 6, 8), "f32")],
-        {"input_batch_dim": 0, "input_feature_dim": 3, "input_spatial_dims": (1, 2),
-         "kernel_input_feature_dim": 2, "kernel_output_feature_dim": 3,
-         "kernel_spatial_dims": (0, 1), "output_batch_dim": 0, "output_feature_dim": 3,
-         "output_spatial_dims": (1, 2), "padding": ((1, 1), (1, 1)), "feature_group_count": 8},
-    )  # fmt: skip
+    conv = _nhwc_conv((2, 6, 6, 8), (3, 3, 1, 8), (2, 6, 6, 8), feature_group_count=8)
     row = ew.measurement_features([ew.Measurement(spec.op, spec.dtype, spec.shape, 1.0)])
     assert np.array_equal(row, ew.features([conv]))
     assert row[0, 0] == 2 * 72 * 8 * 9  # FLOPs: 72 outputs x 8 channels x 9 taps, x2

@@ -8,6 +8,7 @@ the reason.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import platform
@@ -17,7 +18,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from stablehlo_perf.analysis.host_params import HostParams
 
 __all__ = ["DEFAULT_TARGET", "Target", "TargetError", "list_targets", "load_target"]
 
@@ -242,13 +246,12 @@ def load_target(name_or_path: str | os.PathLike[str] | None = None) -> Target:
 def _calibrated_host(base: Target) -> Target:
     """The host with the bandwidth, matrix rate and kernel overhead fitted from a calibration
     measured on this machine (the user's, or the shipped reference if it was measured here)."""
-    from stablehlo_perf.analysis.calibration_files import header_value, training_files
-    from stablehlo_perf.analysis.host_params import HOST_PARAMS_KEY, HostParams
+    from stablehlo_perf.analysis.calibration_files import training_files
 
     found = training_files("host")
     if found is None or not found[1]:
         return base
-    params = HostParams.parse(header_value(found[0], HOST_PARAMS_KEY))
+    params, when = _host_header(str(found[0]), found[0].stat().st_mtime_ns)
     if params is None:
         return base
     change: dict[str, object] = {}
@@ -267,13 +270,24 @@ def _calibrated_host(base: Target) -> Target:
     if math.isfinite(params.multi_kernel_ns) and math.isfinite(params.kernel_dispatch_ns):
         change["multi_kernel_ns"] = params.multi_kernel_ns
         change["kernel_dispatch_ns"] = params.kernel_dispatch_ns
-    when = header_value(found[0], "date")
     note = (
         f"calibrated on this machine ({when}) from {found[0].name}: "
         + ", ".join(sorted(change))
         + " measured; other values from the OS"
     )
     return Target(**{**base.__dict__, **change, "calibrated": True, "calibration_note": note})
+
+
+@functools.lru_cache(maxsize=8)
+def _host_header(path: str, mtime_ns: int) -> tuple[HostParams | None, str]:
+    """A calibration's fitted host parameters and date, read once per file version (every
+    pass loads its target)."""
+    from stablehlo_perf.analysis.calibration_files import header_value
+    from stablehlo_perf.analysis.host_params import HOST_PARAMS_KEY, HostParams
+
+    return HostParams.parse(header_value(Path(path), HOST_PARAMS_KEY)), header_value(
+        Path(path), "date"
+    )
 
 
 def _describe_host(base: Target) -> Target:
