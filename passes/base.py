@@ -45,8 +45,8 @@ class BlockFusion:
 class AnalysisCache:
     """Analyses shared by the passes of one pipeline run, like MLIR's analysis manager.
 
-    The perf passes only add attributes, never change the IR's structure, so
-    the module view (OpInfo of every op) is computed once and reused. Every
+    The analysis passes only add attributes, never change the IR's structure
+    (perf-inline-calls, which runs before them, resets the view), so the module view (OpInfo of every op) is computed once and reused. Every
     attribute a pass writes is also kept here as a Python value, so the report
     reads exact numbers without parsing attributes back.
     """
@@ -67,6 +67,12 @@ class AnalysisCache:
         if self._view is None:
             self._view = view_module(module, self.filename)
         return self._view
+
+    def reset_view(self) -> None:
+        """Forget the module view: a pass that changed the IR's structure (perf-inline-calls,
+        before any analysis) calls this so the next pass sees the new ops."""
+        self._view = None
+        self.values.clear()
 
     def write(self, rec: OpRecord, name: str, value: bool | float | str) -> None:
         """Set `name` on the op: True → unit, int → i64, float → f64, str → string.

@@ -112,7 +112,7 @@ def default_pipeline(target: str) -> str:
         else ""
     )
     return (
-        f"builtin.module(perf-op-info,perf-fusion{{target={target}}},{cache}"
+        f"builtin.module(perf-inline-calls,perf-op-info,perf-fusion{{target={target}}},{cache}"
         f"perf-annotate-cycles{{target={target}}},"
         f"perf-critical-path{{target={target}}})"
     )

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 __all__ = ["PASSES", "PassDoc", "describe_passes", "pass_class"]
 
 PASSES: dict[str, str] = {
+    "perf-inline-calls": "stablehlo_perf.passes.inline:InlineCallsPass",
     "perf-op-info": "stablehlo_perf.passes.op_info:OpInfoPass",
     "perf-fusion": "stablehlo_perf.passes.fusion:FusionPass",
     "perf-annotate-cache-traffic": "stablehlo_perf.passes.cache_traffic:CacheTrafficPass",

@@ -14,7 +14,7 @@ from jaxlib.mlir import ir
 import stablehlo_perf as sp
 from conftest import ROOT, corpus_files
 from stablehlo_perf.passes.ir import InputError, parse_module
-from stablehlo_perf.passes.pipeline import PipelineError, parse_pipeline
+from stablehlo_perf.passes.pipeline import PipelineError, default_pipeline, parse_pipeline
 from stablehlo_perf.passes.registry import PASSES, describe_passes, pass_class
 
 OP_KEYS = {"id", "name", "loc", "cycles", "latency_ns", "flops", "bytes", "dram_bytes", "model",
@@ -82,7 +82,11 @@ def test_jax_lowered_input():
 
 
 def test_report_totals_are_entry_function_sums():
-    res = sp.analyze((ROOT / "test_ir/corpus/nested_call.mlir").read_text(), target="tpu-v5e")
+    # Without perf-inline-calls, so the calls stay and carry their callees' costs.
+    pipeline = default_pipeline("tpu-v5e").replace("perf-inline-calls,", "")
+    res = sp.analyze(
+        (ROOT / "test_ir/corpus/nested_call.mlir").read_text(), target="tpu-v5e", pipeline=pipeline
+    )
     top = [o for o in res.report.ops if o.top_level]
     assert res.report.work_ns == pytest.approx(sum(o.latency_ns for o in top))
     calls = [o for o in top if o.name == "func.call"]
@@ -105,7 +109,11 @@ def test_pipeline_parsing():
     passes = parse_pipeline(
         "builtin.module(perf-op-info, perf-annotate-cycles{target=h100}, perf-critical-path)"
     )
-    assert [p.name for p in passes] == ["perf-op-info", "perf-annotate-cycles", "perf-critical-path"]
+    assert [p.name for p in passes] == [
+        "perf-op-info",
+        "perf-annotate-cycles",
+        "perf-critical-path",
+    ]
     assert passes[1].target == "h100"
     with pytest.raises(PipelineError, match="malformed pass pipeline"):
         parse_pipeline("builtin.module(perf-op-info")
@@ -132,7 +140,9 @@ def test_packages_list_matches_folders():
             found.add(".".join(("stablehlo_perf", *rel)))
     assert found <= listed
     for pkg in listed:
-        assert (ROOT / mapping.get(pkg, pkg.replace("stablehlo_perf.", "").replace(".", "/"))).is_dir()
+        assert (
+            ROOT / mapping.get(pkg, pkg.replace("stablehlo_perf.", "").replace(".", "/"))
+        ).is_dir()
 
 
 def test_cli_writes_trace_and_plot(tmp_path):
@@ -140,7 +150,9 @@ def test_cli_writes_trace_and_plot(tmp_path):
 
     trace, plot = tmp_path / "t.json", tmp_path / "p.png"
     src = str(ROOT / "test_ir/corpus/attention.mlir")
-    assert main([src, "-o", str(tmp_path / "o.mlir"), "--trace", str(trace), "--plot", str(plot)]) == 0
+    assert (
+        main([src, "-o", str(tmp_path / "o.mlir"), "--trace", str(trace), "--plot", str(plot)]) == 0
+    )
     events = json.loads(trace.read_text())["traceEvents"]
     tracks = {e["args"]["name"] for e in events if e.get("name") == "thread_name"}
     assert {"main: mxu", "main: vpu"} <= tracks, "one track per TPU unit"

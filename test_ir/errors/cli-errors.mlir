@@ -23,7 +23,7 @@
 // UNWRITABLE: stablehlo-perf-opt: error: cannot write '{{.*}}no-such-dir/out.mlir': not a writable location
 
 // RUN: not stablehlo-perf-opt %s --pass-pipeline='builtin.module(perf-nope)' 2>&1 | FileCheck %s --check-prefix=PASS
-// PASS: stablehlo-perf-opt: error: unknown pass 'perf-nope'; known passes: perf-op-info, perf-fusion, perf-annotate-cache-traffic, perf-annotate-cycles, perf-critical-path
+// PASS: stablehlo-perf-opt: error: unknown pass 'perf-nope'; known passes: perf-inline-calls, perf-op-info, perf-fusion, perf-annotate-cache-traffic, perf-annotate-cycles, perf-critical-path
 
 // RUN: not stablehlo-perf-opt %s --pass-pipeline='builtin.module(perf-annotate-cycles{clock=3})' 2>&1 | FileCheck %s --check-prefix=OPTION
 // OPTION: stablehlo-perf-opt: error: pass 'perf-annotate-cycles' has no option 'clock' (options: target)
