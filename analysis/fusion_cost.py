@@ -7,15 +7,19 @@ its internal tensors never touch memory. Its latency is
     max(roofline of the group: FLOPs / peak, (input + output bytes) / bandwidth
         — on a GPU, inputs the cache-traffic pass found in L2 move at L2 bandwidth —,
         the slowest member priced by a dedicated model, less its launch overhead,
-        on a CPU also the sum of those members, less their launch overheads)
+        on a CPU also the group's memory time plus every member's compute)
     + one launch overhead per kernel,
 
 so a dot priced by the systolic model keeps its MXU time and its fused
 epilogue adds only what it cannot hide. A CPU loop fusion runs every member's
-code for each element on the same cores, so measured member costs add up there
-(a GELU's tanh, multiplies and adds are paid one after another); on the host
-this took benchmarks/end_to_end.py from 32.6% to 30.7% MAPE (layer_norm -42% to
-about 0%). Each member op reports a share of
+code for each element on the same cores, so members' compute adds up there (a
+GELU's tanh, multiplies and adds are paid one after another), but the tensors
+move once: a member's compute is its measured time less its launch and less the
+time its own operands and result take at the target's bandwidth. (Adding whole
+member times charged a 512x512 layer norm's eight-op loop 362 us where XLA's
+kernel takes ~55 us; on the same three runs of benchmarks/end_to_end.py this
+took pipeline MAPE from 29.1 / 23.0 / 33.7% to 20.7 / 19.2 / 24.1%.) Each
+member op reports a share of
 the group's latency and DRAM bytes in proportion to its own unfused latency
 (the group total is what the schedule uses).
 """
@@ -54,6 +58,11 @@ def _input_hit_rate(members: Sequence[OpInfo]) -> float:
         read += nbytes
         hit += rate * nbytes
     return hit / read if read else 0.0
+
+
+def _memory_ns(op: OpInfo, target: Target) -> float:
+    """Time to move an op's logical bytes (operands read, result written) at memory bandwidth."""
+    return (op.bytes or 0) / target.memory_bandwidth * 1e9
 
 
 def price_groups(
@@ -96,7 +105,14 @@ def price_groups(
             i for i in members[g] if costs[i].model not in ("roofline", "roofline+l2", "free")
         ]
         if target.kind == "cpu" and len(dedicated) > 1:
-            serial = sum(max(costs[i].latency_ns - overhead, 0.0) for i in dedicated)
+            # Each member's compute: its measured time beyond its launch and beyond moving
+            # its own operands and result at the target's bandwidth (which the fused kernel
+            # does once, for the group's inputs and outputs only).
+            compute = sum(
+                max(costs[i].latency_ns - overhead - _memory_ns(ops[i], target), 0.0)
+                for i in dedicated
+            )
+            serial = compute + memory_s * 1e9
             if serial > best_ns:
                 best_ns, model = serial, costs[dedicated[0]].model + "+serial"
         for i in dedicated:
