@@ -32,7 +32,7 @@ def _cv_predict(rows: Sequence[ew.Measurement], folds: int, **params: object) ->
     pred = np.zeros(len(rows))
     by_class: dict[str, list[int]] = {}
     for i, r in enumerate(rows):
-        by_class.setdefault(r.op_class, []).append(i)
+        by_class.setdefault(r.model_class, []).append(i)
     for idx in by_class.values():
         X = ew.measurement_features([rows[i] for i in idx])
         y = np.array([rows[i].latency_us for i in idx])
@@ -70,7 +70,7 @@ def accuracy_table(target: str, rows: Sequence[ew.Measurement], folds: int) -> N
     pred = _cv_predict(rows, folds)
     y = np.array([r.latency_us for r in rows])
     ops = np.array([r.op for r in rows])
-    classes = np.array([r.op_class for r in rows])
+    classes = np.array([r.model_class for r in rows])
     print(_HEAD)
     print(_RULE)
     for cls in sorted(set(classes)):
@@ -151,7 +151,7 @@ def host_live(n_per_class: int, repeats: int) -> None:
     a, b, disp = _two_passes(specs, repeats)
     meas = [ew.Measurement(s.op, s.dtype, s.shape, 1.0) for s in specs]
     X = ew.measurement_features(meas)
-    cls = np.array([m.op_class for m in meas])
+    cls = np.array([m.model_class for m in meas])
     va = np.array([a[s.key] for s in specs])
     vb = np.array([b[s.key] for s in specs])
     print(f"host live check: {len(specs)} fresh shapes timed inside loops, passes A and B of "
@@ -177,7 +177,8 @@ def host_same_run(repeats: int, folds: int) -> None:
     some sizes predict B at the others, against the same-run floor |A - B| / B."""
     from stablehlo_perf.runtime import sweeps
 
-    specs = sweeps.sweep(quick=True, dtypes=("f32",))
+    # Without sorts: their large shapes alone take ~10 min a pass here; the CV table scores them.
+    specs = [s for s in sweeps.sweep(quick=True, dtypes=("f32",)) if s.op != "sort"]
     va: dict[str, float] = {}
     vb: dict[str, float] = {}
     for start in range(0, len(specs), 64):
@@ -188,7 +189,7 @@ def host_same_run(repeats: int, folds: int) -> None:
     pred = _cv_predict(rows_a, folds)
     y_a = np.array([r.latency_us for r in rows_a])
     y_b = np.array([vb[s.key] for s in specs])
-    cls = np.array([r.op_class for r in rows_a])
+    cls = np.array([r.model_class for r in rows_a])
     print(f"host same-run check: {len(specs)} f32 shapes (quick sweep), passes A and B of "
           f"{repeats} interleaved rounds; fit on A, {folds}-fold split by size, scored on B")  # fmt: skip
     print(

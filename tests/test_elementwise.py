@@ -356,8 +356,41 @@ def test_host_uses_the_shipped_reference_with_a_matmul_class(
     assert 0 < costs[0].latency_ns < costs[1].latency_ns
     assert costs[2].latency_ns > 0
     assert set(svc.models(host)) == {
-        "binary", "compare_select", "transcendental", "convert", "movement", "reduction", "matmul",
+        "binary", "compare_select", "transcendental", "convert", "movement", "reduction", "sort",
+        "matmul",
     }  # fmt: skip
+
+
+def test_host_sort_has_a_model_of_its_own(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """XLA:CPU's comparator sort of a 320x576 tensor takes ~1,000x its row sums (reference:
+    ~30 ms vs ~28 us); sort and reduce share the reduction op class but not a model."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    host = load_target("host")
+    src = cf.training_files("host")
+    assert src is not None
+    measured = {(r.op, r.shape): r.latency_us for r in ew.load_measurements(src[0])}
+    shape = (320, 576)
+    t = TensorType(shape, "f32")
+    sort = OpInfo.build(0, "stablehlo.sort", [t], [t], {"dimension": 1})
+    total = OpInfo.build(
+        1, "stablehlo.reduce", [t], [TensorType((320,), "f32")], {"dimensions": (1,)}
+    )
+    assert ew.model_class(sort.name) == "sort" and sort.op_class == total.op_class == "reduction"
+    svc = ew.LearnedLatencyModel()
+    c_sort, c_sum = svc.predict([sort, total], host)
+    assert (c_sort.model, c_sum.model) == ("hgb-host-sort", "hgb-host-reduction")
+    assert c_sort.latency_ns / 1e3 == pytest.approx(measured[("sort", shape)], rel=0.15)
+    assert c_sum.latency_ns / 1e3 == pytest.approx(measured[("reduce", shape)], rel=0.5)
+    assert c_sort.latency_ns > 100 * c_sum.latency_ns
+
+
+def test_quick_sweep_caps_sort_size() -> None:
+    from stablehlo_perf.runtime import sweeps
+
+    sizes = [math.prod(s.shape) for s in sweeps.sweep(True, ["sort"])]
+    assert sizes and max(sizes) <= sweeps.QUICK_SORT_MAX < max(
+        math.prod(s.shape) for s in sweeps.sweep(True, ["reduce"])
+    )
 
 
 def test_borrowed_class_is_scaled_by_the_roofline_ratio(tpu: object) -> None:
