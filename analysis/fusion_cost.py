@@ -34,7 +34,7 @@ from stablehlo_perf.analysis.opinfo import OpInfo
 from stablehlo_perf.analysis.service import OpCost
 from stablehlo_perf.analysis.targets import Target
 
-__all__ = ["GroupCost", "price_groups"]
+__all__ = ["GroupCost", "gathered_scales", "price_groups"]
 
 
 @dataclass(frozen=True)
@@ -65,18 +65,86 @@ def _memory_ns(op: OpInfo, target: Target) -> float:
     return (op.bytes or 0) / target.memory_bandwidth * 1e9
 
 
+_PER_ELEMENT_CLASSES = frozenset({"binary", "compare_select", "transcendental", "unary", "convert"})
+_PER_ELEMENT_MOVES = frozenset({"broadcast_in_dim", "broadcast", "reshape", "transpose", "iota"})
+
+
+def _per_element(op: OpInfo) -> bool:
+    return op.op_class in _PER_ELEMENT_CLASSES or op.short_name in _PER_ELEMENT_MOVES
+
+
+def gathered_scales(
+    ops: Sequence[OpInfo],
+    members: Sequence[int],
+    sources: Sequence[Sequence[int | None]],
+    live_out: Sequence[int] = (),
+) -> dict[int, float]:
+    """Members a fused gather evaluates only at the positions it reads, and the share of
+    their elements that is: XLA fuses elementwise producers into a gather, so
+    `take_along_axis(log_softmax(x), labels)` computes 128 of a 128x1000 tensor's
+    log-probabilities. A producer qualifies when it is elementwise (or a broadcast /
+    reshape / transpose), all its uses in the group lead only into gathers' data operand,
+    and the block does not return it."""
+    inside = set(members)
+    users: dict[int, set[int]] = {i: set() for i in members}
+    for j in members:
+        for s in sources[j]:
+            if s is not None and s in inside:
+                users[s].add(j)
+    out: dict[int, float] = {}
+    kept_out = set(live_out)
+    for g in members:
+        if ops[g].short_name != "gather" or not sources[g] or not ops[g].results:
+            continue
+        start = sources[g][0]
+        if start is None or start not in inside:
+            continue
+        found: set[int] = set()
+        todo = [start]
+        while todo:
+            i = todo.pop()
+            if i in found or i in kept_out or not _per_element(ops[i]):
+                continue
+            found.add(i)
+            todo.extend(s for s in sources[i] if s is not None and s in inside)
+        changed = True
+        while changed:  # drop producers with a use outside the gathered cone
+            changed = False
+            for i in sorted(found):
+                if any(u not in found and not (u == g and i == start) for u in users[i]):
+                    found.discard(i)
+                    changed = True
+        n_out = ops[g].results[0].num_elements
+        for i in found:
+            n = ops[i].results[0].num_elements if ops[i].results else None
+            if n and n_out is not None and n > n_out:
+                out[i] = min(out.get(i, 1.0), n_out / n)
+    return out
+
+
 def price_groups(
     ops: Sequence[OpInfo],
     plan: FusionPlan,
     traffic: Sequence[GroupTraffic],
     costs: Sequence[OpCost],
     target: Target,
+    sources: Sequence[Sequence[int | None]] | None = None,
+    live_out: Sequence[int] = (),
 ) -> tuple[list[GroupCost], list[float], list[int]]:
-    """Group costs, and each op's share of its group's latency and DRAM bytes."""
+    """Group costs, and each op's share of its group's latency and DRAM bytes. With the
+    block's operand `sources` (and live-out ops), producers fused into a gather are priced
+    at the gathered elements only (`gathered_scales`)."""
     overhead = target.launch_overhead_ns
     members: list[list[int]] = [[] for _ in plan.kinds]
     for i, g in enumerate(plan.groups):
         members[g].append(i)
+    if sources is not None:
+        costs = list(costs)
+        for ids in members:
+            for i, share in gathered_scales(ops, ids, sources, live_out).items():
+                c = costs[i]
+                scaled = min(c.latency_ns, overhead) + max(c.latency_ns - overhead, 0.0) * share
+                costs[i] = OpCost(c.cycles, scaled, c.dram_bytes, c.model, c.extra)
     groups: list[GroupCost] = []
     for g, kind in enumerate(plan.kinds):
         t = traffic[g]

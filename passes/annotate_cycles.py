@@ -108,8 +108,9 @@ def _fused_costs(
     for bf in cache.fusion.values():
         ops = [infos[i] for i in bf.ids]
         groups, latency, dram = price_groups(
-            ops, bf.plan, bf.traffic, [costs[i] for i in bf.ids], target
-        )
+            ops, bf.plan, bf.traffic, [costs[i] for i in bf.ids], target,
+            bf.sources or None, bf.live_out,
+        )  # fmt: skip
         bf.costs = groups
         sizes = [0] * bf.plan.num_groups
         for g in bf.plan.groups:
@@ -138,7 +139,11 @@ def _with_traffic(info: OpInfo, values: dict | None) -> OpInfo:
         return info
     return dataclasses.replace(
         info,
-        attrs={**info.attrs, "dram_bytes": values["perf.dram_bytes"], "l2_hit_rate": values["perf.l2_hit_rate"]},
+        attrs={
+            **info.attrs,
+            "dram_bytes": values["perf.dram_bytes"],
+            "l2_hit_rate": values["perf.l2_hit_rate"],
+        },
     )
 
 

@@ -32,6 +32,8 @@ class BlockFusion:
     group_deps: list[list[int]]
     first_group: int
     costs: list = field(default_factory=list)  # GroupCost per group, once perf-annotate-cycles ran
+    sources: list[list[int | None]] = field(default_factory=list)  # per op, per operand
+    live_out: list[int] = field(default_factory=list)
 
     def group_members(self) -> list[list[int]]:
         """Op ids (not block-local indices) of each group, by primary membership."""

@@ -42,8 +42,9 @@ class FusionPass:
             plan = plan_fusion(ops, deps, kind, sources, live)
             traffic = group_traffic(ops, deps, plan, sources, live)
             cache.fusion[tuple(ids)] = BlockFusion(
-                list(ids), plan, traffic, group_deps(plan, deps), first
-            )
+                list(ids), plan, traffic, group_deps(plan, deps), first,
+                sources=sources, live_out=live,
+            )  # fmt: skip
             for k, i in enumerate(ids):
                 rec = view.records[i]
                 g = plan.groups[k]

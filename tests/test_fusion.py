@@ -470,3 +470,33 @@ def test_fused_chain_on_cpu_pays_every_members_compute_elsewhere_the_slowest(kin
         want_ns = 100 + 500
     assert groups[0].latency_ns == pytest.approx(want_ns)
     assert sum(share) == pytest.approx(groups[0].latency_ns)
+
+
+def _log_softmax_gather(extra_use: bool = False) -> tuple[Block, dict[str, int]]:
+    """logp = x - broadcast(lse) over f32[128,1000], then take_along_axis's gather of 128."""
+    big, col = TensorType((128, 1000), "f32"), TensorType((128,), "f32")
+    idx, picked = TensorType((128, 1), "i32"), TensorType((128, 1), "f32")
+    b = Block()
+    ids = {"bcast": b.op("broadcast_in_dim", [-2], [col], big)}
+    ids["logp"] = b.op("subtract", [-1, ids["bcast"]], [big, big], big)
+    if extra_use:
+        ids["exp"] = b.op("exponential", [ids["logp"]], [big], big)
+    ids["gather"] = b.op("gather", [ids["logp"], -3], [big, idx], picked)
+    return b, ids
+
+
+def test_producers_fused_into_a_gather_are_priced_at_the_gathered_elements() -> None:
+    from stablehlo_perf.analysis.fusion_cost import gathered_scales
+
+    b, ids = _log_softmax_gather()
+    members = list(range(len(b.ops)))
+    share = 128 / (128 * 1000)
+    assert gathered_scales(b.ops, members, b.sources) == {
+        ids["bcast"]: share,
+        ids["logp"]: share,
+    }
+    # Returned by the block, logp is computed in full; so is its broadcast, which logp reads.
+    assert gathered_scales(b.ops, members, b.sources, live_out=[ids["logp"]]) == {}
+    # Read by another op of the group too, likewise.
+    b2, ids2 = _log_softmax_gather(extra_use=True)
+    assert gathered_scales(b2.ops, list(range(len(b2.ops))), b2.sources) == {}
