@@ -8,8 +8,9 @@ unfused elementwise ops. Parameters, constants, tuples, get-tuple-element and
 bitcasts launch nothing; while/conditional/call are counted apart as control.
 
 `flat_blocks` turns a parsed StableHLO module into the blocks `fuse_block`
-sees, with `func.call`s inlined the way XLA's CallInliner does before fusion,
-so both sides count the same program. Imported by path (not a package).
+sees, with `func.call`s inlined by the pipeline's `perf-inline-calls` (as XLA's
+CallInliner does before fusion), so both sides count the same program.
+Imported by path (not a package).
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from dataclasses import dataclass, field
 from jaxlib.mlir import ir
 from stablehlo_perf.analysis.fusion import FusionPlan, plan_fusion, while_init_copies
 from stablehlo_perf.analysis.opinfo import OpInfo
-from stablehlo_perf.passes.extract import ModuleView, view_module
+from stablehlo_perf.passes.extract import view_module
+from stablehlo_perf.passes.inline import inline_calls
 from stablehlo_perf.passes.ir import make_context, parse_module
 
 NO_KERNEL = frozenset(
@@ -164,80 +166,6 @@ class FlatBlock:
         return plan_fusion(self.ops, self.deps, kind, self.sources, self.live_out)
 
 
-class _Flattener:
-    """Inlines calls into their caller's block and splits control-op regions into blocks."""
-
-    def __init__(self, view: ModuleView, module: ir.Module) -> None:
-        self.view = view
-        self.rid = {rec.op: rec.info.id for rec in view.records}
-        self.funcs: dict[str, ir.Operation] = {}
-        for op in module.body.operations:
-            op = op.operation
-            if op.name == "func.func":
-                self.funcs[op.attributes["sym_name"].value] = op
-        self.blocks: list[FlatBlock] = []
-
-    def func_block(self, name: str) -> ir.Block:
-        return self.funcs[name].regions[0].blocks[0]
-
-    def run_block(self, owner: str, block: ir.Block) -> None:
-        flat = FlatBlock(owner)
-        self.blocks.append(flat)
-        env: dict[ir.Value, int] = {}
-        outside: dict[ir.Value, int] = {}
-        self._walk(block, flat, env, outside, None)
-        terminator = list(block.operations)[-1]
-        live = {self._lookup(v, env, outside) for v in terminator.operands}
-        flat.live_out = sorted(i for i in live if i >= 0)
-
-    def _lookup(self, v: ir.Value, env: dict[ir.Value, int], outside: dict[ir.Value, int]) -> int:
-        if v in env:
-            return env[v]
-        if v not in outside:
-            outside[v] = -1 - len(outside)
-        return outside[v]
-
-    def _walk(
-        self,
-        block: ir.Block,
-        flat: FlatBlock,
-        env: dict[ir.Value, int],
-        outside: dict[ir.Value, int],
-        call_loc: str | None,
-    ) -> None:
-        ops = list(block.operations)
-        for op in ops[:-1]:
-            op = op.operation
-            loc = self.view.records[self.rid[op]].info.loc
-            if call_loc is not None and loc.endswith(":0:0"):
-                loc = call_loc
-            if op.name == "func.call":
-                callee = self.func_block(op.attributes["callee"].value)
-                inner = {
-                    arg: self._lookup(v, env, outside)
-                    for arg, v in zip(callee.arguments, op.operands, strict=True)
-                }
-                self._walk(callee, flat, inner, outside, loc)
-                ret = list(callee.operations)[-1]
-                for res, v in zip(op.results, ret.operands, strict=True):
-                    env[res] = self._lookup(v, inner, outside)
-                continue
-            idx = len(flat.ops)
-            rid = self.rid[op]
-            flat.ops.append(self.view.records[rid].info)
-            flat.locs.append(loc)
-            flat.sources.append([self._lookup(v, env, outside) for v in op.operands])
-            for res in op.results:
-                env[res] = idx
-            if op.name == "stablehlo.while":
-                flat.carried[idx] = _while_carried(op)
-            if rid in self.view.regions:
-                short = op.name.split(".", 1)[-1]
-                for ri, region in enumerate(op.regions):
-                    for block_ in region.blocks:
-                        self.run_block(f"{short}#{rid}/{ri}", block_)
-
-
 def _while_carried(op: ir.Operation) -> list[bool]:
     """Per loop-carried value: does the body change it (not returned as its own argument)?"""
     body = op.regions[1].blocks[0]
@@ -249,14 +177,37 @@ def _while_carried(op: ir.Operation) -> list[bool]:
 
 
 def flat_blocks(text: str, entry: str = "main") -> list[FlatBlock]:
-    """The entry function's block (calls inlined) and every control-op region block under it."""
+    """The entry function's block and every control-op region block under it, after
+    `perf-inline-calls` (the pipeline's own inliner, as XLA's CallInliner)."""
     ctx = make_context()
     with ctx:
         module = parse_module(text, "<fusion>", ctx)
+        inline_calls(module.operation)
         view = view_module(module, "<fusion>")
-        flattener = _Flattener(view, module)
-        flattener.run_block(entry, flattener.func_block(entry))
-    return flattener.blocks
+        blocks: list[FlatBlock] = []
+
+        def add(owner: str, ids: list[int]) -> None:
+            recs = [view.records[i] for i in ids]
+            flat = FlatBlock(
+                owner,
+                [r.info for r in recs],
+                view.block_sources(ids),
+                view.block_live_out(ids),
+                {
+                    k: _while_carried(r.op)
+                    for k, r in enumerate(recs)
+                    if r.op.name == "stablehlo.while"
+                },
+                [r.info.loc for r in recs],
+            )
+            blocks.append(flat)
+            for i in ids:
+                short = view.records[i].info.short_name
+                for ri, region in enumerate(view.regions.get(i, ())):
+                    add(f"{short}#{i}/{ri}", region)
+
+        add(entry, view.funcs[entry].top)
+    return blocks
 
 
 @dataclass(frozen=True)
