@@ -16,7 +16,7 @@ from typing import Any
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 from stablehlo_perf.analysis.critical_path import static_trip_count
-from stablehlo_perf.analysis.opinfo import OpInfo, TensorType, count_flops
+from stablehlo_perf.analysis.opinfo import OpInfo, TensorType, count_flops, op_class
 from stablehlo_perf.passes.ir import op_location
 
 __all__ = ["FuncView", "ModuleView", "OpRecord", "tensor_type", "view_module"]
@@ -217,6 +217,10 @@ def _opinfo(rid: int, op: ir.Operation, func: str, filename: str, types: _TypeCa
     elif op.name == "stablehlo.while":
         trips = _while_trip_count(op)
         attrs["trip_count"] = trips
+    elif len(op.operands) == 2 and op_class(op.name) in _SPLAT_AWARE:
+        splats = sum(_is_splat(v, types) for v in op.operands)
+        if splats:
+            attrs["splat_operands"] = splats
     file, line, col = op_location(op, filename, types.locs)
     return OpInfo.build(
         id=rid,
@@ -227,6 +231,27 @@ def _opinfo(rid: int, op: ir.Operation, func: str, filename: str, types: _TypeCa
         loc=f"{file}:{line}:{col}",
         func=func,
     )
+
+
+_SPLAT_AWARE = frozenset({"binary", "compare_select"})
+
+
+def _is_splat(v: ir.Value, types: _TypeCache) -> bool:
+    """A value that is one number repeated: a splat constant or a broadcast of a single
+    element (a fused kernel reads it once, not as a tensor)."""
+    owner = v.owner
+    if not isinstance(owner, ir.Operation):
+        owner = getattr(owner, "operation", None)
+        if not isinstance(owner, ir.Operation):
+            return False  # a block argument
+    if owner.name == "stablehlo.constant":
+        if (types[v.type].num_elements or 0) <= 1:
+            return True
+        value = owner.attributes["value"]
+        return isinstance(value, ir.DenseElementsAttr) and value.is_splat
+    if owner.name == "stablehlo.broadcast_in_dim":
+        return (types[owner.operands[0].type].num_elements or 0) <= 1
+    return False
 
 
 def _region_flops(region: ir.Region, types: _TypeCache) -> int:

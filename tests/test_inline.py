@@ -106,3 +106,14 @@ def test_recursive_call_stays_a_call():
         module = parse_module(text, "rec.mlir", ctx)
         assert inline_calls(module.operation) == 0
         assert _funcs(module) == ["main", "rec"]
+
+
+@pytest.mark.parametrize("act", [jax.nn.sigmoid, jax.nn.elu, jax.nn.selu, jax.nn.relu6])
+def test_one_tensor_activations_cost_what_relu_costs_on_tpu_v4(act):
+    """Each reads x once and writes once, like the measured ReLU kernel: their constants
+    (1 + e^-x, x > 0, the clip bounds) are splats, priced as one tensor read."""
+    spec = jax.ShapeDtypeStruct((16, 16, 32), jnp.float16)
+    relu = sp.analyze(jax.jit(jax.nn.relu).lower(spec), target="tpu-v4").report.total_latency_ns
+    res = sp.analyze(jax.jit(act).lower(spec), target="tpu-v4")
+    assert res.report.total_latency_ns == pytest.approx(relu, rel=1e-3)
+    assert relu / 1e3 == pytest.approx(1.297, rel=0.03)  # measured ReLU at this shape
