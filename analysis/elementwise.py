@@ -566,8 +566,11 @@ _ONE_READ_CLASSES = frozenset({"binary", "compare_select"})
 
 
 def _reads_one_tensor(op: OpInfo) -> bool:
-    """Two operands, one of them a splat (`splat_operands`, set by the pass layer)."""
-    return len(op.operands) == 2 and op.attrs.get("splat_operands") == 1
+    """Two operands, one of them a splat (`splat_operands`), or in a fused loop that reads
+    one tensor (`fused_reads`); both set by the pass layer."""
+    return len(op.operands) == 2 and (
+        op.attrs.get("splat_operands") == 1 or op.attrs.get("fused_reads") == 1
+    )
 
 
 class LearnedLatencyModel:

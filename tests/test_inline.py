@@ -108,12 +108,25 @@ def test_recursive_call_stays_a_call():
         assert _funcs(module) == ["main", "rec"]
 
 
-@pytest.mark.parametrize("act", [jax.nn.sigmoid, jax.nn.elu, jax.nn.selu, jax.nn.relu6])
+@pytest.mark.parametrize(
+    "act", [jax.nn.sigmoid, jax.nn.elu, jax.nn.selu, jax.nn.relu6, jax.nn.silu, jax.nn.gelu]
+)
 def test_one_tensor_activations_cost_what_relu_costs_on_tpu_v4(act):
-    """Each reads x once and writes once, like the measured ReLU kernel: their constants
-    (1 + e^-x, x > 0, the clip bounds) are splats, priced as one tensor read."""
+    """Each is one fused kernel that reads x once and writes once, like the measured ReLU
+    kernel: constants (1 + e^-x, x > 0, the clip bounds) are splats, and silu's x * sigmoid(x)
+    or gelu's products multiply values computed from x inside the kernel."""
     spec = jax.ShapeDtypeStruct((16, 16, 32), jnp.float16)
     relu = sp.analyze(jax.jit(jax.nn.relu).lower(spec), target="tpu-v4").report.total_latency_ns
     res = sp.analyze(jax.jit(act).lower(spec), target="tpu-v4")
     assert res.report.total_latency_ns == pytest.approx(relu, rel=1e-3)
     assert relu / 1e3 == pytest.approx(1.297, rel=0.03)  # measured ReLU at this shape
+
+
+def test_two_tensor_loop_keeps_the_two_read_price_on_tpu_v4():
+    """x * sigmoid(y) reads two tensors: priced by the measured two-input add/multiply data."""
+    spec = jax.ShapeDtypeStruct((16, 16, 32), jnp.float16)
+    res = sp.analyze(jax.jit(lambda x, y: x * jax.nn.sigmoid(y)).lower(spec, spec), "tpu-v4")
+    mul = next(o for o in res.report.ops if o.name == "stablehlo.multiply")
+    assert mul.model == "fused-loop:hgb-tpu-v4-binary"
+    # The measured two-input add at this shape is 1.506 us, the one-input ReLU 1.297 us.
+    assert res.report.total_latency_ns / 1e3 == pytest.approx(1.506, rel=0.05)
