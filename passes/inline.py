@@ -92,13 +92,15 @@ def inline_calls(module: ir.Operation) -> int:
     funcs = _functions(module)
     graph = {name: {_callee(c) for c in _calls(f)} & funcs.keys() for name, f in funcs.items()}
     recursive = _recursive(graph)
+    # A declaration (no body) or a multi-block body (not StableHLO) is left as a call.
+    inlinable = {n for n, f in funcs.items() if len(f.regions[0].blocks) == 1} - recursive
     inlined: set[str] = set()
     count = 0
     with module.context:
         for name in _callees_first(graph):
             for call in _calls(funcs[name]):
                 callee = _callee(call)
-                if callee in funcs and callee not in recursive:
+                if callee in inlinable:
                     _inline_one(call, funcs[callee])
                     inlined.add(callee)
                     count += 1

@@ -130,3 +130,19 @@ def test_two_tensor_loop_keeps_the_two_read_price_on_tpu_v4():
     assert mul.model == "fused-loop:hgb-tpu-v4-binary"
     # The measured two-input add at this shape is 1.506 us, the one-input ReLU 1.297 us.
     assert res.report.total_latency_ns / 1e3 == pytest.approx(1.506, rel=0.05)
+
+
+def test_call_to_a_declaration_stays_a_call():
+    text = """
+    func.func private @ext(%a: tensor<4xf32>) -> tensor<4xf32>
+    func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {
+      %0 = func.call @ext(%a) : (tensor<4xf32>) -> tensor<4xf32>
+      return %0 : tensor<4xf32>
+    }
+    """
+    with make_context() as ctx:
+        module = parse_module(text, "ext.mlir", ctx)
+        assert inline_calls(module.operation) == 0
+        assert _funcs(module) == ["ext", "main"]
+    res = sp.analyze(text, target="tpu-v5e")  # the default pipeline still annotates it
+    assert [o.name for o in res.report.ops] == ["func.call"]
