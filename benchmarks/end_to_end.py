@@ -16,8 +16,12 @@ against a single round; the noise floor is its mean over the zoo. The measuremen
 ceiling compares the medians of the even rounds with those of the odd rounds: the
 MAPE and Kendall τ a perfect model could at best show against half the data.
 
+With `--split` each program is also timed inside a while loop (its kernels without
+the per-call overhead) and a second table compares the two parts with the pipeline's
+kernel sum and its predicted call overhead.
+
     python benchmarks/end_to_end.py [--scales 1 2 4] [--rounds 5] [--json out/e2e.json]
-        [--save-lasso analysis/data/cc4cs_lasso_host.json]
+        [--save-lasso analysis/data/cc4cs_lasso_host.json] [--split]
 """
 
 from __future__ import annotations
@@ -224,6 +228,8 @@ class Row:
     lasso_ns: float = 0.0
     features: dict[str, float] | None = None
     rounds_ns: list[float] | None = None
+    call_overhead_ns: float = 0.0
+    in_loop_ns: float | None = None
 
 
 def cc4cs_sum(result: Any) -> float | None:
@@ -297,6 +303,49 @@ def measure_zoo(
     return f"whole-call wall clock, {stat} of all timed calls", noise, None
 
 
+def measure_in_loop(
+    rows: list[Row], runs: list[tuple[Callable[..., Any], tuple[Any, ...]]], rounds: int
+) -> None:
+    """Each program's cost per iteration of a while loop around it (`runtime/timing.py:
+    time_in_loop`, all programs in the same rounds): its kernels without the per-call
+    overhead a program of its own pays, which the pipeline predicts apart."""
+    from stablehlo_perf.runtime import sweeps, timing
+
+    looped = []
+    for i, (step, args) in enumerate(runs):
+        leaves, tree = jax.tree_util.tree_flatten(args)
+        fn = step.__wrapped__ if hasattr(step, "__wrapped__") else step
+
+        def flat(*xs: Any, fn: Any = fn, tree: Any = tree) -> Any:
+            return jax.tree_util.tree_leaves(fn(*jax.tree_util.tree_unflatten(tree, xs)))[0]
+
+        one = jnp.asarray(1, jnp.int32)
+        compiled = jax.jit(sweeps.in_loop(flat)).lower(one, *leaves).compile()
+        spec = sweeps.Spec(rows[i].family, "f32", (rows[i].scale,))
+        looped.append((str(i), sweeps.LoopCase(spec, compiled, tuple(leaves))))
+    per_iter, _, _ = timing.time_in_loop(looped, repeats=rounds)
+    for i, row in enumerate(rows):
+        row.in_loop_ns = per_iter[str(i)][0].median_us * 1e3
+
+
+def _print_split(rows: list[Row]) -> None:
+    print()
+    print("kernels (in a loop) vs per-call overhead (program - in loop), predicted vs measured:")
+    print("| program | scale | kernels µs | predicted | err | overhead µs | predicted | err |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        if r.in_loop_ns is None:
+            continue
+        kernels = r.predicted_ns - r.call_overhead_ns
+        overhead = r.measured_ns - r.in_loop_ns
+        over_err = _err(r.call_overhead_ns, overhead) if overhead > 0 else "–"
+        print(
+            f"| {r.family} | {r.scale} | {_fmt(r.in_loop_ns)} | {_fmt(kernels)} "
+            f"| {_err(kernels, r.in_loop_ns)} | {_fmt(overhead)} | {_fmt(r.call_overhead_ns)} "
+            f"| {over_err} |"
+        )
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     p = argparse.ArgumentParser(description="Predicted vs measured latency on this machine.")
     p.add_argument("--scales", type=int, nargs="+", default=[1, 2, 4])
@@ -310,6 +359,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--only", nargs="*", default=None, help="family names to run")
     p.add_argument("--json", type=Path, default=None)
     p.add_argument("--save-lasso", type=Path, default=None)
+    p.add_argument(
+        "--split",
+        action="store_true",
+        help="also time each program inside a while loop: kernels vs per-call overhead",
+    )
     a = p.parse_args(argv)
     from stablehlo_perf.runtime.cc4cs_host import result_features
 
@@ -327,12 +381,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 continue
             rows.append(
                 Row(name, s, len(res.report.ops), res.predicted_ns, cc4cs_sum(res.result),
-                    features=result_features(res.result))
+                    features=result_features(res.result),
+                    call_overhead_ns=res.report.call_overhead_ns)
             )  # fmt: skip
             args = concrete_inputs(specs)
             jax.block_until_ready(step(*args))  # compile before the timed rounds
             runs.append((step, args))
     method, noise, dispatch_ns = measure_zoo(rows, runs, a.rounds, a.stat)
+    if a.split:
+        measure_in_loop(rows, runs, a.rounds)
 
     feats = sorted({k for row in rows for k in (row.features or {})})
     X = np.array([[row.features[k] for k in feats] for row in rows])
@@ -375,6 +432,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         summary["cc4cs_sum"] = error_metrics(y, cs)
         summary["cc4cs_sum_kendall_tau"] = float(stats.kendalltau(cs, y).statistic)
     _print_table(rows, summary)
+    if a.split:
+        _print_split(rows)
     if a.save_lasso is not None:
         full = CLRA().fit(X, y)
         stored = StoredLasso(
