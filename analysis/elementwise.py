@@ -309,11 +309,17 @@ def shape_features(shape: Sequence[int], elem_bytes: float) -> list[float]:
 
 
 def op_tensor(op: OpInfo) -> TensorType:
-    """The tensor whose shape sets an op's time: a reduction's input, the larger side of
-    a data movement, otherwise the first result."""
+    """The tensor whose shape sets an op's time: a reduction's input, a slice's result, a
+    dynamic_update_slice's update, the larger side of other data movement, otherwise the
+    first result."""
     cls = op.op_class
     if cls == "reduction" and op.operands:
         return op.operands[0]
+    short = op.short_name
+    if short in ("slice", "dynamic_slice") and op.results:
+        return op.results[0]  # reads only what it returns
+    if short == "dynamic_update_slice" and len(op.operands) >= 2:
+        return op.operands[1]  # writes the update in place
     if cls == "movement" and op.operands and op.results:
         a, b = op.operands[0], op.results[0]
         return a if (a.num_elements or 0) > (b.num_elements or 0) else b

@@ -663,7 +663,8 @@ def group_traffic(
     its own. Non-scalar constants count as inputs (literals in memory).
     Outputs: results of the group's own ops used by another group, by the
     terminator (`live_out`) or by nothing (module outputs). FLOPs include
-    recomputed copies.
+    recomputed copies. A dynamic_update_slice reads and writes only its update
+    (`_updates_in_place`).
     """
     plan = groups if isinstance(groups, FusionPlan) else None
     group_of = list(plan.groups if plan else groups)
@@ -697,6 +698,7 @@ def group_traffic(
             flops += op.flops or 0
             if _is_constant(op) and (op.results[0].num_elements or 0) > 1:
                 inp += op.results[0].nbytes or 0
+            in_place = _updates_in_place(op)
             for k, t in enumerate(op.operands):
                 s = srcs[i][k] if k < len(srcs[i]) else None
                 if s is not None and s >= 0 and s in members[g]:
@@ -704,7 +706,7 @@ def group_traffic(
                 key: object = (s, t) if s is not None else (i, k, "ext")
                 if key not in seen:
                     seen.add(key)
-                    inp += t.nbytes or 0
+                    inp += (op.operands[1].nbytes if in_place and k == 0 else t.nbytes) or 0
             if group_of[i] != g or (_is_constant(op) and users[i]):
                 continue
             external = i in escapes or not users[i]
@@ -712,9 +714,16 @@ def group_traffic(
                 i not in members[h] for u in users[i] for h in _holders(u, group_of, copies)
             )
             if external:
-                outb += sum(t.nbytes or 0 for t in op.results)
+                written = op.operands[1:2] if in_place else op.results
+                outb += sum(t.nbytes or 0 for t in written)
         out.append(GroupTraffic(input_bytes=inp, output_bytes=outb, flops=flops))
     return out
+
+
+def _updates_in_place(op: OpInfo) -> bool:
+    """A dynamic_update_slice: XLA writes the update into the operand's buffer (a scan's
+    carried outputs, a donated cache), so only the update moves, not the whole buffer."""
+    return _short(op) == "dynamic_update_slice" and len(op.operands) >= 2
 
 
 def group_deps(plan: FusionPlan, deps: Sequence[Sequence[int]]) -> list[list[int]]:

@@ -127,7 +127,7 @@ class OpInfo:
             func=func,
             flops=count_flops(name, ops, res, at),
             transcendentals=count_transcendentals(name, res),
-            bytes=count_bytes(ops, res),
+            bytes=count_bytes(ops, res, name),
         )
 
     @property
@@ -178,9 +178,9 @@ _MATMUL = {"dot_general", "dot", "convolution"}
 _CONTROL = {"while", "if", "case", "call", "return", "func.return", "stablehlo.return"}
 _FREE = {"constant", "return", "get_tuple_element", "tuple", "optimization_barrier"}
 # Elementwise ops XLA counts as one flop per output element (HandleElementwiseOp).
-_FLOP_PER_ELEMENT = (_BINARY | _COMPARE_SELECT | _UNARY | _CONVERT) - _TRANSCENDENTAL - {
-    "bitcast_convert"
-}
+_FLOP_PER_ELEMENT = (
+    (_BINARY | _COMPARE_SELECT | _UNARY | _CONVERT) - _TRANSCENDENTAL - {"bitcast_convert"}
+)
 
 
 @lru_cache(maxsize=None)
@@ -264,8 +264,17 @@ def count_transcendentals(name: str, results: Sequence[TensorType]) -> int | Non
     return results[0].num_elements
 
 
-def count_bytes(operands: Sequence[TensorType], results: Sequence[TensorType]) -> int | None:
-    """Logical bytes read plus written: every operand once, every result once."""
+_READS_WHAT_IT_WRITES = frozenset({"slice", "dynamic_slice"})
+
+
+def count_bytes(
+    operands: Sequence[TensorType], results: Sequence[TensorType], name: str = ""
+) -> int | None:
+    """Logical bytes read plus written: every operand once, every result once; a slice reads
+    only the elements it returns (as XLA's cost analysis counts it: 2 x result, plus a
+    dynamic slice's start indices)."""
+    if name.split(".", 1)[-1] in _READS_WHAT_IT_WRITES and operands and results:
+        operands = (results[0], *operands[1:])
     sizes = [t.nbytes for t in (*operands, *results)]
     if any(s is None for s in sizes):
         return None

@@ -500,3 +500,26 @@ def test_producers_fused_into_a_gather_are_priced_at_the_gathered_elements() -> 
     # Read by another op of the group too, likewise.
     b2, ids2 = _log_softmax_gather(extra_use=True)
     assert gathered_scales(b2.ops, list(range(len(b2.ops))), b2.sources) == {}
+
+
+def test_dynamic_update_slice_moves_only_its_update() -> None:
+    """A scan's output buffer is updated in place: the group reads the update (and index)
+    and writes the update, not the 64 KiB buffer."""
+    buf, upd, idx = TensorType((16, 8, 128), "f32"), TensorType((1, 8, 128), "f32"), SCALAR
+    b = Block()
+    b.op("dynamic_update_slice", [-1, -2, -3, -3, -3], [buf, upd, idx, idx, idx], buf)
+    (t,) = group_traffic(b.ops, b.deps, b.plan("cpu"), b.sources)
+    # buffer as the update's 4,096 B, the update 4,096 B, the (one, shared) index 4 B.
+    assert (t.input_bytes, t.output_bytes) == (4096 + 4096 + 4, 4096)
+
+
+def test_slices_are_priced_by_the_tensor_they_move() -> None:
+    from stablehlo_perf.analysis.elementwise import op_tensor
+
+    big, part, idx = TensorType((16, 8, 128), "f32"), TensorType((1, 8, 128), "f32"), SCALAR
+    sl = OpInfo.build(0, "stablehlo.dynamic_slice", [big, idx, idx, idx], [part])
+    dus = OpInfo.build(1, "stablehlo.dynamic_update_slice", [big, part, idx, idx, idx], [big])
+    tr = OpInfo.build(2, "stablehlo.transpose", [big], [TensorType((128, 8, 16), "f32")])
+    assert op_tensor(sl) == part and op_tensor(dus) == part
+    assert op_tensor(tr).num_elements == big.num_elements  # other movement: the larger side
+    assert sl.bytes == 2 * part.nbytes + 3 * 4
