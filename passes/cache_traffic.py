@@ -32,7 +32,7 @@ def _gemm(rec: OpRecord) -> GemmTiles | None:
         out_h = -(-(c.ifmap_h - c.filter_h + c.stride_h) // c.stride_h)
         out_w = -(-(c.ifmap_w - c.filter_w + c.stride_w) // c.stride_w)
         return GemmTiles(
-            c.repeats, out_h * out_w, c.num_filters, c.filter_h * c.filter_w * c.channels, eb
+            conv.repeats, out_h * out_w, c.num_filters, c.filter_h * c.filter_w * c.channels, eb
         )
     return None
 

@@ -15,6 +15,7 @@ import stablehlo_perf as sp
 from conftest import ROOT, corpus_files
 from stablehlo_perf.passes.ir import InputError, parse_module
 from stablehlo_perf.passes.pipeline import PipelineError, default_pipeline, parse_pipeline
+from stablehlo_perf.analysis.targets import list_targets
 from stablehlo_perf.passes.registry import PASSES, describe_passes, pass_class
 
 OP_KEYS = {"id", "name", "loc", "cycles", "latency_ns", "flops", "bytes", "dram_bytes", "model",
@@ -183,3 +184,14 @@ def test_calibrated_targets_get_intervals_and_the_lasso_cross_check():
     host = json.loads(sp.analyze(text, target="host").to_json())
     assert host["module_estimate"]["model"] == "cc4cs-lasso"
     assert "measured on this host" in host["module_estimate"]["trained_on"]
+
+
+@pytest.mark.parametrize("target", list_targets())
+def test_every_target_analyses_conv_and_loop_programs(target: str):
+    """Each target's default pipeline on programs with a convolution and a while loop:
+    every op annotated, a positive total (GPU targets once failed on convolutions)."""
+    for name in ("conv_net", "scan"):
+        text = (ROOT / f"test_ir/corpus/{name}.mlir").read_text()
+        res = sp.analyze(text, target=target)
+        assert res.report.total_latency_ns > 0
+        assert all(o.model for o in res.report.ops)

@@ -54,11 +54,23 @@ def test_gpu_default_pipeline_writes_traffic_and_it_changes_latency():
     )
     ir_text = res.annotated_ir
     assert "perf.l2_hit_rate" in ir_text and "pascal-gemm:static-aligned" in ir_text
-    plain = sp.analyze(text, target="h100", pipeline="builtin.module(perf-op-info,perf-annotate-cycles{target=h100})")
+    plain = sp.analyze(
+        text,
+        target="h100",
+        pipeline="builtin.module(perf-op-info,perf-annotate-cycles{target=h100})",
+    )
     by_id = {o.id: o for o in plain.report.ops}
-    changed = [o for o in res.report.ops if o.model == "roofline+l2" and o.latency_ns != by_id[o.id].latency_ns]
+    changed = [
+        o
+        for o in res.report.ops
+        if o.model == "roofline+l2" and o.latency_ns != by_id[o.id].latency_ns
+    ]
     assert changed, "cache behaviour must change predicted latency"
-    assert all(o.latency_ns <= by_id[o.id].latency_ns for o in changed if o.dram_bytes <= by_id[o.id].dram_bytes)
+    assert all(
+        o.latency_ns <= by_id[o.id].latency_ns
+        for o in changed
+        if o.dram_bytes <= by_id[o.id].dram_bytes
+    )
 
 
 def test_fused_kernels_on_gpu_read_l2_resident_inputs_at_l2_bandwidth():
@@ -73,3 +85,34 @@ def test_fused_kernels_on_gpu_read_l2_resident_inputs_at_l2_bandwidth():
     kernels = {g["id"]: g for g in with_cache.report.fusion_groups}
     plain = {g["id"]: g for g in without.report.fusion_groups}
     assert any(kernels[i]["bytes"] < plain[i]["bytes"] for i in kernels), "L2 hits cut DRAM bytes"
+
+
+def test_convolution_is_one_gemm_per_image_and_group_on_gpu():
+    """A conv's tile model: batch x groups GEMMs of (output pixels) x (filters per group) x
+    (taps x channels per group). Conv programs on GPU targets used to stop with an internal
+    error here."""
+    import jax
+    import jax.numpy as jnp
+    from jax import lax
+    from stablehlo_perf.passes.cache_traffic import _gemm
+    from stablehlo_perf.passes.extract import view_module
+    from stablehlo_perf.passes.ir import make_context, parse_module
+
+    def conv(x, k):
+        dn = ("NHWC", "HWIO", "NHWC")
+        return lax.conv_general_dilated(
+            x, k, (1, 1), "SAME", dimension_numbers=dn, feature_group_count=2
+        )
+
+    x = jax.ShapeDtypeStruct((2, 8, 8, 4), jnp.float32)
+    k = jax.ShapeDtypeStruct((3, 3, 2, 8), jnp.float32)
+    lowered = jax.jit(conv).lower(x, k)
+    with make_context() as ctx:
+        view = view_module(parse_module(lowered.as_text(), "conv.mlir", ctx), "conv.mlir")
+        rec = next(r for r in view.records if r.info.name == "stablehlo.convolution")
+        assert _gemm(rec) == GemmTiles(batch=2 * 2, m=8 * 8, n=8 // 2, k=3 * 3 * 2, elem_bytes=4)
+    for name in ("conv_net", "conv_only"):
+        text = (ROOT / f"test_ir/corpus/{name}.mlir").read_text()
+        res = sp.analyze(text, target="h100")
+        convs = [o for o in res.report.ops if o.name == "stablehlo.convolution"]
+        assert convs and all(o.dram_bytes > 0 for o in convs)
