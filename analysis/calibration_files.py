@@ -95,11 +95,14 @@ def training_files(target: str) -> tuple[Path, bool] | None:
 
 
 def header_value(path: Path, key: str) -> str:
-    for line in path.read_text().splitlines():
-        if not line.startswith("#"):
-            break
-        if line.startswith(f"# {key}:"):
-            return line.split(":", 1)[1].strip()
+    """The value of `# key: value` in a calibration's header ("" if absent); reads only the
+    header lines."""
+    with path.open() as f:
+        for line in f:
+            if not line.startswith("#"):
+                break
+            if line.startswith(f"# {key}:"):
+                return line.split(":", 1)[1].strip()
     return ""
 
 

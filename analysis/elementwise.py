@@ -38,7 +38,13 @@ import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.ensemble import HistGradientBoostingRegressor
 from stablehlo_perf.analysis.calibration_files import header_value, training_files
-from stablehlo_perf.analysis.opinfo import OpInfo, TensorType, element_bytes, op_class
+from stablehlo_perf.analysis.opinfo import (
+    READS_WHAT_IT_RETURNS,
+    OpInfo,
+    TensorType,
+    element_bytes,
+    op_class,
+)
 from stablehlo_perf.analysis.roofline import RooflineModel
 from stablehlo_perf.analysis.service import OpCost
 from stablehlo_perf.analysis.targets import Target
@@ -316,7 +322,7 @@ def op_tensor(op: OpInfo) -> TensorType:
     if cls == "reduction" and op.operands:
         return op.operands[0]
     short = op.short_name
-    if short in ("slice", "dynamic_slice") and op.results:
+    if short in READS_WHAT_IT_RETURNS and op.results:
         return op.results[0]  # reads only what it returns
     if short == "dynamic_update_slice" and len(op.operands) >= 2:
         return op.operands[1]  # writes the update in place
@@ -573,7 +579,7 @@ _ONE_READ_CLASSES = frozenset({"binary", "compare_select"})
 
 def _reads_one_tensor(op: OpInfo) -> bool:
     """Two operands, one of them a splat (`splat_operands`), or in a fused loop that reads
-    one tensor (`fused_reads`); both set by the pass layer."""
+    one tensor (`fused_reads`, from `fusion.one_read_ops`); both set by the pass layer."""
     return len(op.operands) == 2 and (
         op.attrs.get("splat_operands") == 1 or op.attrs.get("fused_reads") == 1
     )

@@ -59,6 +59,7 @@ from dataclasses import dataclass, field
 from stablehlo_perf.analysis.opinfo import OpInfo
 
 __all__ = [
+    "ELEMENTWISE_CLASSES",
     "KINDS",
     "FusionPlan",
     "GroupTraffic",
@@ -66,6 +67,7 @@ __all__ = [
     "fuse_block",
     "group_deps",
     "group_traffic",
+    "one_read_ops",
     "plan_fusion",
     "while_init_copies",
 ]
@@ -82,7 +84,7 @@ _LOOP_MOVEMENT = frozenset(
         "dynamic_gather", "real_dynamic_slice",
     }
 )  # fmt: skip
-_ELEMENTWISE_CLASSES = frozenset({"binary", "compare_select", "transcendental", "unary", "convert"})
+ELEMENTWISE_CLASSES = frozenset({"binary", "compare_select", "transcendental", "unary", "convert"})
 _FREE_ALONE = frozenset(
     {"constant", "reshape", "bitcast", "get_tuple_element", "tuple", "optimization_barrier"}
 )
@@ -175,7 +177,7 @@ def _short(op: OpInfo) -> str:
 def _is_elementwise(op: OpInfo) -> bool:
     e = _ELEMENTWISE.get(op.name)
     if e is None:
-        e = _ELEMENTWISE[op.name] = op.op_class in _ELEMENTWISE_CLASSES
+        e = _ELEMENTWISE[op.name] = op.op_class in ELEMENTWISE_CLASSES
     return e
 
 
@@ -724,6 +726,28 @@ def _updates_in_place(op: OpInfo) -> bool:
     """A dynamic_update_slice: XLA writes the update into the operand's buffer (a scan's
     carried outputs, a donated cache), so only the update moves, not the whole buffer."""
     return _short(op) == "dynamic_update_slice" and len(op.operands) >= 2
+
+
+def one_read_ops(
+    ops: Sequence[OpInfo], plan: FusionPlan, sources: Sequence[Sequence[int | None]]
+) -> set[int]:
+    """Two-operand ops of the loop fusions that read one tensor from memory (x * sigmoid(x):
+    both operands are computed from x inside the kernel); scalars do not count as reads."""
+    out: set[int] = set()
+    for g, ids in enumerate(plan.members()):
+        if plan.kinds[g] != "loop":
+            continue
+        inside = set(ids)
+        reads: set[object] = set()
+        for i in ids:
+            for k, src in enumerate(sources[i]):
+                if (src is None or src not in inside) and (
+                    ops[i].operands[k].num_elements or 0
+                ) > 1:
+                    reads.add(src if src is not None else (i, k))
+        if len(reads) == 1:
+            out.update(i for i in ids if len(ops[i].operands) == 2)
+    return out
 
 
 def group_deps(plan: FusionPlan, deps: Sequence[Sequence[int]]) -> list[list[int]]:

@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from stablehlo_perf.analysis.fusion import FusionPlan, GroupTraffic
+from stablehlo_perf.analysis.fusion import ELEMENTWISE_CLASSES, FusionPlan, GroupTraffic
 from stablehlo_perf.analysis.opinfo import OpInfo
 from stablehlo_perf.analysis.service import OpCost
 from stablehlo_perf.analysis.targets import Target
@@ -65,12 +65,11 @@ def _memory_ns(op: OpInfo, target: Target) -> float:
     return (op.bytes or 0) / target.memory_bandwidth * 1e9
 
 
-_PER_ELEMENT_CLASSES = frozenset({"binary", "compare_select", "transcendental", "unary", "convert"})
 _PER_ELEMENT_MOVES = frozenset({"broadcast_in_dim", "broadcast", "reshape", "transpose", "iota"})
 
 
 def _per_element(op: OpInfo) -> bool:
-    return op.op_class in _PER_ELEMENT_CLASSES or op.short_name in _PER_ELEMENT_MOVES
+    return op.op_class in ELEMENTWISE_CLASSES or op.short_name in _PER_ELEMENT_MOVES
 
 
 def gathered_scales(

@@ -3,7 +3,7 @@
 The `host` target ships placeholders for memory bandwidth, matrix FLOP rate and
 per-kernel overhead (a TOML cannot know the machine). A calibration measured with
 `stablehlo-perf-calibrate` times every op inside a loop (its cost within a
-program), and the three numbers follow from it:
+program), and these follow from it:
 
 - bandwidth: bytes moved / time of the large f32 binary ops (≥ 1M elements;
   two reads and one write per element), median;

@@ -20,6 +20,7 @@ from functools import cached_property, lru_cache
 from typing import Any
 
 __all__ = [
+    "READS_WHAT_IT_RETURNS",
     "OpInfo",
     "TensorType",
     "conv_valid_positions",
@@ -264,7 +265,8 @@ def count_transcendentals(name: str, results: Sequence[TensorType]) -> int | Non
     return results[0].num_elements
 
 
-_READS_WHAT_IT_WRITES = frozenset({"slice", "dynamic_slice"})
+READS_WHAT_IT_RETURNS = frozenset({"slice", "dynamic_slice"})
+"""Ops that read only the elements they return (their bytes and their models' tensor)."""
 
 
 def count_bytes(
@@ -273,7 +275,7 @@ def count_bytes(
     """Logical bytes read plus written: every operand once, every result once; a slice reads
     only the elements it returns (as XLA's cost analysis counts it: 2 x result, plus a
     dynamic slice's start indices)."""
-    if name.split(".", 1)[-1] in _READS_WHAT_IT_WRITES and operands and results:
+    if name.split(".", 1)[-1] in READS_WHAT_IT_RETURNS and operands and results:
         operands = (results[0], *operands[1:])
     sizes = [t.nbytes for t in (*operands, *results)]
     if any(s is None for s in sizes):

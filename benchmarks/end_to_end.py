@@ -314,7 +314,7 @@ def measure_in_loop(
     looped = []
     for i, (step, args) in enumerate(runs):
         leaves, tree = jax.tree_util.tree_flatten(args)
-        fn = step.__wrapped__ if hasattr(step, "__wrapped__") else step
+        fn = step.__wrapped__  # the user's function, traced inside the loop
 
         def flat(*xs: Any, fn: Any = fn, tree: Any = tree) -> Any:
             return jax.tree_util.tree_leaves(fn(*jax.tree_util.tree_unflatten(tree, xs)))[0]

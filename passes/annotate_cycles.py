@@ -52,7 +52,11 @@ class AnnotateCyclesPass:
     def apply(self, module: ir.Operation, cache: AnalysisCache) -> None:
         target = load_target(self.target)
         view = cache.view(module)
-        infos = [_with_traffic(r.info, cache.values.get(r.info.id)) for r in view.records]
+        one_read = set().union(*(bf.one_read for bf in cache.fusion.values()))
+        infos = [
+            _model_input(r.info, cache.values.get(r.info.id), r.info.id in one_read)
+            for r in view.records
+        ]
         costs = default_registry().price(infos, target)
         if cache.fusion:
             costs = _fused_costs(costs, infos, cache, target)
@@ -133,18 +137,16 @@ def _fused_costs(
     return out
 
 
-def _with_traffic(info: OpInfo, values: dict | None) -> OpInfo:
-    """The OpInfo with the cache-traffic pass's DRAM bytes, for the models' memory term."""
-    if not values or "perf.l2_hit_rate" not in values:
-        return info
-    return dataclasses.replace(
-        info,
-        attrs={
-            **info.attrs,
-            "dram_bytes": values["perf.dram_bytes"],
-            "l2_hit_rate": values["perf.l2_hit_rate"],
-        },
-    )
+def _model_input(info: OpInfo, values: dict | None, one_read: bool) -> OpInfo:
+    """The OpInfo the models see: with the cache-traffic pass's DRAM bytes (for their memory
+    term) and `fused_reads = 1` where perf-fusion found its loop reads one tensor."""
+    extra: dict[str, object] = {}
+    if values and "perf.l2_hit_rate" in values:
+        extra["dram_bytes"] = values["perf.dram_bytes"]
+        extra["l2_hit_rate"] = values["perf.l2_hit_rate"]
+    if one_read:
+        extra["fused_reads"] = 1
+    return dataclasses.replace(info, attrs={**info.attrs, **extra}) if extra else info
 
 
 def _control_model(node: ControlNode) -> str:

@@ -34,6 +34,7 @@ class BlockFusion:
     costs: list = field(default_factory=list)  # GroupCost per group, once perf-annotate-cycles ran
     sources: list[list[int | None]] = field(default_factory=list)  # per op, per operand
     live_out: list[int] = field(default_factory=list)
+    one_read: set[int] = field(default_factory=set)  # op ids in loops that read one tensor
 
     def group_members(self) -> list[list[int]]:
         """Op ids (not block-local indices) of each group, by primary membership."""
@@ -48,7 +49,8 @@ class AnalysisCache:
     """Analyses shared by the passes of one pipeline run, like MLIR's analysis manager.
 
     The analysis passes only add attributes, never change the IR's structure
-    (perf-inline-calls, which runs before them, resets the view), so the module view (OpInfo of every op) is computed once and reused. Every
+    (perf-inline-calls, which runs before them, resets the view), so the module
+    view (OpInfo of every op) is computed once and reused. Every
     attribute a pass writes is also kept here as a Python value, so the report
     reads exact numbers without parsing attributes back.
     """

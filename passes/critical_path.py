@@ -33,10 +33,10 @@ class CriticalPathPass:
     function's path and totals go on the module (`perf.critical_path`,
     `perf.total_latency_ns` = makespan, `perf.critical_path_ns` = dataflow
     bound, `perf.work_ns` = sum of latencies). Where the target charges a call
-    overhead beyond its kernels (`Target.call_overhead_ns`: fixed part, thread-pool
-    wake-up once a kernel is long enough to be split over threads or the entry runs
-    more than one, a dispatch cost per entry kernel), it is added to the first two
-    and written as `perf.call_overhead_ns`.
+    overhead beyond its kernels (`Target.call_overhead_ns`: a fixed part, the larger of a
+    thread-pool wake-up once a kernel is long enough to be split over threads and a
+    one-off cost once the entry runs two kernels or more, and a dispatch cost per entry
+    kernel), it is added to the first two and written as `perf.call_overhead_ns`.
     """
 
     name: ClassVar[str] = "perf-critical-path"

@@ -239,11 +239,9 @@ _SPLAT_AWARE = frozenset({"binary", "compare_select"})
 def _is_splat(v: ir.Value, types: _TypeCache) -> bool:
     """A value that is one number repeated: a splat constant or a broadcast of a single
     element (a fused kernel reads it once, not as a tensor)."""
-    owner = v.owner
-    if not isinstance(owner, ir.Operation):
-        owner = getattr(owner, "operation", None)
-        if not isinstance(owner, ir.Operation):
-            return False  # a block argument
+    if not isinstance(v, ir.OpResult):
+        return False  # a block argument
+    owner = v.owner.operation
     if owner.name == "stablehlo.constant":
         if (types[v.type].num_elements or 0) <= 1:
             return True

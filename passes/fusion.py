@@ -6,8 +6,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from jaxlib.mlir import ir
-from stablehlo_perf.analysis.fusion import FusionPlan, group_deps, group_traffic, plan_fusion
-from stablehlo_perf.analysis.opinfo import OpInfo
+from stablehlo_perf.analysis.fusion import group_deps, group_traffic, one_read_ops, plan_fusion
 from stablehlo_perf.analysis.targets import DEFAULT_TARGET, load_target
 from stablehlo_perf.passes.base import AnalysisCache, BlockFusion
 
@@ -41,11 +40,11 @@ class FusionPass:
             sources = view.block_sources(ids)
             live = view.block_live_out(ids)
             plan = plan_fusion(ops, deps, kind, sources, live)
-            _mark_one_read_loops(ops, plan, sources)
             traffic = group_traffic(ops, deps, plan, sources, live)
             cache.fusion[tuple(ids)] = BlockFusion(
                 list(ids), plan, traffic, group_deps(plan, deps), first,
                 sources=sources, live_out=live,
+                one_read={ids[k] for k in one_read_ops(ops, plan, sources)},
             )  # fmt: skip
             for k, i in enumerate(ids):
                 rec = view.records[i]
@@ -53,27 +52,3 @@ class FusionPass:
                 cache.write(rec, "perf.fusion", first + g)
                 cache.write(rec, "perf.fusion_kind", plan.kinds[g])
             first += plan.num_groups
-
-
-def _mark_one_read_loops(
-    ops: list[OpInfo], plan: FusionPlan, sources: list[list[int | None]]
-) -> None:
-    """Set `fused_reads = 1` on the two-operand ops of each loop fusion that reads one
-    tensor from memory (x * sigmoid(x): the multiply's operands are both computed from x
-    inside the kernel), so the learned models price them as the one-read kernel they run in."""
-    members = plan.members()
-    for g, kind in enumerate(plan.kinds):
-        if kind != "loop":
-            continue
-        inside = set(members[g])
-        reads: set[int] = set()
-        for i in members[g]:
-            for k, src in enumerate(sources[i]):
-                if src is not None and src in inside:
-                    continue
-                if (ops[i].operands[k].num_elements or 0) > 1:
-                    reads.add(src if src is not None else -(10**9) - i)
-        if len(reads) == 1:
-            for i in members[g]:
-                if len(ops[i].operands) == 2:
-                    ops[i].attrs["fused_reads"] = 1

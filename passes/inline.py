@@ -90,7 +90,10 @@ def inline_calls(module: ir.Operation) -> int:
     entry points of their own).
     """
     funcs = _functions(module)
-    graph = {name: {_callee(c) for c in _calls(f)} & funcs.keys() for name, f in funcs.items()}
+    # Inlining a flattened callee adds no call to inline later, so one walk per function lists
+    # every call this function will inline.
+    calls = {name: _calls(f) for name, f in funcs.items()}
+    graph = {name: {_callee(c) for c in cs} & funcs.keys() for name, cs in calls.items()}
     recursive = _recursive(graph)
     # A declaration (no body) or a multi-block body (not StableHLO) is left as a call.
     inlinable = {n for n, f in funcs.items() if len(f.regions[0].blocks) == 1} - recursive
@@ -98,7 +101,7 @@ def inline_calls(module: ir.Operation) -> int:
     count = 0
     with module.context:
         for name in _callees_first(graph):
-            for call in _calls(funcs[name]):
+            for call in calls[name]:
                 callee = _callee(call)
                 if callee in inlinable:
                     _inline_one(call, funcs[callee])

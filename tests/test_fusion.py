@@ -523,3 +523,20 @@ def test_slices_are_priced_by_the_tensor_they_move() -> None:
     assert op_tensor(sl) == part and op_tensor(dus) == part
     assert op_tensor(tr).num_elements == big.num_elements  # other movement: the larger side
     assert sl.bytes == 2 * part.nbytes + 3 * 4
+
+
+def test_one_read_ops_are_the_two_operand_ops_of_a_loop_reading_one_tensor() -> None:
+    from stablehlo_perf.analysis.fusion import one_read_ops
+
+    # x * sigmoid(x): one external tensor (x); the splat 1 is a scalar, no read.
+    b = Block()
+    neg = b.op("negate", [-1])
+    exp = b.op("exponential", [neg])
+    one = b.op("add", [exp, -2], [T, SCALAR])
+    sig = b.op("divide", [-2, one], [SCALAR, T])
+    mul = b.op("multiply", [-1, sig])
+    assert one_read_ops(b.ops, b.plan("tpu"), b.sources) == {one, sig, mul}
+    # x * y reads two tensors.
+    b2 = Block()
+    b2.op("multiply", [-1, -2])
+    assert one_read_ops(b2.ops, b2.plan("tpu"), b2.sources) == set()

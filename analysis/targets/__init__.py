@@ -53,10 +53,11 @@ class Target:
     onchip_mib: Mapping[str, float] = field(default_factory=dict)
     l2_bandwidth_gbps: float = 0.0
     # What one call of a compiled program costs beyond its kernels (and the dispatch a
-    # 1-element program pays): a fixed part; on a CPU the wake-up of the thread pool,
-    # paid once a call runs a kernel of at least `parallel_kernel_ns` (XLA:CPU splits
-    # only long kernels over threads) or, `multi_kernel_ns`, more than one kernel; and
-    # `kernel_dispatch_ns` per kernel of the entry function. Zero where unknown.
+    # 1-element program pays): a fixed part; on a CPU the larger of the thread pool's
+    # wake-up, paid once a call runs a kernel of at least `parallel_kernel_ns` (XLA:CPU
+    # splits only long kernels over threads), and `multi_kernel_ns`, paid once it runs
+    # more than one kernel; and `kernel_dispatch_ns` per kernel of the entry function.
+    # Zero where unknown.
     program_overhead_ns: float = 0.0
     threadpool_wake_ns: float = 0.0
     parallel_kernel_ns: float = math.inf
