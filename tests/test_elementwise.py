@@ -244,6 +244,61 @@ def test_tpu_v4_add_on_unseen_sizes_beats_the_paper() -> None:
     assert r2_score(y[test][is_add], pred[is_add]) > 0.998
 
 
+@pytest.mark.parametrize(
+    ("shape", "padded"),
+    [
+        ((8192,), 8192),  # 1-D: unpadded
+        ((8, 8, 120), 64 * 128),  # 120 in the lanes, 64 rows
+        ((120, 8, 8), 64 * 128),  # a permutation pads the same
+        ((24, 24, 8), 192 * 128),  # any 24 in the lanes: 192 rows of 128
+        ((960, 896), 960 * 896),  # 896 = 7 x 128 in the lanes: no padding
+        ((960, 576), 576 * 1024),  # 960 -> 1024 lanes beats 576 -> 640 (614,400)
+        ((3, 5, 7), 16 * 128),  # 15 rows -> 16, 7 lanes -> 128
+    ],
+)
+def test_lane_padded_elements_by_hand(shape: tuple[int, ...], padded: int) -> None:
+    col = ew.FEATURE_NAMES.index("lane_padded_bytes")
+    assert ew.shape_features(shape, 2.0)[col] == 2.0 * padded
+
+
+def test_tpu_v4_3d_shapes_of_an_unseen_size_follow_their_padded_lanes() -> None:
+    """3-D f16 ReLUs of 8,192 elements differ by 35% (8x8x128 0.97 us, 16x16x32 1.30 us).
+    With every shape of that size held out, the lane-padded line predicts the slow ones
+    (two dims above 8) within 4%; the element-count line misses them by 15-17%."""
+    rows = [r for r in ew.load_measurements(TPU_CSV) if r.model_class == "compare_select"]
+    X = ew.measurement_features(rows)
+    y = np.array([r.latency_us for r in rows])
+    test = X[:, 0] == 8192
+    slow = test & (X[:, ew.FEATURE_NAMES.index("rank")] == 3) & (y > 1.25)
+    assert slow.sum() == 6
+    for lane_padded, lo, hi in ((False, 0.10, 1.0), (True, 0.0, 0.04)):
+        model = ew.LatencyRegressor(lane_padded=lane_padded).fit(X[~test], y[~test])
+        rel = np.abs(model.predict(X[slow]) - y[slow]) / y[slow]
+        assert lo < rel.min() and rel.max() < hi
+
+
+def test_tpu_v4_service_matches_the_data_on_unseen_sizes() -> None:
+    """5-fold split by size, the service's settings: add, multiply and ReLU median
+    relative error under the issue's 1.5% (paper: 1.78% add, 2.55% ReLU)."""
+    rows = ew.load_measurements(TPU_CSV)
+    X = ew.measurement_features(rows)
+    y = np.array([r.latency_us for r in rows])
+    ops = np.array([r.op for r in rows])
+    classes = np.array([r.model_class for r in rows])
+    uniq = np.unique(X[:, 0])
+    fold = dict(zip(uniq, np.random.default_rng(0).permutation(len(uniq)) % 5, strict=True))
+    f = np.array([fold[v] for v in X[:, 0]])
+    pred = np.zeros(len(y))
+    for cls in set(classes):
+        for k in range(5):
+            tr, te = (classes == cls) & (f != k), (classes == cls) & (f == k)
+            if te.any():
+                pred[te] = ew.LatencyRegressor(lane_padded=True).fit(X[tr], y[tr]).predict(X[te])
+    for op in ("add", "multiply", "maximum"):
+        m = ops == op
+        assert np.median(np.abs(pred[m] - y[m]) / y[m]) < 0.015, op
+
+
 # --- the service -----------------------------------------------------------------------
 
 
