@@ -67,6 +67,7 @@ __all__ = [
     "matmul_features",
     "measurement_features",
     "model_class",
+    "regressor_for",
     "normalize_dtype",
     "op_tensor",
     "shape_features",
@@ -84,13 +85,17 @@ CLASSES = (
     "movement",
     "reduction",
     "sort",
+    "reduce_window",
     "matmul",
 )
 
 # Ops with a model of their own inside their op class: XLA:CPU's comparator sort costs
 # 10-10,000x a sum of the same tensor (host reference), and one reduction model for
 # both fitted neither (5-fold CV by size: reduce 22.6% -> 27.6% median rel err with sort in).
-_OWN_MODEL = {"sort": "sort"}
+# A reduce_window is a loop over each output's window (a pool) or, when the window spans
+# an axis (cumsum), a blocked scan: neither costs what a reduce of its input does
+# (256x512 f32 cumsum: 2.6 ms measured, 170 us by the reduction model).
+_OWN_MODEL = {"sort": "sort", "reduce_window": "reduce_window", "cumsum": "reduce_window"}
 
 # Where a class has no data: the classes tried next, in order (then roofline).
 # Movement and reductions have access patterns unlike arithmetic, so they never
@@ -104,6 +109,7 @@ NEAREST: Mapping[str, tuple[str, ...]] = {
     "movement": ("convert",),
     "reduction": (),
     "sort": (),
+    "reduce_window": (),
     "matmul": (),
 }
 
@@ -255,15 +261,15 @@ OP_CODES = (
     "add", "subtract", "multiply", "divide", "maximum", "minimum", "compare", "select",
     "clamp", "exponential", "log", "tanh", "logistic", "rsqrt", "sqrt", "negate", "abs",
     "convert", "transpose", "broadcast_in_dim", "reshape", "concatenate", "slice", "pad",
-    "copy", "reduce", "dot_general", "convolution", "sort",
+    "copy", "reduce", "dot_general", "convolution", "sort", "reduce_window",
 )  # fmt: skip
 _OP_CODE = {op: float(i) for i, op in enumerate(OP_CODES)}
 # Column subsets compared by the ablation; "tile+op" is the shipped default.
 FEATURE_SETS: Mapping[str, tuple[int, ...]] = {
     "size": tuple(_IDX[n] for n in ("numel", "log2_numel", "tensor_bytes", "elem_bytes")),
     "shape": tuple(range(_IDX["d3"] + 1)),
-    "tile": tuple(range(_IDX["op_code"])),
-    "tile+op": tuple(range(len(FEATURE_NAMES))),
+    "tile": tuple(range(_IDX["lane_padded_bytes"])),
+    "tile+op": (*range(_IDX["lane_padded_bytes"]), _IDX["op_code"]),
 }
 _BASE_FEATURE = _IDX["tensor_bytes"]
 _LANE_BASE = _IDX["lane_padded_bytes"]
@@ -399,6 +405,61 @@ def matmul_features(
     ]
 
 
+def window_features(
+    in_shape: Sequence[int],
+    out_shape: Sequence[int],
+    window: Sequence[int],
+    strides: Sequence[int],
+    elem_bytes: float,
+) -> list[float]:
+    """reduce_window features in FEATURE_NAMES' slots: the base column holds the work,
+    output elements x window taps for a pool and output elements for a scan (a window
+    that spans its axis and keeps the axis' length, as cumsum's: XLA rewrites it into a
+    blocked scan whose host cost per element is flat, 6-12 ns, at lengths 64-2048);
+    dims are (output elements, taps, largest window dim, stride product), and a scan
+    flag takes the second_mod8 slot. The power-of-two slots stay 0: every scan measured
+    has a power-of-two length, so the flags can stand in for the scan flag (a fit that
+    split on them priced a 1000-long cumsum 10x too slow)."""
+    n_in, n_out = math.prod(in_shape), math.prod(out_shape)
+    taps = math.prod(window)
+    scan = any(
+        w > 1 and w == i and o == i for w, i, o in zip(window, in_shape, out_shape, strict=True)
+    )
+    work = n_out if scan else n_out * taps
+    return [
+        float(n_in),
+        math.log2(max(work, 1)),
+        work * elem_bytes,
+        float(elem_bytes),
+        float(len(in_shape)),
+        float(n_out),
+        float(taps),
+        float(max(window, default=1)),
+        float(math.prod(strides)),
+        float(n_in / max(n_out, 1)),
+        float(scan),
+        0.0,
+        n_in * elem_bytes,
+        n_out * elem_bytes,
+        work / max(n_in, 1),
+        0.0,
+        0.0,
+        work * elem_bytes,
+    ]
+
+
+def spec_window_features(op: str, shape: Sequence[int], elem_bytes: float) -> list[float]:
+    """window_features of a calibration row: a max pool (N, H, W, C, K, stride), SAME
+    padding, or a cumsum (A, B, axis), axis 1-based."""
+    if op == "cumsum":
+        a, b, axis = shape
+        win = (a, 1) if axis == 1 else (1, b)
+        return window_features((a, b), (a, b), win, (1, 1), elem_bytes)
+    nb, h, w, c, k, stride = shape
+    out = (nb, _ceil_div(h, stride), _ceil_div(w, stride), c)
+    return window_features((nb, h, w, c), out, (1, k, k, 1), (1, stride, stride, 1), elem_bytes)
+
+
 def features(ops: Sequence[OpInfo]) -> np.ndarray:
     """Feature matrix (one FEATURE_NAMES row per op) from compile-time facts only."""
     rows = []
@@ -411,6 +472,16 @@ def features(ops: Sequence[OpInfo]) -> np.ndarray:
                 ksp = op.attrs.get("kernel_spatial_dims", tuple(range(len(rhs) - 2)))
                 window = math.prod(rhs[d] for d in ksp)
             row = matmul_features(batch, m, n, k, op.operands[0].elem_bytes, window)
+        elif op.short_name == "reduce_window":
+            x, out = op.operands[0], op.results[0]
+            rank = len(x.shape or ())
+            row = window_features(
+                x.shape or (),  # type: ignore[arg-type]
+                out.shape or (),  # type: ignore[arg-type]
+                op.attrs.get("window_dimensions") or (1,) * rank,
+                op.attrs.get("window_strides") or (1,) * rank,
+                x.elem_bytes,
+            )
         else:
             t = op_tensor(op)
             row = shape_features(t.shape or (), t.elem_bytes)  # type: ignore[arg-type]
@@ -430,9 +501,11 @@ def measurement_features(rows: Sequence[Measurement]) -> np.ndarray:
             g = grouped[0] if grouped else 1
             m = nb * _ceil_div(h, stride) * _ceil_div(w, stride)
             row = matmul_features(g, m, o // g, c // g * kh * kw, eb, kh * kw)
+        elif r.model_class == "reduce_window":
+            row = spec_window_features(r.op, r.shape, eb)
         else:
             row = shape_features(r.shape, eb)
-        out.append([*row, _op_code(r.op)])
+        out.append([*row, _op_code("reduce_window" if r.op == "cumsum" else r.op)])
     return np.array(out, dtype=float).reshape(len(out), len(FEATURE_NAMES))
 
 
@@ -477,6 +550,7 @@ class LatencyRegressor(RegressorMixin, BaseEstimator):
         min_samples_leaf: int = 5,
         random_state: int = 0,
         lane_padded: bool = False,
+        line: str = "lad",
     ) -> None:
         self.feature_set = feature_set
         self.residual = residual
@@ -485,6 +559,7 @@ class LatencyRegressor(RegressorMixin, BaseEstimator):
         self.min_samples_leaf = min_samples_leaf
         self.random_state = random_state
         self.lane_padded = lane_padded
+        self.line = line
 
     def _base(self, X: np.ndarray) -> np.ndarray:
         return X[:, _LANE_BASE if self.lane_padded else _BASE_FEATURE]
@@ -500,7 +575,16 @@ class LatencyRegressor(RegressorMixin, BaseEstimator):
             raise ValueError(f"residual must be 'log' or 'plain', got {self.residual!r}")
         cols = list(FEATURE_SETS[self.feature_set])
         self.numel_range_ = (float(X[:, 0].min()), float(X[:, 0].max()))
-        self.floor_, self.slope_ = _lad_line(self._base(X), y)
+        if self.line == "ratio":
+            # Time proportional to work above a floor of half the fastest op: kinds of
+            # one class with different per-unit costs then differ by a size-independent
+            # factor, which the trees learn (a shared LAD intercept made it size-dependent).
+            self.floor_ = 0.5 * float(y.min())
+            self.slope_ = float(np.median((y - self.floor_) / np.maximum(self._base(X), 1e-12)))
+        elif self.line == "lad":
+            self.floor_, self.slope_ = _lad_line(self._base(X), y)
+        else:
+            raise ValueError(f"line must be 'lad' or 'ratio', got {self.line!r}")
         if self.residual == "log":
             # A LAD line steered by large sizes can cross zero, and log(t / line) of small
             # ops would then be huge and unstable: the floor stays at least a quarter of
@@ -569,6 +653,19 @@ def model_class(name: str) -> str:
     return _OWN_MODEL.get(name.split(".", 1)[-1], op_class(name))
 
 
+# Classes whose kinds cost different amounts per unit of work (max pools with and
+# without overlapping windows, scans): their line is proportional (LatencyRegressor
+# line="ratio"; host 5-fold CV by size: 31.5% -> 20.8% median rel err).
+_RATIO_LINE = frozenset({"reduce_window"})
+
+
+def regressor_for(cls: str, **params: object) -> LatencyRegressor:
+    """The (unfitted) regressor a model class gets: `params`, with the class's line."""
+    if cls in _RATIO_LINE:
+        params = {"line": "ratio", **params}
+    return LatencyRegressor(**params)  # type: ignore[arg-type]
+
+
 def fit_class_models(rows: Iterable[Measurement], **params: object) -> dict[str, LatencyRegressor]:
     """One fitted LatencyRegressor per model class (`model_class`) present in `rows`."""
     by_class: dict[str, list[Measurement]] = defaultdict(list)
@@ -578,7 +675,7 @@ def fit_class_models(rows: Iterable[Measurement], **params: object) -> dict[str,
     for cls, group in sorted(by_class.items()):
         X = measurement_features(group)
         y = np.array([r.latency_us for r in group])
-        models[cls] = LatencyRegressor(**params).fit(X, y)  # type: ignore[arg-type]
+        models[cls] = regressor_for(cls, **params).fit(X, y)
     return models
 
 

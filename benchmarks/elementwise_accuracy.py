@@ -34,7 +34,7 @@ def _cv_predict(rows: Sequence[ew.Measurement], folds: int, **params: object) ->
     by_class: dict[str, list[int]] = {}
     for i, r in enumerate(rows):
         by_class.setdefault(r.model_class, []).append(i)
-    for idx in by_class.values():
+    for cls, idx in by_class.items():
         X = ew.measurement_features([rows[i] for i in idx])
         y = np.array([rows[i].latency_us for i in idx])
         sizes = X[:, 0]
@@ -46,7 +46,7 @@ def _cv_predict(rows: Sequence[ew.Measurement], folds: int, **params: object) ->
         for k in range(folds):
             te = f == k
             if te.any() and (~te).sum() >= 2:
-                model = ew.LatencyRegressor(**params).fit(X[~te], y[~te])  # type: ignore[arg-type]
+                model = ew.regressor_for(cls, **params).fit(X[~te], y[~te])
                 pred[np.array(idx)[te]] = model.predict(X[te])
     return pred
 

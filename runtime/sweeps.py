@@ -10,7 +10,10 @@ Shapes are recorded as the tensor `analysis.elementwise.op_tensor` reads: the
 result for elementwise ops and converts (whose dtype is the result's), the input
 of a reduction, the result of a transpose. dot_general rows are (batch, M, N, K);
 convolution rows are NHWC (N, H, W, C, KH, KW, O, stride[, groups]) with SAME padding
-(groups = feature_group_count; depthwise when groups = C = O).
+(groups = feature_group_count; depthwise when groups = C = O). reduce_window rows are
+NHWC max pools (N, H, W, C, K, stride): a KxK window, SAME padding; cumsum rows are
+(A, B, axis), axis 1-based: `jnp.cumsum` of an AxB array, which JAX lowers to a
+reduce_window whose window spans the axis.
 """
 
 from __future__ import annotations
@@ -67,7 +70,7 @@ _ELEMENTWISE: dict[str, tuple[int, Callable[..., jax.Array]]] = {
     # XLA:CPU sorts with a comparator call per comparison: ~15x a reduction of the same size.
     "sort": (1, lambda x: jnp.sort(x, axis=-1)),
 }
-OPS = (*_ELEMENTWISE, "dot_general", "convolution")
+OPS = (*_ELEMENTWISE, "dot_general", "convolution", "reduce_window", "cumsum")
 QUICK_SORT_MAX = 2**20
 """Largest sort of a quick sweep: a 2M-element sort takes ~0.8 s on the project's VM, and the
 loop timing runs it ~200 times."""
@@ -81,6 +84,8 @@ _QUICK_OPS = (
     "sort",
     "dot_general",
     "convolution",
+    "reduce_window",
+    "cumsum",
 )
 
 
@@ -168,6 +173,31 @@ def matmul_specs(quick: bool) -> list[Spec]:
     return specs + [Spec("convolution", "f32", s) for s in sorted(conv)]
 
 
+def window_specs(quick: bool) -> list[Spec]:
+    """Max pools and cumulative sums (both stablehlo.reduce_window) for the host's window
+    model: XLA:CPU loops over each output's window in a pool, but rewrites a cumulative
+    window into a blocked scan (256x512 f32: 1.5 ms, not the 67M adds a naive window does)."""
+    sides = (8, 16, 32, 64) if quick else (8, 16, 32, 64, 112)
+    channels = (16, 32, 64) if quick else (8, 16, 32, 64, 128)
+    windows = ((2, 2), (3, 2), (3, 1)) if quick else ((2, 2), (3, 2), (3, 1), (5, 2))
+    pools = {
+        (nb, hw, hw, c, k, stride)
+        for nb in (1, 4)
+        for hw in sides
+        for c in channels
+        for k, stride in windows
+        if nb * hw * hw * c * k * k <= 2**24
+    }
+    scans = set()
+    for rows in (1, 16, 256) if quick else (1, 16, 64, 256, 1024):
+        for length in (64, 128, 512, 2048) if quick else (32, 64, 128, 512, 2048, 8192):
+            if rows * length <= 2**20:
+                scans.update({(rows, length, 2), (length, rows, 1)})
+    return [Spec("reduce_window", "f32", s) for s in sorted(pools)] + [
+        Spec("cumsum", "f32", s) for s in sorted(scans)
+    ]
+
+
 def sweep(
     quick: bool, ops: Sequence[str] | None = None, dtypes: Sequence[str] = DTYPES
 ) -> list[Spec]:
@@ -181,6 +211,9 @@ def sweep(
     for op in chosen:
         if op in ("dot_general", "convolution"):
             specs += [s for s in matmul_specs(quick) if s.op == op]
+            continue
+        if op in ("reduce_window", "cumsum"):
+            specs += [s for s in window_specs(quick) if s.op == op]
             continue
         for dtype in dtypes:
             # Quick mode measures bf16 on every other shape: dtype is a feature, not a new trend.
@@ -223,6 +256,18 @@ def op_and_inputs(
             )
 
         args = (x, f)
+    elif spec.op == "reduce_window":
+        nb, h, w, c, k, stride = spec.shape
+        x = jax.random.normal(key, (nb, h, w, c), dt)
+        fn = lambda p: lax.reduce_window(  # noqa: E731
+            p, -np.inf, lax.max, (1, k, k, 1), (1, stride, stride, 1), "SAME"
+        )
+        args = (x,)
+    elif spec.op == "cumsum":
+        a, b, axis = spec.shape
+        x = jax.random.normal(key, (a, b), dt)
+        fn = lambda p: jnp.cumsum(p, axis=axis - 1)  # noqa: E731
+        args = (x,)
     elif spec.op == "convert":
         x = jax.random.normal(key, spec.shape, _JNP[_other(spec.dtype)])
         fn = lambda p: p.astype(dt)  # noqa: E731

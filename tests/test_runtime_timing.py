@@ -146,9 +146,10 @@ def test_grouped_convolution_specs_build_and_match_the_service_features() -> Non
 
 def test_quick_sweep_covers_every_class_and_the_paper_grids() -> None:
     specs = sweeps.sweep(quick=True)
-    classes = {ew.Measurement(s.op, s.dtype, s.shape, 1.0).op_class for s in specs}
+    classes = {ew.Measurement(s.op, s.dtype, s.shape, 1.0).model_class for s in specs}
     assert classes == {
-        "binary", "compare_select", "transcendental", "convert", "movement", "reduction", "matmul",
+        "binary", "compare_select", "transcendental", "convert", "movement", "reduction", "sort",
+        "reduce_window", "matmul",
     }  # fmt: skip
     adds = {s.shape for s in specs if s.op == "add" and s.dtype == "f32"}
     assert (32,) in adds and (64, 64) in adds and (832, 832) in adds

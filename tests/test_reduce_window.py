@@ -1,0 +1,102 @@
+"""The host's reduce_window model: pools and cumulative scans, their features by hand and
+from real JAX programs, the calibration sweep's consistency with the analysis, and the
+service's routing."""
+
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax import lax
+from stablehlo_perf.analysis import elementwise as ew
+from stablehlo_perf.analysis.targets import load_target
+from stablehlo_perf.passes.extract import view_module
+from stablehlo_perf.passes.ir import make_context, parse_module
+from stablehlo_perf.runtime import sweeps
+
+HOST_CSV = Path(ew.__file__).resolve().parent / "data" / "host_reference.csv"
+_I = {n: i for i, n in enumerate(ew.FEATURE_NAMES)}
+
+
+def _window_ops(fn, *args):
+    """OpInfos of the reduce_windows in fn's lowered module."""
+    text = jax.jit(fn).lower(*args).as_text()
+    with make_context() as ctx:
+        view = view_module(parse_module(text, "f.mlir", ctx), "f.mlir")
+        return [r.info for r in view.records if r.info.short_name == "reduce_window"]
+
+
+def test_pool_and_scan_work_by_hand() -> None:
+    # 3x3 stride-2 SAME max pool of 1x64x64x32: 32x32x32 outputs, 9 taps each.
+    pool = ew.window_features((1, 64, 64, 32), (1, 32, 32, 32), (1, 3, 3, 1), (1, 2, 2, 1), 4)
+    assert pool[_I["tensor_bytes"]] == 32 * 32 * 32 * 9 * 4
+    assert pool[_I["second_mod8"]] == 0.0  # not a scan
+    # cumsum over 512 of a 256x512 array: a scan, priced per element, not 512 taps each.
+    scan = ew.window_features((256, 512), (256, 512), (1, 512), (1, 1), 4)
+    assert scan[_I["tensor_bytes"]] == 256 * 512 * 4
+    assert scan[_I["second_mod8"]] == 1.0
+    # A global pool spans its axes too but keeps one output: not a scan.
+    glob = ew.window_features((2, 7, 7, 64), (2, 1, 1, 64), (1, 7, 7, 1), (1, 1, 1, 1), 4)
+    assert glob[_I["second_mod8"]] == 0.0
+    assert glob[_I["tensor_bytes"]] == 2 * 64 * 49 * 4
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        sweeps.Spec("reduce_window", "f32", (4, 32, 32, 16, 3, 2)),
+        sweeps.Spec("reduce_window", "f32", (1, 16, 16, 64, 2, 2)),
+        sweeps.Spec("cumsum", "f32", (16, 512, 2)),
+        sweeps.Spec("cumsum", "f32", (2048, 16, 1)),
+    ],
+    ids=lambda s: s.key,
+)
+def test_calibration_rows_have_the_features_of_the_programs_they_time(spec: sweeps.Spec) -> None:
+    """What the sweep measures is what the analysis later sees: the features of a
+    calibration row equal those of the reduce_window in the program it timed."""
+    fn, args = sweeps.op_and_inputs(spec)
+    (op,) = _window_ops(fn, *args)
+    row = ew.measurement_features([ew.Measurement(spec.op, spec.dtype, spec.shape, 1.0)])
+    np.testing.assert_array_equal(ew.features([op]), row)
+
+
+def test_window_sweep_covers_pools_and_both_scan_axes() -> None:
+    specs = sweeps.sweep(quick=True, ops=["reduce_window", "cumsum"])
+    pools = {s.shape[4:] for s in specs if s.op == "reduce_window"}
+    assert pools == {(2, 2), (3, 2), (3, 1)}
+    assert {s.shape[2] for s in specs if s.op == "cumsum"} == {1, 2}
+
+
+@pytest.fixture(scope="module")
+def host_model() -> ew.LatencyRegressor:
+    rows = [r for r in ew.load_measurements(HOST_CSV) if r.model_class == "reduce_window"]
+    return ew.fit_class_models(rows)["reduce_window"]
+
+
+def test_unseen_scan_length_costs_what_measured_scans_do_per_element(
+    host_model: ew.LatencyRegressor,
+) -> None:
+    """cumsum over 1,000 rows of a 1000x300 array (no measured length is 1,000): the
+    reference's scans of 512 and 2,048 rows x 256 took 7.0 and 7.8 ns per element (the
+    run of 2026-11-30 measured this program at 2.2 ms, 7.3 ns). A fit whose trees split
+    on power-of-two flags (every measured scan length is one) priced it at 23 ms."""
+    rows = {r.shape: r.latency_us for r in ew.load_measurements(HOST_CSV) if r.op == "cumsum"}
+    per_elem = [rows[(a, 256, 1)] / (a * 256) for a in (512, 2048)]
+    X = ew.measurement_features([ew.Measurement("cumsum", "f32", (1000, 300, 1), 1.0)])
+    pred = float(host_model.predict(X)[0]) / (1000 * 300)
+    assert 0.7 * min(per_elem) < pred < 1.3 * max(per_elem)
+
+
+def test_service_routes_reduce_window_to_its_model_or_names_the_gap() -> None:
+    x = jax.ShapeDtypeStruct((4, 64, 64, 32), jnp.float32)
+    (pool,) = _window_ops(
+        lambda v: lax.reduce_window(v, -jnp.inf, lax.max, (1, 3, 3, 1), (1, 2, 2, 1), "SAME"), x
+    )
+    svc = ew.LearnedLatencyModel(data={"host": HOST_CSV, "tpu-v4": ew.training_files("tpu-v4")[0]})
+    (c_host,) = svc.predict([pool], load_target("host"))
+    assert c_host.model == "hgb-host-reduce_window"
+    # The reference measured this pool at 733 us inside a loop; the model saw it.
+    assert c_host.latency_ns / 1e3 == pytest.approx(733, rel=0.25)
+    (c_tpu,) = svc.predict([pool], load_target("tpu-v4"))
+    assert c_tpu.model == "roofline(hgb-tpu-v4: no reduce_window data)"
