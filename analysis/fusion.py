@@ -666,7 +666,8 @@ def group_traffic(
     Outputs: results of the group's own ops used by another group, by the
     terminator (`live_out`) or by nothing (module outputs). FLOPs include
     recomputed copies. A dynamic_update_slice reads and writes only its update
-    (`_updates_in_place`).
+    (`_updates_in_place`); a slice, dynamic_slice or gather reads only what it returns
+    of its data operand (`_READS_PART`).
     """
     plan = groups if isinstance(groups, FusionPlan) else None
     group_of = list(plan.groups if plan else groups)
@@ -691,7 +692,9 @@ def group_traffic(
     escapes = {same_as.get(i, i) for i in live_out}
     out: list[GroupTraffic] = []
     for g in range(n_groups):
-        seen: set[object] = set()
+        # Per distinct input value: its full size, and the bytes read of it (the full
+        # size, or what the group's slices and gathers of it return).
+        reads: dict[object, tuple[int, int]] = {}
         inp = outb = flops = 0
         for i in sorted(members[g]):
             op = ops[i]
@@ -706,9 +709,15 @@ def group_traffic(
                 if s is not None and s >= 0 and s in members[g]:
                     continue
                 key: object = (s, t) if s is not None else (i, k, "ext")
-                if key not in seen:
-                    seen.add(key)
-                    inp += (op.operands[1].nbytes if in_place and k == 0 else t.nbytes) or 0
+                full = t.nbytes or 0
+                if in_place and k == 0:
+                    read = op.operands[1].nbytes or 0
+                elif k == 0 and _short(op) in _READS_PART:
+                    read = min(sum(r.nbytes or 0 for r in op.results), full)
+                else:
+                    read = full
+                size, before = reads.get(key, (full, 0))
+                reads[key] = (size, min(before + read, size) if read < size else size)
             if group_of[i] != g or (_is_constant(op) and users[i]):
                 continue
             external = i in escapes or not users[i]
@@ -718,8 +727,15 @@ def group_traffic(
             if external:
                 written = op.operands[1:2] if in_place else op.results
                 outb += sum(t.nbytes or 0 for t in written)
+        inp += sum(read for _, read in reads.values())
         out.append(GroupTraffic(input_bytes=inp, output_bytes=outb, flops=flops))
     return out
+
+
+# Ops that read only the part of their first operand they return: a fused kernel that
+# slices or gathers an input moves those bytes, not the input (a scan body's
+# dynamic_slice of one step from the stacked sequence).
+_READS_PART = frozenset({"slice", "dynamic_slice", "gather"})
 
 
 def _updates_in_place(op: OpInfo) -> bool:
