@@ -67,6 +67,7 @@ __all__ = [
     "matmul_features",
     "measurement_features",
     "model_class",
+    "op_model_class",
     "regressor_for",
     "normalize_dtype",
     "op_tensor",
@@ -85,6 +86,8 @@ CLASSES = (
     "movement",
     "reduction",
     "sort",
+    "reduce_variadic",
+    "top_k",
     "reduce_window",
     "matmul",
 )
@@ -95,7 +98,16 @@ CLASSES = (
 # A reduce_window is a loop over each output's window (a pool) or, when the window spans
 # an axis (cumsum), a blocked scan: neither costs what a reduce of its input does
 # (256x512 f32 cumsum: 2.6 ms measured, 170 us by the reduction model).
-_OWN_MODEL = {"sort": "sort", "reduce_window": "reduce_window", "cumsum": "reduce_window"}
+# A variadic reduce (argmax: value and index with a comparator body) is not vectorised
+# by XLA:CPU (512x1000 f32: 1.3 ms, ~15x a sum), and top_k is a custom call of its own
+# (512x1000, k=8: 3.7 ms measured, 0.2 ms by the reduction model).
+_OWN_MODEL = {
+    "sort": "sort",
+    "reduce_window": "reduce_window",
+    "cumsum": "reduce_window",
+    "argmax": "reduce_variadic",
+    "top_k": "top_k",
+}
 
 # Where a class has no data: the classes tried next, in order (then roofline).
 # Movement and reductions have access patterns unlike arithmetic, so they never
@@ -109,6 +121,8 @@ NEAREST: Mapping[str, tuple[str, ...]] = {
     "movement": ("convert",),
     "reduction": (),
     "sort": (),
+    "reduce_variadic": (),
+    "top_k": (),
     "reduce_window": (),
     "matmul": (),
 }
@@ -148,7 +162,8 @@ class Measurement:
     """One measured shape: StableHLO op short name, MLIR element type, shape, median time (us).
 
     For `dot_general` the shape is (batch, M, N, K); for `convolution` it is
-    (N, H, W, C, KH, KW, O, stride) with SAME padding.
+    (N, H, W, C, KH, KW, O, stride) with SAME padding; reduce_window, cumsum, argmax and
+    top_k rows are as `runtime.sweeps` records them.
     """
 
     op: str
@@ -261,7 +276,7 @@ OP_CODES = (
     "add", "subtract", "multiply", "divide", "maximum", "minimum", "compare", "select",
     "clamp", "exponential", "log", "tanh", "logistic", "rsqrt", "sqrt", "negate", "abs",
     "convert", "transpose", "broadcast_in_dim", "reshape", "concatenate", "slice", "pad",
-    "copy", "reduce", "dot_general", "convolution", "sort", "reduce_window",
+    "copy", "reduce", "dot_general", "convolution", "sort", "reduce_window", "argmax", "top_k",
 )  # fmt: skip
 _OP_CODE = {op: float(i) for i, op in enumerate(OP_CODES)}
 # Column subsets compared by the ablation; "tile+op" is the shipped default.
@@ -272,6 +287,8 @@ FEATURE_SETS: Mapping[str, tuple[int, ...]] = {
     "tile+op": (*range(_IDX["lane_padded_bytes"]), _IDX["op_code"]),
 }
 _BASE_FEATURE = _IDX["tensor_bytes"]
+# top_k's k takes this slot (a CPU model: the TPU tile ratio means nothing there).
+_TOPK_SLOT = "pad_ratio_8x128"
 _LANE_BASE = _IDX["lane_padded_bytes"]
 
 
@@ -485,7 +502,10 @@ def features(ops: Sequence[OpInfo]) -> np.ndarray:
         else:
             t = op_tensor(op)
             row = shape_features(t.shape or (), t.elem_bytes)  # type: ignore[arg-type]
-        rows.append([*row, _op_code(op.short_name)])
+            if op.short_name == "top_k" and op.results and op.results[0].shape:
+                row[_IDX[_TOPK_SLOT]] = float(op.results[0].shape[-1])
+        code = "argmax" if op_model_class(op) == "reduce_variadic" else op.short_name
+        rows.append([*row, _op_code(code)])
     return np.array(rows, dtype=float).reshape(len(rows), len(FEATURE_NAMES))
 
 
@@ -503,6 +523,9 @@ def measurement_features(rows: Sequence[Measurement]) -> np.ndarray:
             row = matmul_features(g, m, o // g, c // g * kh * kw, eb, kh * kw)
         elif r.model_class == "reduce_window":
             row = spec_window_features(r.op, r.shape, eb)
+        elif r.op == "top_k":
+            row = shape_features(r.shape[:-1], eb)
+            row[_IDX[_TOPK_SLOT]] = float(r.shape[-1])
         else:
             row = shape_features(r.shape, eb)
         out.append([*row, _op_code("reduce_window" if r.op == "cumsum" else r.op)])
@@ -653,10 +676,18 @@ def model_class(name: str) -> str:
     return _OWN_MODEL.get(name.split(".", 1)[-1], op_class(name))
 
 
+def op_model_class(op: OpInfo) -> str:
+    """`model_class` of an op, with a reduce of several inputs (argmax) as "reduce_variadic"."""
+    if op.short_name == "reduce" and len(op.operands) >= 4:
+        return "reduce_variadic"
+    return model_class(op.name)
+
+
 # Classes whose kinds cost different amounts per unit of work (max pools with and
-# without overlapping windows, scans): their line is proportional (LatencyRegressor
-# line="ratio"; host 5-fold CV by size: 31.5% -> 20.8% median rel err).
-_RATIO_LINE = frozenset({"reduce_window"})
+# without overlapping windows, scans; top_k of different k): their line is proportional
+# (LatencyRegressor line="ratio"; host 5-fold CV by size, median rel err: reduce_window
+# 31.5% -> 18.7%, top_k 33.8% -> 16.5%).
+_RATIO_LINE = frozenset({"reduce_window", "top_k"})
 
 
 def regressor_for(cls: str, **params: object) -> LatencyRegressor:
@@ -748,7 +779,7 @@ class LearnedLatencyModel:
         return _Plan(cls, None, False)
 
     def supports(self, op: OpInfo, target: Target) -> bool:
-        if model_class(op.name) not in CLASSES or not op.is_static or not op.results:
+        if op_model_class(op) not in CLASSES or not op.is_static or not op.results:
             return False
         if any(t.num_elements == 0 for t in (*op.operands, *op.results)):
             return False
@@ -765,7 +796,7 @@ class LearnedLatencyModel:
         out: list[OpCost | None] = [None] * len(ops)
         groups: dict[_Plan, list[int]] = defaultdict(list)
         for i, op in enumerate(ops):
-            cls = model_class(op.name)
+            cls = op_model_class(op)
             if cls in _ONE_READ_CLASSES and "compare_select" in models and _reads_one_tensor(op):
                 groups[_Plan(cls, "compare_select", False, True)].append(i)
             else:

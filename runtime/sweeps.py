@@ -13,7 +13,8 @@ convolution rows are NHWC (N, H, W, C, KH, KW, O, stride[, groups]) with SAME pa
 (groups = feature_group_count; depthwise when groups = C = O). reduce_window rows are
 NHWC max pools (N, H, W, C, K, stride): a KxK window, SAME padding; cumsum rows are
 (A, B, axis), axis 1-based: `jnp.cumsum` of an AxB array, which JAX lowers to a
-reduce_window whose window spans the axis.
+reduce_window whose window spans the axis. argmax rows are the input of `jnp.argmax`
+over the last axis (a variadic reduce); top_k rows are (rows, length, k).
 """
 
 from __future__ import annotations
@@ -69,8 +70,11 @@ _ELEMENTWISE: dict[str, tuple[int, Callable[..., jax.Array]]] = {
     "reduce": (1, lambda x: jnp.sum(x, axis=-1)),
     # XLA:CPU sorts with a comparator call per comparison: ~15x a reduction of the same size.
     "sort": (1, lambda x: jnp.sort(x, axis=-1)),
+    # A variadic reduce (value, index) with a comparator body: XLA:CPU does not vectorise
+    # it (512x1000 f32: ~1.3 ms, ~15x a sum of the same tensor).
+    "argmax": (1, lambda x: jnp.argmax(x, axis=-1)),
 }
-OPS = (*_ELEMENTWISE, "dot_general", "convolution", "reduce_window", "cumsum")
+OPS = (*_ELEMENTWISE, "dot_general", "convolution", "reduce_window", "cumsum", "top_k")
 QUICK_SORT_MAX = 2**20
 """Largest sort of a quick sweep: a 2M-element sort takes ~0.8 s on the project's VM, and the
 loop timing runs it ~200 times."""
@@ -82,10 +86,12 @@ _QUICK_OPS = (
     "transpose",
     "reduce",
     "sort",
+    "argmax",
     "dot_general",
     "convolution",
     "reduce_window",
     "cumsum",
+    "top_k",
 )
 
 
@@ -198,6 +204,21 @@ def window_specs(quick: bool) -> list[Spec]:
     ]
 
 
+def topk_specs(quick: bool) -> list[Spec]:
+    """lax.top_k of the last axis, (rows, length, k): XLA:CPU runs a TopK custom call whose
+    cost the reduction model does not see (512x1000, k=8: ~3.7 ms, 0.2 ms by that model)."""
+    rows = (1, 16, 128, 512) if quick else (1, 4, 16, 64, 128, 512, 2048)
+    lengths = (128, 1000, 4096, 32768) if quick else (64, 128, 1000, 4096, 10000, 32768)
+    ks = (1, 8, 64) if quick else (1, 2, 8, 32, 64, 128)
+    return [
+        Spec("top_k", "f32", (r, n, k))
+        for r in rows
+        for n in lengths
+        for k in ks
+        if k <= n and r * n <= QUICK_SORT_MAX
+    ]
+
+
 def sweep(
     quick: bool, ops: Sequence[str] | None = None, dtypes: Sequence[str] = DTYPES
 ) -> list[Spec]:
@@ -215,13 +236,18 @@ def sweep(
         if op in ("reduce_window", "cumsum"):
             specs += [s for s in window_specs(quick) if s.op == op]
             continue
+        if op == "top_k":
+            specs += topk_specs(quick)
+            continue
         for dtype in dtypes:
             # Quick mode measures bf16 on every other shape: dtype is a feature, not a new trend.
             sub = shapes[::2] if quick and dtype != dtypes[0] else shapes
             for shape in sub:
                 if op == "transpose" and len(shape) < 2:
                     continue
-                if op == "sort" and quick and math.prod(shape) > QUICK_SORT_MAX:
+                if op in ("sort", "argmax") and quick and math.prod(shape) > QUICK_SORT_MAX:
+                    continue
+                if op == "argmax" and dtype != dtypes[0]:
                     continue
                 specs.append(Spec(op, dtype, shape))
     return specs
@@ -267,6 +293,11 @@ def op_and_inputs(
         a, b, axis = spec.shape
         x = jax.random.normal(key, (a, b), dt)
         fn = lambda p: jnp.cumsum(p, axis=axis - 1)  # noqa: E731
+        args = (x,)
+    elif spec.op == "top_k":
+        r, n, k = spec.shape
+        x = jax.random.normal(key, (r, n), dt)
+        fn = lambda p: lax.top_k(p, k)[0]  # noqa: E731
         args = (x,)
     elif spec.op == "convert":
         x = jax.random.normal(key, spec.shape, _JNP[_other(spec.dtype)])

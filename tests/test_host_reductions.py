@@ -1,6 +1,7 @@
-"""The host's reduce_window model: pools and cumulative scans, their features by hand and
-from real JAX programs, the calibration sweep's consistency with the analysis, and the
-service's routing."""
+"""The host's models for reductions the reduce model does not fit: reduce_window (pools
+and cumulative scans), variadic reduces (argmax) and top_k. Their features by hand and
+from real JAX programs, the calibration sweep's consistency with the analysis, values
+on unseen shapes against the shipped reference, and the service's routing."""
 
 from pathlib import Path
 
@@ -17,14 +18,16 @@ from stablehlo_perf.runtime import sweeps
 
 HOST_CSV = Path(ew.__file__).resolve().parent / "data" / "host_reference.csv"
 _I = {n: i for i, n in enumerate(ew.FEATURE_NAMES)}
+_LOWERS_TO = {"reduce_window": "reduce_window", "cumsum": "reduce_window", "argmax": "reduce"}
+_LOWERS_TO["top_k"] = "top_k"
 
 
-def _window_ops(fn, *args):
-    """OpInfos of the reduce_windows in fn's lowered module."""
+def _ops(fn, *args, name: str = "reduce_window"):
+    """OpInfos of the `name` ops in fn's lowered module (calls inlined)."""
     text = jax.jit(fn).lower(*args).as_text()
     with make_context() as ctx:
         view = view_module(parse_module(text, "f.mlir", ctx), "f.mlir")
-        return [r.info for r in view.records if r.info.short_name == "reduce_window"]
+        return [r.info for r in view.records if r.info.short_name == name]
 
 
 def test_pool_and_scan_work_by_hand() -> None:
@@ -49,14 +52,16 @@ def test_pool_and_scan_work_by_hand() -> None:
         sweeps.Spec("reduce_window", "f32", (1, 16, 16, 64, 2, 2)),
         sweeps.Spec("cumsum", "f32", (16, 512, 2)),
         sweeps.Spec("cumsum", "f32", (2048, 16, 1)),
+        sweeps.Spec("argmax", "f32", (64, 1000)),
+        sweeps.Spec("top_k", "f32", (16, 1000, 8)),
     ],
     ids=lambda s: s.key,
 )
 def test_calibration_rows_have_the_features_of_the_programs_they_time(spec: sweeps.Spec) -> None:
     """What the sweep measures is what the analysis later sees: the features of a
-    calibration row equal those of the reduce_window in the program it timed."""
+    calibration row equal those of the op in the program it timed."""
     fn, args = sweeps.op_and_inputs(spec)
-    (op,) = _window_ops(fn, *args)
+    (op,) = _ops(fn, *args, name=_LOWERS_TO[spec.op])
     row = ew.measurement_features([ew.Measurement(spec.op, spec.dtype, spec.shape, 1.0)])
     np.testing.assert_array_equal(ew.features([op]), row)
 
@@ -90,7 +95,7 @@ def test_unseen_scan_length_costs_what_measured_scans_do_per_element(
 
 def test_service_routes_reduce_window_to_its_model_or_names_the_gap() -> None:
     x = jax.ShapeDtypeStruct((4, 64, 64, 32), jnp.float32)
-    (pool,) = _window_ops(
+    (pool,) = _ops(
         lambda v: lax.reduce_window(v, -jnp.inf, lax.max, (1, 3, 3, 1), (1, 2, 2, 1), "SAME"), x
     )
     svc = ew.LearnedLatencyModel(data={"host": HOST_CSV, "tpu-v4": ew.training_files("tpu-v4")[0]})
@@ -100,3 +105,41 @@ def test_service_routes_reduce_window_to_its_model_or_names_the_gap() -> None:
     assert c_host.latency_ns / 1e3 == pytest.approx(733, rel=0.25)
     (c_tpu,) = svc.predict([pool], load_target("tpu-v4"))
     assert c_tpu.model == "roofline(hgb-tpu-v4: no reduce_window data)"
+
+
+def test_argmax_and_top_k_have_models_of_their_own() -> None:
+    x = jax.ShapeDtypeStruct((512, 1000), jnp.float32)
+    (amax,) = _ops(lambda v: jnp.argmax(v, axis=-1), x, name="reduce")
+    (total,) = _ops(lambda v: jnp.sum(v, axis=-1), x, name="reduce")
+    (topk,) = _ops(lambda v: lax.top_k(v, 8)[0], x, name="top_k")
+    assert [ew.op_model_class(o) for o in (amax, total, topk)] == [
+        "reduce_variadic", "reduction", "top_k",
+    ]  # fmt: skip
+    svc = ew.LearnedLatencyModel(data={"host": HOST_CSV, "tpu-v4": ew.training_files("tpu-v4")[0]})
+    c_amax, c_total, c_topk = svc.predict([amax, total, topk], load_target("host"))
+    assert (c_amax.model, c_total.model, c_topk.model) == (
+        "hgb-host-reduce_variadic", "hgb-host-reduction", "hgb-host-top_k",
+    )  # fmt: skip
+    # XLA:CPU does not vectorise the (value, index) comparator: the reference measured
+    # argmax at 1.0-2.9 ns per element, a sum at ~0.1-0.3.
+    assert c_amax.latency_ns > 4 * c_total.latency_ns
+    (c_tpu,) = svc.predict([topk], load_target("tpu-v4"))
+    assert c_tpu.model == "roofline(hgb-tpu-v4: no top_k data)"
+
+
+@pytest.mark.parametrize(("shape", "k"), [((256, 1000), 8), ((64, 2000), 1)])
+def test_unseen_top_k_costs_what_measured_neighbours_do_per_row(
+    shape: tuple[int, int], k: int
+) -> None:
+    """top_k of shapes the reference never measured, against the per-row-element cost of
+    its rows of the same k at the neighbouring sizes (128 and 512 rows of 1000; 16 rows of
+    1000 and 4096)."""
+    rows = {r.shape: r.latency_us for r in ew.load_measurements(HOST_CSV) if r.op == "top_k"}
+    near = [(128, 1000, 8), (512, 1000, 8)] if k == 8 else [(16, 1000, 1), (16, 4096, 1)]
+    per = [rows[s] / (s[0] * s[1]) for s in near]
+    model = ew.fit_class_models(
+        [r for r in ew.load_measurements(HOST_CSV) if r.model_class == "top_k"]
+    )["top_k"]
+    X = ew.measurement_features([ew.Measurement("top_k", "f32", (*shape, k), 1.0)])
+    pred = float(model.predict(X)[0]) / (shape[0] * shape[1])
+    assert 0.7 * min(per) < pred < 1.3 * max(per)
