@@ -373,7 +373,8 @@ def op_tensor(op: OpInfo) -> TensorType:
 
 def _gemm_dims(op: OpInfo) -> tuple[int, int, int, int]:
     """(batch, M, N, K) of a dot_general, or of a convolution as an implicit GEMM (a grouped
-    convolution as `feature_group_count` GEMMs of N = output features / groups)."""
+    convolution as `feature_group_count` GEMMs of N = output features / groups; K counts
+    the taps that meet real inputs)."""
     lhs = op.operands[0].shape or ()
     rhs = op.operands[1].shape or ()
     out = op.results[0].shape or ()
@@ -381,7 +382,11 @@ def _gemm_dims(op: OpInfo) -> tuple[int, int, int, int]:
         of = op.attrs.get("output_feature_dim", len(out) - 1)
         kin = op.attrs.get("kernel_input_feature_dim", len(rhs) - 2)
         ksp = op.attrs.get("kernel_spatial_dims", tuple(range(len(rhs) - 2)))
-        k = rhs[kin] * math.prod(rhs[d] for d in ksp)
+        # An input-dilated (transposed) convolution multiplies only the taps that land on
+        # real inputs: 1 / dilation of them per dim (a stride-2 3x3 one: 2.25 of 9).
+        dil = op.attrs.get("lhs_dilation") or (1,) * len(ksp)
+        taps = math.prod(rhs[d] / max(int(s), 1) for d, s in zip(ksp, dil, strict=False))
+        k = max(1, round(rhs[kin] * taps))
         groups = int(op.attrs.get("feature_group_count", 1))
         return groups, math.prod(out) // out[of], out[of] // groups, k
     lb = op.attrs.get("lhs_batch_dims", ())
