@@ -41,6 +41,7 @@ _BINARY = ("add", "multiply", "subtract", "divide")
 # Rows the per-kernel overhead (the smallest elementwise ops) is not taken from.
 _NOT_ELEMENTWISE = (
     "dot_general", "convolution", "transpose", "reduce", "sort", "reduce_window", "cumsum",
+    "argmax", "top_k",
 )  # fmt: skip
 _SMALL = 4096
 

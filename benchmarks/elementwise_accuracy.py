@@ -6,8 +6,8 @@ tpu-v4: the shipped measurements, split by total size into `folds` folds (every
 size is predicted by a model that never saw it), per class and per op: rows, R²,
 median absolute error (us), median relative error; the repeat ceiling (one run of
 the same shapes predicting another: no model can do better); then the
-feature/line/residual ablation. Targets (issue 4): add, multiply, ReLU median rel err <= 1.5%, R² >= 0.998
-(paper: 1.78% / 2.55%, R² 0.997-0.998).
+feature/line/residual ablation. Targets (issue 4): add, multiply, ReLU median rel
+err <= 1.5%, R² >= 0.998 (paper: 1.78% / 2.55%, R² 0.997-0.998).
 
 host: the same protocol on the host calibration the service uses, and a live check:
 fresh shapes not in the calibration are measured twice in this run, inside loops as

@@ -1,0 +1,160 @@
+"""Predicted (target host) vs measured latency of 30 small JAX programs that no model or
+benchmark was fitted on: argmax, top_k, scatter, gathers, transposed and 1-D convs, FFT,
+scans, bf16 loops, loops slicing their input, ...
+
+    python benchmarks/unseen_programs.py [--only NAME ...]
+
+Each program runs through `perf_jit(...).analyze(..., measure=True)` (the runtime timing
+harness, same run). Prints per program: predicted, measured, their ratio, the
+measurement's spread, and unmodelled ops; then the geometric mean of the error factor
+(max(r, 1/r)) and how many programs land within 1.5x and 2x. The 2-vCPU development VM
+moves these timings by up to 2x between runs: compare ratios, repeat, quote medians.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+from stablehlo_perf import perf_jit
+
+_KEY = jax.random.key(0)
+
+
+def _r(*shape: int, dtype: Any = jnp.float32) -> jax.Array:
+    return jax.random.normal(_KEY, shape, dtype)
+
+
+def _nhwc_conv(x: jax.Array, w: jax.Array, padding: str = "VALID") -> jax.Array:
+    return lax.conv_general_dilated(
+        x, w, (1, 1), padding, dimension_numbers=("NHWC", "HWIO", "NHWC")
+    )
+
+
+def programs() -> dict[str, tuple[Callable[..., Any], tuple[Any, ...]]]:
+    """name -> (function, example inputs)."""
+    idx = jnp.arange(2048) * 2 % 5000
+    return {
+        "argmax_rows": (lambda x: jnp.argmax(x, axis=-1), (_r(512, 1000),)),
+        "argmax_cols": (lambda x: jnp.argmax(x, axis=0), (_r(512, 1000),)),
+        "where_bcast": (lambda x, m: jnp.where(m[:, None] > 0, x, 0.0), (_r(1024, 512), _r(1024))),
+        "one_hot_mm": (
+            lambda i, w: jax.nn.one_hot(i, 1000) @ w,
+            (jnp.arange(256) % 1000, _r(1000, 128)),
+        ),
+        "pad_conv": (
+            lambda x, w: _nhwc_conv(jnp.pad(x, ((0, 0), (2, 2), (2, 2), (0, 0))), w),
+            (_r(4, 32, 32, 16), _r(5, 5, 16, 32)),
+        ),
+        "concat4": (
+            lambda a, b, c, d: jnp.concatenate([a, b, c, d], axis=1),
+            (_r(512, 256), _r(512, 128), _r(512, 64), _r(512, 512)),
+        ),
+        "transpose021": (lambda x: jnp.transpose(x, (0, 2, 1)) * 2, (_r(64, 256, 128),)),
+        "scatter_add": (lambda g, i: jnp.zeros((5000, 128)).at[i].add(g), (_r(2048, 128), idx)),
+        "take_rows": (
+            lambda t, i: jnp.take(t, i, axis=0),
+            (_r(20000, 256), jnp.arange(4096) * 3 % 20000),
+        ),
+        "rng_uniform": (lambda k: jax.random.uniform(k, (512, 512)), (jax.random.key(1),)),
+        "sort_axis0": (lambda x: jnp.sort(x, axis=0), (_r(1024, 128),)),
+        "global_avgpool": (lambda x: jnp.mean(x, axis=(1, 2)), (_r(8, 28, 28, 256),)),
+        "batchnorm_train": (
+            lambda x: (x - x.mean((0, 1, 2))) / jnp.sqrt(x.var((0, 1, 2)) + 1e-5),
+            (_r(8, 28, 28, 128),),
+        ),
+        "softmax_axis0": (lambda x: jax.nn.softmax(x, axis=0), (_r(1000, 512),)),
+        "conv_transpose": (
+            lambda x, w: lax.conv_transpose(
+                x, w, (2, 2), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")
+            ),
+            (_r(4, 16, 16, 64), _r(3, 3, 64, 32)),
+        ),
+        "conv1d": (
+            lambda x, w: lax.conv_general_dilated(
+                x, w, (1,), "SAME", dimension_numbers=("NWC", "WIO", "NWC")
+            ),
+            (_r(8, 1024, 64), _r(5, 64, 64)),
+        ),
+        "fft": (lambda x: jnp.abs(jnp.fft.rfft(x, axis=-1)), (_r(256, 1024),)),
+        "norm": (lambda x: jnp.linalg.norm(x, axis=-1), (_r(4096, 256),)),
+        "vmap_small_mm": (jax.vmap(lambda a, b: a @ b), (_r(256, 16, 32), _r(256, 32, 16))),
+        "einsum3": (
+            lambda a, b, c: jnp.einsum("ij,jk,kl->il", a, b, c),
+            (_r(256, 512), _r(512, 512), _r(512, 128)),
+        ),
+        "int8_convert_mm": (
+            lambda a, b: a.astype(jnp.float32) @ b,
+            ((jnp.arange(512 * 512) % 127).astype(jnp.int8).reshape(512, 512), _r(512, 256)),
+        ),
+        "while_dyn": (
+            lambda x: lax.while_loop(
+                lambda c: c[1] < 50, lambda c: (jnp.tanh(c[0] @ c[0]), c[1] + 1), (x, 0)
+            )[0],
+            (_r(128, 128),),
+        ),
+        "dyn_slice_loop": (
+            lambda x: lax.fori_loop(
+                0,
+                64,
+                lambda i, acc: acc + lax.dynamic_slice_in_dim(x, i * 16, 16, 0).sum(0),
+                jnp.zeros(512),
+            ),
+            (_r(1024, 512),),
+        ),
+        "cumprod": (lambda x: jnp.cumprod(x, axis=-1), (_r(128, 1024),)),
+        "logsumexp": (lambda x: jax.nn.logsumexp(x, axis=-1), (_r(2048, 1000),)),
+        "bf16_gelu": (
+            lambda a, b: jax.nn.gelu(a * b + a),
+            (_r(1024, 1024, dtype=jnp.bfloat16), _r(1024, 1024, dtype=jnp.bfloat16)),
+        ),
+        "rsqrt_big": (lambda x: lax.rsqrt(jnp.abs(x) + 1), (_r(4096, 1024),)),
+        "reverse": (lambda x: x[:, ::-1] + 1, (_r(2048, 512),)),
+        "clip_round": (lambda x: jnp.round(jnp.clip(x, -1, 1) * 127), (_r(2048, 1024),)),
+        "top_k": (lambda x: lax.top_k(x, 8)[0], (_r(512, 1000),)),
+    }
+
+
+def main(argv: list[str] | None = None) -> dict[str, float]:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--only", nargs="*", default=None, help="program names to run")
+    a = p.parse_args(argv)
+    progs = programs()
+    names = a.only or list(progs)
+    print("| program | predicted µs | measured µs | ratio | spread | unmodelled |")
+    print("|---|---:|---:|---:|---:|---|")
+    ratios: dict[str, float] = {}
+    for name in names:
+        fn, args = progs[name]
+        d = perf_jit(fn, target="host").analyze(*args, measure=True).to_dict()
+        if d.get("partial") or not d.get("measured"):
+            print(f"| {name} | – | – | – | – | {d.get('reason') or d.get('measure_reason')} |")
+            continue
+        pred, meas = d["total_latency_ns"] / 1e3, d["measured"]["median_ns"] / 1e3
+        ratios[name] = pred / meas
+        unmodelled = ", ".join(
+            u["name"] if isinstance(u, dict) else str(u) for u in d.get("unmodelled", [])
+        )
+        print(
+            f"| {name} | {pred:,.1f} | {meas:,.1f} | {pred / meas:.2f} "
+            f"| {d['measured'].get('spread', math.nan):.2f} | {unmodelled} |"
+        )
+    if ratios:
+        factor = np.exp(np.abs(np.log(np.array(list(ratios.values())))))
+        print(
+            f"\n{len(factor)} programs: error factor geometric mean {np.exp(np.log(factor).mean()):.2f}, "
+            f"median {np.median(factor):.2f}; within 1.5x: {(factor <= 1.5).sum()}, "
+            f"within 2x: {(factor <= 2).sum()}; worst: "
+            f"{max(ratios, key=lambda k: abs(math.log(ratios[k])))}"
+        )
+    return ratios
+
+
+if __name__ == "__main__":
+    main()
