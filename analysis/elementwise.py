@@ -89,6 +89,7 @@ CLASSES = (
     "reduce_variadic",
     "top_k",
     "reduce_window",
+    "fft",
     "matmul",
 )
 
@@ -100,13 +101,15 @@ CLASSES = (
 # (256x512 f32 cumsum: 2.6 ms measured, 170 us by the reduction model).
 # A variadic reduce (argmax: value and index with a comparator body) is not vectorised
 # by XLA:CPU (512x1000 f32: 1.3 ms, ~15x a sum), and top_k is a custom call of its own
-# (512x1000, k=8: 3.7 ms measured, 0.2 ms by the reduction model).
+# (512x1000, k=8: 3.7 ms measured, 0.2 ms by the reduction model). An FFT is a library
+# call no other class resembles (256x1024 RFFT: ~0.65-1.3 ms, 0.26 ms by the roofline).
 _OWN_MODEL = {
     "sort": "sort",
     "reduce_window": "reduce_window",
     "cumsum": "reduce_window",
     "argmax": "reduce_variadic",
     "top_k": "top_k",
+    "fft": "fft",
 }
 
 # Where a class has no data: the classes tried next, in order (then roofline).
@@ -124,6 +127,7 @@ NEAREST: Mapping[str, tuple[str, ...]] = {
     "reduce_variadic": (),
     "top_k": (),
     "reduce_window": (),
+    "fft": (),
     "matmul": (),
 }
 
@@ -277,6 +281,7 @@ OP_CODES = (
     "clamp", "exponential", "log", "tanh", "logistic", "rsqrt", "sqrt", "negate", "abs",
     "convert", "transpose", "broadcast_in_dim", "reshape", "concatenate", "slice", "pad",
     "copy", "reduce", "dot_general", "convolution", "sort", "reduce_window", "argmax", "top_k",
+    "fft",
 )  # fmt: skip
 _OP_CODE = {op: float(i) for i, op in enumerate(OP_CODES)}
 # Column subsets compared by the ablation; "tile+op" is the shipped default.
@@ -354,11 +359,11 @@ def shape_features(shape: Sequence[int], elem_bytes: float) -> list[float]:
 
 
 def op_tensor(op: OpInfo) -> TensorType:
-    """The tensor whose shape sets an op's time: a reduction's input, a slice's result, a
-    dynamic_update_slice's update, the larger side of other data movement, otherwise the
-    first result."""
+    """The tensor whose shape sets an op's time: a reduction's or an FFT's input, a slice's
+    result, a dynamic_update_slice's update, the larger side of other data movement,
+    otherwise the first result."""
     cls = op.op_class
-    if cls == "reduction" and op.operands:
+    if (cls == "reduction" or op.short_name == "fft") and op.operands:
         return op.operands[0]
     short = op.short_name
     if short in READS_WHAT_IT_RETURNS and op.results:
@@ -482,6 +487,28 @@ def spec_window_features(op: str, shape: Sequence[int], elem_bytes: float) -> li
     return window_features((nb, h, w, c), out, (1, k, k, 1), (1, stride, stride, 1), elem_bytes)
 
 
+def _largest_prime_factor(n: int) -> int:
+    best, p = 1, 2
+    while p * p <= n:
+        while n % p == 0:
+            best, n = p, n // p
+        p += 1
+    return max(best, n)
+
+
+def fft_features(shape: Sequence[int], elem_bytes: float) -> list[float]:
+    """An FFT of the last axis: `shape_features` of its input with the work (elements x
+    log2 length) in the base columns and the length's largest prime factor in the
+    second_mod16 slot: a length with a large prime factor takes another algorithm (64
+    rows of 2,048 f32: 169 us, of 2,049 = 3 x 683: 1.3 ms, host reference)."""
+    row = shape_features(shape, elem_bytes)
+    length = shape[-1] if shape else 1
+    work = math.prod(shape) * math.log2(max(length, 2)) * elem_bytes
+    row[_BASE_FEATURE] = row[_LANE_BASE] = work
+    row[_IDX["second_mod16"]] = float(_largest_prime_factor(length))
+    return row
+
+
 def features(ops: Sequence[OpInfo]) -> np.ndarray:
     """Feature matrix (one FEATURE_NAMES row per op) from compile-time facts only."""
     rows = []
@@ -504,6 +531,9 @@ def features(ops: Sequence[OpInfo]) -> np.ndarray:
                 op.attrs.get("window_strides") or (1,) * rank,
                 x.elem_bytes,
             )
+        elif op.short_name == "fft":
+            t = op_tensor(op)
+            row = fft_features(t.shape or (), t.elem_bytes)  # type: ignore[arg-type]
         else:
             t = op_tensor(op)
             row = shape_features(t.shape or (), t.elem_bytes)  # type: ignore[arg-type]
@@ -528,6 +558,8 @@ def measurement_features(rows: Sequence[Measurement]) -> np.ndarray:
             row = matmul_features(g, m, o // g, c // g * kh * kw, eb, kh * kw)
         elif r.model_class == "reduce_window":
             row = spec_window_features(r.op, r.shape, eb)
+        elif r.op == "fft":
+            row = fft_features(r.shape, eb)
         elif r.op == "top_k":
             row = shape_features(r.shape[:-1], eb)
             row[_IDX[_TOPK_SLOT]] = float(r.shape[-1])

@@ -14,7 +14,8 @@ convolution rows are NHWC (N, H, W, C, KH, KW, O, stride[, groups]) with SAME pa
 NHWC max pools (N, H, W, C, K, stride): a KxK window, SAME padding; cumsum rows are
 (A, B, axis), axis 1-based: `jnp.cumsum` of an AxB array, which JAX lowers to a
 reduce_window whose window spans the axis. argmax rows are the input of `jnp.argmax`
-over the last axis (a variadic reduce); top_k rows are (rows, length, k).
+over the last axis (a variadic reduce); top_k rows are (rows, length, k); fft rows
+the input of an RFFT of the last axis.
 """
 
 from __future__ import annotations
@@ -73,11 +74,17 @@ _ELEMENTWISE: dict[str, tuple[int, Callable[..., jax.Array]]] = {
     # A variadic reduce (value, index) with a comparator body: XLA:CPU does not vectorise
     # it (512x1000 f32: ~1.3 ms, ~15x a sum of the same tensor).
     "argmax": (1, lambda x: jnp.argmax(x, axis=-1)),
+    # stablehlo.fft (RFFT of the last axis): a library call, priced by nothing else.
+    "fft": (1, lambda x: jnp.fft.rfft(x, axis=-1)),
 }
 OPS = (*_ELEMENTWISE, "dot_general", "convolution", "reduce_window", "cumsum", "top_k")
 QUICK_SORT_MAX = 2**20
 """Largest sort of a quick sweep: a 2M-element sort takes ~0.8 s on the project's VM, and the
 loop timing runs it ~200 times."""
+# Ops whose quick sweep stops at QUICK_SORT_MAX elements, and ops measured in the first
+# dtype only (f32: what their consumers use).
+_CAPPED = frozenset({"sort", "argmax", "fft"})
+_FIRST_DTYPE_ONLY = frozenset({"argmax", "fft"})
 _QUICK_OPS = (
     "add",
     "maximum",
@@ -87,6 +94,7 @@ _QUICK_OPS = (
     "reduce",
     "sort",
     "argmax",
+    "fft",
     "dot_general",
     "convolution",
     "reduce_window",
@@ -245,9 +253,9 @@ def sweep(
             for shape in sub:
                 if op == "transpose" and len(shape) < 2:
                     continue
-                if op in ("sort", "argmax") and quick and math.prod(shape) > QUICK_SORT_MAX:
+                if op in _CAPPED and quick and math.prod(shape) > QUICK_SORT_MAX:
                     continue
-                if op == "argmax" and dtype != dtypes[0]:
+                if op in _FIRST_DTYPE_ONLY and dtype != dtypes[0]:
                     continue
                 specs.append(Spec(op, dtype, shape))
     return specs

@@ -1,8 +1,9 @@
-"""The host's models for reductions the reduce model does not fit: reduce_window (pools
-and cumulative scans), variadic reduces (argmax) and top_k. Their features by hand and
+"""The host's models of their own for ops no op class fits: reduce_window (pools and
+cumulative scans), variadic reduces (argmax), top_k and FFT. Their features by hand and
 from real JAX programs, the calibration sweep's consistency with the analysis, values
 on unseen shapes against the shipped reference, and the service's routing."""
 
+import math
 from pathlib import Path
 
 import jax
@@ -19,7 +20,7 @@ from stablehlo_perf.runtime import sweeps
 HOST_CSV = Path(ew.__file__).resolve().parent / "data" / "host_reference.csv"
 _I = {n: i for i, n in enumerate(ew.FEATURE_NAMES)}
 _LOWERS_TO = {"reduce_window": "reduce_window", "cumsum": "reduce_window", "argmax": "reduce"}
-_LOWERS_TO["top_k"] = "top_k"
+_LOWERS_TO.update(top_k="top_k", fft="fft")
 
 
 def _ops(fn, *args, name: str = "reduce_window"):
@@ -54,6 +55,7 @@ def test_pool_and_scan_work_by_hand() -> None:
         sweeps.Spec("cumsum", "f32", (2048, 16, 1)),
         sweeps.Spec("argmax", "f32", (64, 1000)),
         sweeps.Spec("top_k", "f32", (16, 1000, 8)),
+        sweeps.Spec("fft", "f32", (64, 1000)),
     ],
     ids=lambda s: s.key,
 )
@@ -143,3 +145,31 @@ def test_unseen_top_k_costs_what_measured_neighbours_do_per_row(
     X = ew.measurement_features([ew.Measurement("top_k", "f32", (*shape, k), 1.0)])
     pred = float(model.predict(X)[0]) / (shape[0] * shape[1])
     assert 0.7 * min(per) < pred < 1.3 * max(per)
+
+
+def test_fft_features_by_hand_and_routing() -> None:
+    row = ew.fft_features((64, 2049), 4.0)
+    assert row[_I["tensor_bytes"]] == pytest.approx(64 * 2049 * math.log2(2049) * 4)
+    assert row[_I["second_mod16"]] == 683  # 2049 = 3 x 683
+    assert ew.fft_features((64, 2048), 4.0)[_I["second_mod16"]] == 2
+    (fft,) = _ops(
+        lambda v: jnp.fft.rfft(v, axis=-1),
+        jax.ShapeDtypeStruct((256, 1000), jnp.float32),
+        name="fft",
+    )
+    svc = ew.LearnedLatencyModel(data={"host": HOST_CSV, "tpu-v4": ew.training_files("tpu-v4")[0]})
+    (c_host,) = svc.predict([fft], load_target("host"))
+    assert c_host.model == "hgb-host-fft"
+    (c_tpu,) = svc.predict([fft], load_target("tpu-v4"))
+    assert c_tpu.model == "roofline(hgb-tpu-v4: no fft data)"
+
+
+def test_fft_of_a_prime_rich_length_costs_more_than_a_power_of_two() -> None:
+    """Lengths the reference never measured: 64 rows of 4,093 (prime) against 64 of
+    4,096; the measured 2,049 (3 x 683) took 7.8x the 2,048 (1,322 vs 169 us)."""
+    model = ew.fit_class_models(
+        [r for r in ew.load_measurements(HOST_CSV) if r.model_class == "fft"]
+    )["fft"]
+    X = ew.measurement_features([ew.Measurement("fft", "f32", (64, n), 1.0) for n in (4093, 4096)])
+    prime, pow2 = model.predict(X)
+    assert prime > 2 * pow2
