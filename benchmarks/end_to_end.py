@@ -18,10 +18,14 @@ MAPE and Kendall τ a perfect model could at best show against half the data.
 
 With `--split` each program is also timed inside a while loop (its kernels without
 the per-call overhead) and a second table compares the two parts with the pipeline's
-kernel sum and its predicted call overhead.
+kernel sum and its predicted call overhead. `--predict-from RUN.json` measures nothing
+and scores the current predictions against a run saved with `--json`: model changes
+compared on one measurement, without the VM's run-to-run drift (which moved the whole
+zoo by 20% between two runs of the same code).
 
     python benchmarks/end_to_end.py [--scales 1 2 4] [--rounds 5] [--json out/e2e.json]
         [--save-lasso analysis/data/cc4cs_lasso_host.json] [--split]
+        [--predict-from out/e2e.json]
 """
 
 from __future__ import annotations
@@ -303,6 +307,21 @@ def measure_zoo(
     return f"whole-call wall clock, {stat} of all timed calls", noise, None
 
 
+def load_measurements(rows: list[Row], path: Path) -> tuple[str, float, float | None]:
+    """Fill rows' measurements from a run saved with --json (rows it lacks are dropped);
+    returns that run's (method, noise floor %, dispatch ns)."""
+    saved = json.loads(path.read_text())
+    by_key = {(r["family"], r["scale"]): r for r in saved["rows"]}
+    rows[:] = [row for row in rows if (row.family, row.scale) in by_key]
+    for row in rows:
+        r = by_key[(row.family, row.scale)]
+        row.measured_ns, row.noise = r["measured_ns"], r["noise"]
+        row.rounds_ns, row.in_loop_ns = r.get("rounds_ns"), r.get("in_loop_ns")
+    s = saved["summary"]
+    method = f"saved run {path.name} ({s['method']})"
+    return method, s["noise_floor_mape"], s.get("dispatch_ns")
+
+
 def measure_in_loop(
     rows: list[Row], runs: list[tuple[Callable[..., Any], tuple[Any, ...]]], rounds: int
 ) -> None:
@@ -364,6 +383,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         action="store_true",
         help="also time each program inside a while loop: kernels vs per-call overhead",
     )
+    p.add_argument(
+        "--predict-from",
+        type=Path,
+        default=None,
+        help="measure nothing: score today's predictions against a run saved with --json "
+        "(compares model changes on one measurement, free of run-to-run drift)",
+    )
     a = p.parse_args(argv)
     from stablehlo_perf.runtime.cc4cs_host import result_features
 
@@ -384,12 +410,17 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                     features=result_features(res.result),
                     call_overhead_ns=res.report.call_overhead_ns)
             )  # fmt: skip
-            args = concrete_inputs(specs)
-            jax.block_until_ready(step(*args))  # compile before the timed rounds
-            runs.append((step, args))
-    method, noise, dispatch_ns = measure_zoo(rows, runs, a.rounds, a.stat)
-    if a.split:
-        measure_in_loop(rows, runs, a.rounds)
+            if a.predict_from is None:
+                args = concrete_inputs(specs)
+                jax.block_until_ready(step(*args))  # compile before the timed rounds
+                runs.append((step, args))
+    if a.predict_from is not None:
+        method, noise, dispatch_ns = load_measurements(rows, a.predict_from)
+        a.split = all(row.in_loop_ns is not None for row in rows)
+    else:
+        method, noise, dispatch_ns = measure_zoo(rows, runs, a.rounds, a.stat)
+        if a.split:
+            measure_in_loop(rows, runs, a.rounds)
 
     feats = sorted({k for row in rows for k in (row.features or {})})
     X = np.array([[row.features[k] for k in feats] for row in rows])
