@@ -89,6 +89,10 @@ _QUICK_OPS = (
     "add",
     "maximum",
     "exponential",
+    # tanh (GELU) and logistic (sigmoid, SiLU) are dearer than exp on a CPU (logistic
+    # ~2x): the transcendental model tells them apart by op code only where measured.
+    "tanh",
+    "logistic",
     "convert",
     "transpose",
     "reduce",
