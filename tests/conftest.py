@@ -20,6 +20,20 @@ def corpus_programs() -> ModuleType:
     return module
 
 
+def benchmark_module(name: str) -> ModuleType:
+    """benchmarks/<name>.py, imported by path and registered as `name` (benchmarks import
+    their siblings, e.g. `_corpus`, so the folder goes on sys.path too)."""
+    import sys
+
+    if str(ROOT / "benchmarks") not in sys.path:
+        sys.path.insert(0, str(ROOT / "benchmarks"))
+    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
 def corpus_files() -> list[Path]:
     return sorted(CORPUS.glob("*.mlir")) + sorted((CORPUS / "handwritten").glob("*.mlir"))
 

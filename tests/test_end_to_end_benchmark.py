@@ -1,28 +1,14 @@
 """benchmarks/end_to_end.py --predict-from: a saved run scored again without measuring
 gives that run's own numbers (same measurements, same predictions)."""
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def _benchmark():
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    spec = importlib.util.spec_from_file_location(
-        "end_to_end", ROOT / "benchmarks" / "end_to_end.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["end_to_end"] = module
-    spec.loader.exec_module(module)
-    return module
+from conftest import benchmark_module
 
 
 def test_predict_from_a_saved_run_reproduces_its_scores(tmp_path: Path) -> None:
-    e2e = _benchmark()
+    e2e = benchmark_module("end_to_end")
     saved = tmp_path / "run.json"
     args = ["--only", "mlp_fwd", "layer_norm", "cond", "--scales", "1", "--rounds", "2"]
     measured = e2e.main([*args, "--json", str(saved)])

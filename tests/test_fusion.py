@@ -7,7 +7,6 @@ arguments.
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -15,7 +14,7 @@ from pathlib import Path
 
 import jax
 import pytest
-from conftest import corpus_files, corpus_programs
+from conftest import benchmark_module, corpus_files, corpus_programs
 from stablehlo_perf.analysis.fusion import (
     KINDS,
     cpu_reduce_mode,
@@ -390,7 +389,7 @@ def _acyclic(edges: list[list[int]]) -> bool:
 def test_every_corpus_block_gets_ordered_acyclic_groups(kind: str) -> None:
     """All corpus files (handwritten ones too), every block: ids 0..G-1 by first op,
     an acyclic group graph, and traffic for every group."""
-    xk = _xla_kernels_module()
+    xk = benchmark_module("_xla_kernels")
     blocks = 0
     for path in corpus_files():
         for block in xk.flat_blocks(path.read_text(), entry=_entry(path)):
@@ -409,16 +408,6 @@ def _entry(path: Path) -> str:
     return "main" if "@main(" in text else text.split("func.func", 1)[1].split("@")[1].split("(")[0]
 
 
-def _xla_kernels_module():
-    spec = importlib.util.spec_from_file_location(
-        "_xla_kernels", ROOT / "benchmarks" / "_xla_kernels.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["_xla_kernels"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.mark.parametrize(
     ("name", "kernels"),
     # XLA:CPU's own counts (jax 0.10.2), read from compiled.as_text():
@@ -428,7 +417,7 @@ def _xla_kernels_module():
     [("mlp", 6), ("layer_norm", 5), ("while_dynamic", 7)],
 )
 def test_corpus_kernel_count_equals_xla_cpu(name: str, kernels: int) -> None:
-    xk = _xla_kernels_module()
+    xk = benchmark_module("_xla_kernels")
     fn, args = corpus_programs().PROGRAMS[name]()
     lowered = jax.jit(fn).lower(*args)
     xla = xk.xla_kernels(lowered.compile().as_text())
