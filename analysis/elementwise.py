@@ -69,6 +69,7 @@ __all__ = [
     "model_class",
     "op_model_class",
     "regressor_for",
+    "topk_features",
     "normalize_dtype",
     "op_tensor",
     "shape_features",
@@ -166,8 +167,8 @@ class Measurement:
     """One measured shape: StableHLO op short name, MLIR element type, shape, median time (us).
 
     For `dot_general` the shape is (batch, M, N, K); for `convolution` it is
-    (N, H, W, C, KH, KW, O, stride) with SAME padding; reduce_window, cumsum, argmax and
-    top_k rows are as `runtime.sweeps` records them.
+    (N, H, W, C, KH, KW, O, stride) with SAME padding; reduce_window, cumsum, argmax,
+    top_k and fft rows are as `runtime.sweeps` records them.
     """
 
     op: str
@@ -509,6 +510,13 @@ def fft_features(shape: Sequence[int], elem_bytes: float) -> list[float]:
     return row
 
 
+def topk_features(in_shape: Sequence[int], k: int, elem_bytes: float) -> list[float]:
+    """A top_k of the last axis: `shape_features` of its input with k in `_TOPK_SLOT`."""
+    row = shape_features(in_shape, elem_bytes)
+    row[_IDX[_TOPK_SLOT]] = float(k)
+    return row
+
+
 def features(ops: Sequence[OpInfo]) -> np.ndarray:
     """Feature matrix (one FEATURE_NAMES row per op) from compile-time facts only."""
     rows = []
@@ -534,11 +542,12 @@ def features(ops: Sequence[OpInfo]) -> np.ndarray:
         elif op.short_name == "fft":
             t = op_tensor(op)
             row = fft_features(t.shape or (), t.elem_bytes)  # type: ignore[arg-type]
+        elif op.short_name == "top_k" and op.results and op.results[0].shape:
+            t = op_tensor(op)
+            row = topk_features(t.shape or (), op.results[0].shape[-1], t.elem_bytes)  # type: ignore[arg-type]
         else:
             t = op_tensor(op)
             row = shape_features(t.shape or (), t.elem_bytes)  # type: ignore[arg-type]
-            if op.short_name == "top_k" and op.results and op.results[0].shape:
-                row[_IDX[_TOPK_SLOT]] = float(op.results[0].shape[-1])
         code = "argmax" if op_model_class(op) == "reduce_variadic" else op.short_name
         rows.append([*row, _op_code(code)])
     return np.array(rows, dtype=float).reshape(len(rows), len(FEATURE_NAMES))
@@ -561,8 +570,7 @@ def measurement_features(rows: Sequence[Measurement]) -> np.ndarray:
         elif r.op == "fft":
             row = fft_features(r.shape, eb)
         elif r.op == "top_k":
-            row = shape_features(r.shape[:-1], eb)
-            row[_IDX[_TOPK_SLOT]] = float(r.shape[-1])
+            row = topk_features(r.shape[:-1], r.shape[-1], eb)
         else:
             row = shape_features(r.shape, eb)
         out.append([*row, _op_code("reduce_window" if r.op == "cumsum" else r.op)])

@@ -56,7 +56,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from stablehlo_perf.analysis.opinfo import OpInfo
+from stablehlo_perf.analysis.opinfo import READS_WHAT_IT_RETURNS, OpInfo
 
 __all__ = [
     "ELEMENTWISE_CLASSES",
@@ -735,7 +735,7 @@ def group_traffic(
 # Ops that read only the part of their first operand they return: a fused kernel that
 # slices or gathers an input moves those bytes, not the input (a scan body's
 # dynamic_slice of one step from the stacked sequence).
-_READS_PART = frozenset({"slice", "dynamic_slice", "gather"})
+_READS_PART = READS_WHAT_IT_RETURNS | {"gather"}
 
 
 def _updates_in_place(op: OpInfo) -> bool:

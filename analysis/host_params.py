@@ -33,16 +33,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, fields
 
 import numpy as np
+from stablehlo_perf.analysis.fusion import ELEMENTWISE_CLASSES
+from stablehlo_perf.analysis.opinfo import op_class
 
 __all__ = ["HOST_PARAMS_KEY", "HostParams", "fit_host_params"]
 
 HOST_PARAMS_KEY = "host_params"
 _BINARY = ("add", "multiply", "subtract", "divide")
-# Rows the per-kernel overhead (the smallest elementwise ops) is not taken from.
-_NOT_ELEMENTWISE = (
-    "dot_general", "convolution", "transpose", "reduce", "sort", "reduce_window", "cumsum",
-    "argmax", "top_k",
-)  # fmt: skip
+
 _SMALL = 4096
 
 
@@ -107,7 +105,7 @@ def fit_host_params(
         elif op == "dot_general" and dtype == "f32":
             b, m, n, k = shape
             rate.append((2 * b * m * n * k, 2 * b * m * n * k / t_us / 1e6))
-        if op not in _NOT_ELEMENTWISE and numel <= _SMALL:
+        if op_class(f"stablehlo.{op}") in ELEMENTWISE_CLASSES and numel <= _SMALL:
             small.append(t_us * 1e3)
     rate.sort()
     top = [r for _, r in rate[-8:]]

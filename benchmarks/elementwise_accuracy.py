@@ -20,6 +20,7 @@ the quick f32 sweep twice here, fits on pass A by size folds and scores on pass 
 from __future__ import annotations
 
 import argparse
+import csv
 import math
 from collections.abc import Sequence
 
@@ -91,8 +92,6 @@ def repeat_ceiling(path: object) -> None:
     median rel error no model can beat. The tpu-v4 data measured ReLU twice (two
     datasets, 77 shapes) and 64 1-D adds twice; each pair is scaled by its median ratio
     (the README's run-to-run offset)."""
-    import csv
-
     with open(str(path), newline="") as f:
         table = [r for r in csv.DictReader(f) if not r["op"].startswith("#")]
     by: dict[tuple[str, str], dict[str, float]] = {}

@@ -307,7 +307,7 @@ def measure_zoo(
     return f"whole-call wall clock, {stat} of all timed calls", noise, None
 
 
-def load_measurements(rows: list[Row], path: Path) -> tuple[str, float, float | None]:
+def load_saved_run(rows: list[Row], path: Path) -> tuple[str, float, float | None]:
     """Fill rows' measurements from a run saved with --json (rows it lacks are dropped);
     returns that run's (method, noise floor %, dispatch ns)."""
     saved = json.loads(path.read_text())
@@ -415,7 +415,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 jax.block_until_ready(step(*args))  # compile before the timed rounds
                 runs.append((step, args))
     if a.predict_from is not None:
-        method, noise, dispatch_ns = load_measurements(rows, a.predict_from)
+        method, noise, dispatch_ns = load_saved_run(rows, a.predict_from)
         a.split = all(row.in_loop_ns is not None for row in rows)
     else:
         method, noise, dispatch_ns = measure_zoo(rows, runs, a.rounds, a.stat)

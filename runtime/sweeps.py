@@ -251,15 +251,13 @@ def sweep(
         if op == "top_k":
             specs += topk_specs(quick)
             continue
-        for dtype in dtypes:
+        for dtype in dtypes[:1] if op in _FIRST_DTYPE_ONLY else dtypes:
             # Quick mode measures bf16 on every other shape: dtype is a feature, not a new trend.
             sub = shapes[::2] if quick and dtype != dtypes[0] else shapes
             for shape in sub:
                 if op == "transpose" and len(shape) < 2:
                     continue
                 if op in _CAPPED and quick and math.prod(shape) > QUICK_SORT_MAX:
-                    continue
-                if op in _FIRST_DTYPE_ONLY and dtype != dtypes[0]:
                     continue
                 specs.append(Spec(op, dtype, shape))
     return specs

@@ -23,6 +23,9 @@ ROWS = [
     ("exponential", "f32", (1024,), 0.5, NAN),
     ("maximum", "bf16", (4096,), 0.4, NAN),
     ("transpose", "f32", (32, 32), 5.0, NAN),  # movement: not an overhead sample
+    ("fft", "f32", (1024,), 12.0, NAN),  # nor library calls and comparator reduces
+    ("argmax", "f32", (1024,), 3.0, NAN),
+    ("sort", "f32", (1024,), 20.0, NAN),
     # Dots: the eight with the most FLOPs set the rate (median): 2*512^3 / 2000 us.
     *[("dot_general", "f32", (1, 8, 8, 8), 1.0, NAN)] * 3,
     *[("dot_general", "f32", (1, 256, 256, 256), 400.0, NAN)] * 3,
