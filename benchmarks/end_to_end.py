@@ -59,7 +59,6 @@ from stablehlo_perf.passes.executed import executed_ops
 from stablehlo_perf.passes.extract import view_module
 from stablehlo_perf.runtime.jit_hook import (
     concrete_inputs,
-    first_leaf_blocked,
     measure_callable,
     perf_jit,
 )
@@ -279,10 +278,7 @@ def measure_zoo(
     except ImportError:
         METHOD = None
     if METHOD is not None:
-        cases = [
-            Case(str(i), lambda *a, f=step: first_leaf_blocked(f(*a)), tuple(args))
-            for i, (step, args) in enumerate(runs)
-        ]
+        cases = [Case(str(i), step, tuple(args)) for i, (step, args) in enumerate(runs)]
         timings, dispatch = time_cases(cases, repeats=rounds)
         for i, row in enumerate(rows):
             t = timings[str(i)]
@@ -335,11 +331,12 @@ def measure_in_loop(
         leaves, tree = jax.tree_util.tree_flatten(args)
         fn = step.__wrapped__  # the user's function, traced inside the loop
 
-        def flat(*xs: Any, fn: Any = fn, tree: Any = tree) -> Any:
-            return jax.tree_util.tree_leaves(fn(*jax.tree_util.tree_unflatten(tree, xs)))[0]
+        def on_leaves(*xs: Any, fn: Any = fn, tree: Any = tree) -> Any:
+            # every output: a loop computing only the first would let XLA drop the rest
+            return fn(*jax.tree_util.tree_unflatten(tree, xs))
 
         one = jnp.asarray(1, jnp.int32)
-        compiled = jax.jit(sweeps.in_loop(flat)).lower(one, *leaves).compile()
+        compiled = jax.jit(sweeps.in_loop(on_leaves)).lower(one, *leaves).compile()
         spec = sweeps.Spec(rows[i].family, "f32", (rows[i].scale,))
         looped.append((str(i), sweeps.LoopCase(spec, compiled, tuple(leaves))))
     per_iter, _, _ = timing.time_in_loop(looped, repeats=rounds)

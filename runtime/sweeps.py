@@ -333,21 +333,23 @@ def build_case(spec: Spec, seed: int = 0) -> Case:
     return Case(spec.key, jax.jit(fn).lower(*args).compile(), args)
 
 
-def in_loop(fn: Callable[..., jax.Array]) -> Callable[..., Any]:
+def in_loop(fn: Callable[..., Any]) -> Callable[..., Any]:
     """`fn` run `n` times in a while loop (n a runtime argument, so XLA cannot unroll it).
 
     The inputs pass through an optimization barrier in every iteration, so XLA cannot
-    hoist the loop-invariant op out of the loop; the result is a loop output, so it is
-    computed in full.
+    hoist the loop-invariant op out of the loop; the result (an array or a pytree of them)
+    is a loop output, so all of it is computed in full.
     """
 
     def body(_: jax.Array, carry: tuple[tuple[jax.Array, ...], jax.Array]) -> Any:
         xs = lax.optimization_barrier(carry[0])
         return xs, fn(*xs)
 
-    def run(n: jax.Array, *xs: jax.Array) -> jax.Array:
-        out0 = jax.eval_shape(fn, *xs)
-        return lax.fori_loop(0, n, body, (xs, jnp.zeros(out0.shape, out0.dtype)))[1]
+    def run(n: jax.Array, *xs: jax.Array) -> Any:
+        out0 = jax.tree_util.tree_map(
+            lambda o: jnp.zeros(o.shape, o.dtype), jax.eval_shape(fn, *xs)
+        )
+        return lax.fori_loop(0, n, body, (xs, out0))[1]
 
     return run
 

@@ -53,7 +53,8 @@ DISPATCH_KEY = "__dispatch__"
 
 @dataclass(frozen=True)
 class Case:
-    """One compiled call to time: `fn(*args)` with `args` already on the device."""
+    """One compiled call to time: `fn(*args)` with `args` already on the device (its result
+    may be a pytree: a call ends when every leaf is ready)."""
 
     key: str
     fn: Callable[..., jax.Array]
@@ -77,7 +78,7 @@ def _call_us(case: Case, iters: int) -> float:
     ts = np.empty(iters)
     for i in range(iters):
         t0 = time.perf_counter_ns()
-        case.fn(*case.args).block_until_ready()
+        jax.block_until_ready(case.fn(*case.args))
         ts[i] = time.perf_counter_ns() - t0
     return float(np.median(ts)) / 1e3
 
@@ -107,7 +108,7 @@ def time_cases(
     iters: dict[str, int] = {}
     for case in all_cases:
         for _ in range(warmup):
-            case.fn(*case.args).block_until_ready()
+            jax.block_until_ready(case.fn(*case.args))
         one = _call_us(case, 1)
         iters[case.key] = int(np.clip(target_round_us / max(one, 1e-3), 1, max_iters))
     rng = np.random.default_rng(seed)
@@ -131,7 +132,7 @@ class Looped(Protocol):
 
 
 def _probe_us(case: Case, calls: int = 3) -> float:
-    case.fn(*case.args).block_until_ready()
+    jax.block_until_ready(case.fn(*case.args))
     return _call_us(case, calls)
 
 
