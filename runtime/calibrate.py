@@ -207,11 +207,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{path}: corrupted calibration (checksum mismatch); re-measuring", file=sys.stderr)
         path.unlink()
     elif path.is_file() and not args.fresh and not partial.is_file():
-        # Resume from the finished file: its rows count as measured.
+        # Resume from the finished file: its rows count as measured, its notes are kept.
         partial.write_text("".join(ln + "\n" for ln in path.read_text().splitlines()))
+    text = partial.read_text(errors="replace") if partial.is_file() else ""
+    earlier = [ln for ln in text.splitlines() if ln.startswith("# note: ")]
     rows = measure(specs, partial, repeats=args.repeats, progress=not args.no_progress)
     probes = program_probes.measure_probes(args.repeats)
-    write_calibration(list(rows.values()), path, header(args.target, args.note), probes)
+    head = earlier + [ln for ln in header(args.target, args.note) if ln not in earlier]
+    write_calibration(list(rows.values()), path, head, probes)
     partial.unlink()
     models = ew.fit_class_models(ew.load_measurements(path))
     print(f"{path}: {len(rows)} shapes; fitted classes: {', '.join(sorted(models))}")

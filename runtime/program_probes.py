@@ -3,16 +3,21 @@
 The calibration times each op inside a while loop, where XLA:CPU runs the body's
 kernels one after another on one thread. A straight-line program runs its kernels
 through the thunk executor instead, and on the project's 2-vCPU VM that costs
-more: a chain of two tiny dot+tanh steps takes ~40 us longer than one step, each
-further step several microseconds more than the step's in-loop time (measured
-with runtime/timing.py, 2026-11-30). The probes are chains of 1..16 steps of two
-kinds; each probe's time net of dispatch is fitted as
+more: a chain of two tiny dot+tanh steps takes tens of microseconds longer than one
+step, each further kernel a microsecond or more beyond its in-loop time, and more
+where independent branches let XLA's executor run kernels concurrently (it does
+for a graph of more than 8 kernels that is not a chain; measured with
+runtime/timing.py, 2026-11-30: 128 kernels as a chain ~1.1 us each, as 64
+branches ~2.9 us). The probes are chains of 1..64 steps of two kinds and 1..32
+independent branches; each probe's time net of dispatch is fitted as
 
     call overhead(single kernel, from the sweep) + multi · [kernels >= 2]
     + dispatch · kernels + steps · (the step's in-loop time),
 
 with kernels counted by the pipeline's own fusion plan, so the pass that adds the
-overhead counts them the same way.
+overhead counts them the same way. Up to 128 kernels, so the per-kernel slope is
+not confused with the one-off step (the first probes stopped at 32 and put 6.2 us
+per kernel where the long programs pay 1-3).
 """
 
 from __future__ import annotations
@@ -23,12 +28,15 @@ from dataclasses import dataclass
 import jax
 import jax.numpy as jnp
 import numpy as np
-from scipy.optimize import nnls
+from scipy.optimize import linprog
 from stablehlo_perf.runtime import sweeps, timing
 
 __all__ = ["Probe", "ProbeFit", "fit_probes", "measure_probes"]
 
-CHAIN_LENGTHS = (1, 2, 3, 4, 6, 8, 12, 16)
+CHAIN_LENGTHS = (1, 2, 4, 8, 16, 32, 64)
+BRANCH_COUNTS = (1, 2, 4, 8, 16, 32)
+
+Step = Callable[[jax.Array, jax.Array], jax.Array]
 
 
 def _dense(x: jax.Array, w: jax.Array) -> jax.Array:
@@ -39,19 +47,37 @@ def _center(x: jax.Array, w: jax.Array) -> jax.Array:
     return (x - jnp.mean(x, axis=-1, keepdims=True)) * w[0]
 
 
-STEPS: dict[str, tuple[Callable[[jax.Array, jax.Array], jax.Array], tuple[int, int]]] = {
-    "dense": (_dense, (16, 64)),
-    "center": (_center, (64, 64)),
-}
+def _branch(x: jax.Array, w: jax.Array) -> jax.Array:
+    """One branch of `_branches` and its share of the sum."""
+    return x + jnp.tanh((x + 1.0) @ w)
 
 
-def _chain(step: Callable[[jax.Array, jax.Array], jax.Array], k: int) -> Callable[..., jax.Array]:
+def _chain(step: Step, k: int) -> Callable[..., jax.Array]:
+    """`step` applied k times, each to the previous result."""
+
     def run(x: jax.Array, w: jax.Array) -> jax.Array:
         for _ in range(k):
             x = step(x, w)
         return x
 
     return run
+
+
+def _branches(_: Step, k: int) -> Callable[..., jax.Array]:
+    """k independent dense steps on shifted inputs, summed: a graph XLA runs concurrently."""
+
+    def run(x: jax.Array, w: jax.Array) -> jax.Array:
+        return sum((jnp.tanh((x + float(i)) @ w) for i in range(k)), start=x)
+
+    return run
+
+
+# kind -> (the step timed in a loop, the program of k steps, the input's shape)
+STEPS: dict[str, tuple[Step, Callable[[Step, int], Callable[..., jax.Array]], tuple[int, int]]] = {
+    "dense": (_dense, _chain, (16, 64)),
+    "center": (_center, _chain, (64, 64)),
+    "branches": (_branch, _branches, (16, 64)),
+}
 
 
 @dataclass(frozen=True)
@@ -89,7 +115,7 @@ def measure_probes(repeats: int = 7, passes: int = 5) -> list[Probe]:
     compiled, and their kernels counted, once."""
     key = jax.random.key(0)
     programs, looped, meta = [], [], []
-    for kind, (step, (m, d)) in STEPS.items():
+    for kind, (step, build, (m, d)) in STEPS.items():
         x = jax.random.normal(key, (m, d)) * 0.1
         w = jnp.eye(d) + 0.01 * jax.random.normal(key, (d, d))
         spec = sweeps.Spec(f"probe-{kind}", "f32", (m, d))
@@ -97,8 +123,8 @@ def measure_probes(repeats: int = 7, passes: int = 5) -> list[Probe]:
             spec, jax.jit(sweeps.in_loop(step)).lower(jnp.int32(1), x, w).compile(), (x, w)
         )
         looped.append((kind, lc))
-        for k in CHAIN_LENGTHS:
-            fn = _chain(step, k)
+        for k in CHAIN_LENGTHS if build is _chain else BRANCH_COUNTS:
+            fn = build(step, k)
             programs.append(timing.Case(f"{kind}@{k}", jax.jit(fn).lower(x, w).compile(), (x, w)))
             meta.append((kind, k, _kernels(fn, (x, w))))
     program_ns: dict[str, list[float]] = {c.key: [] for c in programs}
@@ -122,11 +148,23 @@ def measure_probes(repeats: int = 7, passes: int = 5) -> list[Probe]:
 
 
 def fit_probes(probes: list[Probe], base_ns: float = 0.0) -> ProbeFit:
-    """Non-negative least squares of program time minus the steps' in-loop time minus
-    `base_ns` (the single-kernel call overhead, fitted from the sweep's own programs:
-    every probe runs two kernels or more, so the probes alone cannot tell it from the
-    multi-kernel term) on [kernels >= 2, kernels]."""
+    """Least absolute deviations, both terms non-negative, of program time minus the steps'
+    in-loop time minus `base_ns` (the single-kernel call overhead, fitted from the sweep's
+    own programs: every probe runs two kernels or more, so the probes alone cannot tell it
+    from the multi-kernel term) on [kernels >= 2, kernels]. Absolute, not squared: the
+    kinds' per-kernel costs differ several-fold (0.7-9 us on the project's VM) and
+    squares let the costliest long probe set the slope for all."""
     a = np.array([[float(p.kernels >= 2), float(p.kernels)] for p in probes])
     y = np.array([p.program_ns - p.steps * p.step_loop_ns - base_ns for p in probes])
-    coef, _ = nnls(a, y)
-    return ProbeFit(base_ns, float(coef[0]), float(coef[1]))
+    n = len(y)
+    # min Σ(u + v) subject to a·coef + u − v = y; coef, u, v >= 0.
+    res = linprog(
+        np.r_[0.0, 0.0, np.ones(2 * n)],
+        A_eq=np.c_[a, np.eye(n), -np.eye(n)],
+        b_eq=y,
+        bounds=(0, None),
+        method="highs",
+    )
+    if not res.success:
+        raise RuntimeError(f"probe fit failed: {res.message}")
+    return ProbeFit(base_ns, float(res.x[0]), float(res.x[1]))

@@ -18,13 +18,29 @@ def test_fit_recovers_the_per_call_terms() -> None:
     assert fit.base_ns == 3e3
 
 
+def test_fit_is_not_pulled_by_one_costly_kind() -> None:
+    """Four probe kinds pay 1 us per kernel, one pays 9: the absolute-error fit keeps 1 us
+    (a squared-error fit of the same probes lands well above it)."""
+    probes = [
+        pp.Probe(kind, k, 2 * k, 20e3 + 1e3 * 2 * k + k * 4e3, 4e3)
+        for kind in "abcd"
+        for k in (1, 4, 16, 64)
+    ] + [pp.Probe("e", k, 2 * k, 20e3 + 9e3 * 2 * k + k * 4e3, 4e3) for k in (1, 4, 16, 64)]
+    fit = pp.fit_probes(probes)
+    assert fit.kernel_dispatch_ns == pytest.approx(1e3, rel=1e-6)
+    assert fit.multi_kernel_ns == pytest.approx(20e3, rel=1e-6)
+
+
 def test_one_live_pass_counts_kernels_like_the_pipeline(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(pp, "CHAIN_LENGTHS", (1, 2))
+    monkeypatch.setattr(pp, "BRANCH_COUNTS", (1, 2))
     probes = pp.measure_probes(repeats=3, passes=1)
     assert [(p.kind, p.steps) for p in probes] == [
-        ("dense", 1), ("dense", 2), ("center", 1), ("center", 2),
+        ("dense", 1), ("dense", 2), ("center", 1), ("center", 2), ("branches", 1), ("branches", 2),
     ]  # fmt: skip
-    for one, two in zip(probes[::2], probes[1::2], strict=True):
+    for one, two in zip(probes[:4:2], probes[1:4:2], strict=True):
         # Twice the steps, twice the kernels the fusion plan counts (one chain, no sharing).
         assert two.kernels == 2 * one.kernels >= 2
-        assert one.step_loop_ns > 0
+    # A second branch adds its own dot and tanh (the sum joins the last fusion).
+    assert probes[5].kernels > probes[4].kernels >= 2
+    assert all(p.step_loop_ns > 0 for p in probes)

@@ -194,7 +194,9 @@ def test_calibrate_cli_end_to_end_and_corrupted_cache(
     specs = [sweeps.Spec("add", "f32", (n,)) for n in (4096, 65536, 1 << 20)]
     monkeypatch.setattr(sweeps, "sweep", lambda quick, ops=None: specs)
     monkeypatch.setattr(program_probes, "CHAIN_LENGTHS", (1, 2, 3))
-    assert calibrate.main(["--target", "host", "--quick", "--repeats", "3", "--no-progress"]) == 0
+    monkeypatch.setattr(program_probes, "BRANCH_COUNTS", (2,))
+    first = ["--target", "host", "--quick", "--repeats", "3", "--no-progress"]
+    assert calibrate.main([*first, "--note", "first run"]) == 0
     path = cf.calibration_path("host")
     text = path.read_text()
     assert "# machine: " + cf.machine_fingerprint() in text
@@ -219,11 +221,15 @@ def test_calibrate_cli_end_to_end_and_corrupted_cache(
     built: list[str] = []
     real = sweeps.build_loop_case
     monkeypatch.setattr(sweeps, "build_loop_case", lambda s: built.append(s.key) or real(s))
-    assert calibrate.main(["--target", "host", "--repeats", "3", "--no-progress"]) == 0
+    remeasure = ["--target", "host", "--repeats", "3", "--no-progress", "--note", "re-measured"]
+    assert calibrate.main(remeasure) == 0
     assert "corrupted calibration" in capsys.readouterr().err
     assert sorted(built) == sorted(s.key for s in specs)
     assert cf.checksum_ok(path)
-    # A valid cache entry is reused: nothing is measured again.
+    # A valid cache entry is reused: nothing is measured again, and its notes are kept.
     built.clear()
-    assert calibrate.main(["--target", "host", "--repeats", "3", "--no-progress"]) == 0
+    again = ["--target", "host", "--repeats", "3", "--no-progress", "--note", "again"]
+    assert calibrate.main(again) == 0
     assert built == []
+    notes = [ln for ln in path.read_text().splitlines() if ln.startswith("# note: ")]
+    assert notes == ["# note: re-measured", "# note: again"]
