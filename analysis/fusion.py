@@ -61,6 +61,7 @@ from stablehlo_perf.analysis.opinfo import READS_WHAT_IT_RETURNS, OpInfo
 __all__ = [
     "ELEMENTWISE_CLASSES",
     "KINDS",
+    "READS_PART",
     "FusionPlan",
     "GroupTraffic",
     "cpu_reduce_mode",
@@ -667,7 +668,7 @@ def group_traffic(
     terminator (`live_out`) or by nothing (module outputs). FLOPs include
     recomputed copies. A dynamic_update_slice reads and writes only its update
     (`_updates_in_place`); a slice, dynamic_slice or gather reads only what it returns
-    of its data operand (`_READS_PART`).
+    of its data operand (`READS_PART`).
     """
     plan = groups if isinstance(groups, FusionPlan) else None
     group_of = list(plan.groups if plan else groups)
@@ -712,7 +713,7 @@ def group_traffic(
                 full = t.nbytes or 0
                 if in_place and k == 0:
                     read = op.operands[1].nbytes or 0
-                elif k == 0 and _short(op) in _READS_PART:
+                elif k == 0 and _short(op) in READS_PART:
                     read = min(sum(r.nbytes or 0 for r in op.results), full)
                 else:
                     read = full
@@ -735,7 +736,7 @@ def group_traffic(
 # Ops that read only the part of their first operand they return: a fused kernel that
 # slices or gathers an input moves those bytes, not the input (a scan body's
 # dynamic_slice of one step from the stacked sequence).
-_READS_PART = READS_WHAT_IT_RETURNS | {"gather"}
+READS_PART = READS_WHAT_IT_RETURNS | {"gather"}
 
 
 def _updates_in_place(op: OpInfo) -> bool:

@@ -6,22 +6,24 @@ its internal tensors never touch memory. Its latency is
 
     max(roofline of the group: FLOPs / peak, (input + output bytes) / bandwidth
         — on a GPU, inputs the cache-traffic pass found in L2 move at L2 bandwidth —,
-        the slowest member priced by a dedicated model, less its launch overhead,
-        on a CPU also the group's memory time plus every member's compute)
+        on a CPU with several members the group's memory time plus every member's
+        compute, elsewhere the slowest member priced by a dedicated model less its
+        launch overhead)
     + one launch overhead per kernel,
 
 so a dot priced by the systolic model keeps its MXU time and its fused
-epilogue adds only what it cannot hide. A CPU loop fusion runs every member's
-code for each element on the same cores, so members' compute adds up there (a
-GELU's tanh, multiplies and adds are paid one after another), but the tensors
-move once: a member's compute is its measured time less its launch and less the
-time its own operands and result take at the target's bandwidth. (Adding whole
-member times charged a 512x512 layer norm's eight-op loop 362 us where XLA's
-kernel takes ~55 us; on the same three runs of benchmarks/end_to_end.py this
-took pipeline MAPE from 29.1 / 23.0 / 33.7% to 20.7 / 19.2 / 24.1%.) Each
-member op reports a share of
-the group's latency and DRAM bytes in proportion to its own unfused latency
-(the group total is what the schedule uses).
+epilogue adds only what it cannot hide. A CPU kernel of several ops runs every
+member's code for each element on the same cores, so members' compute adds up
+there (a GELU's tanh, multiplies and adds are paid one after another), but the
+tensors move once: a member's compute is its measured time less its launch and
+less the time its own operands and result take at the target's bandwidth. The
+member's own time is no floor there: a layer norm's `x - mean` was measured
+reading two full tensors, and fused it reads one. (Adding whole member times
+charged a 512x512 layer norm's eight-op loop 362 us where XLA's kernel takes
+~55 us; on the same three runs of benchmarks/end_to_end.py this took pipeline
+MAPE from 29.1 / 23.0 / 33.7% to 20.7 / 19.2 / 24.1%.) Each member op reports a
+share of the group's latency and DRAM bytes in proportion to its own unfused
+latency (the group total is what the schedule uses).
 """
 
 from __future__ import annotations
@@ -29,7 +31,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from stablehlo_perf.analysis.fusion import ELEMENTWISE_CLASSES, FusionPlan, GroupTraffic
+from stablehlo_perf.analysis.fusion import (
+    ELEMENTWISE_CLASSES,
+    READS_PART,
+    FusionPlan,
+    GroupTraffic,
+)
 from stablehlo_perf.analysis.opinfo import OpInfo
 from stablehlo_perf.analysis.service import OpCost
 from stablehlo_perf.analysis.targets import Target
@@ -61,8 +68,13 @@ def _input_hit_rate(members: Sequence[OpInfo]) -> float:
 
 
 def _memory_ns(op: OpInfo, target: Target) -> float:
-    """Time to move an op's logical bytes (operands read, result written) at memory bandwidth."""
-    return (op.bytes or 0) / target.memory_bandwidth * 1e9
+    """Time to move the bytes an op's own measured time moved (operands read, result written)
+    at memory bandwidth; a gather reads the rows it returns, not its whole table."""
+    nbytes = op.bytes or 0
+    if op.short_name in READS_PART and op.operands and op.results:
+        table = op.operands[0].nbytes or 0
+        nbytes += min(op.results[0].nbytes or 0, table) - table
+    return nbytes / target.memory_bandwidth * 1e9
 
 
 _PER_ELEMENT_MOVES = frozenset({"broadcast_in_dim", "broadcast", "reshape", "transpose", "iota"})
@@ -171,10 +183,11 @@ def price_groups(
         dedicated = [
             i for i in members[g] if costs[i].model not in ("roofline", "roofline+l2", "free")
         ]
-        if target.kind == "cpu" and len(dedicated) > 1:
+        if target.kind == "cpu" and dedicated and len(members[g]) > 1:
             # Each member's compute: its measured time beyond its launch and beyond moving
             # its own operands and result at the target's bandwidth (which the fused kernel
-            # does once, for the group's inputs and outputs only).
+            # does once, for the group's inputs and outputs only). A member's own time is
+            # no floor here: it moves tensors the fused kernel keeps in registers.
             compute = sum(
                 max(costs[i].latency_ns - overhead - _memory_ns(ops[i], target), 0.0)
                 for i in dedicated
@@ -182,10 +195,11 @@ def price_groups(
             serial = compute + memory_s * 1e9
             if serial > best_ns:
                 best_ns, model = serial, costs[dedicated[0]].model + "+serial"
-        for i in dedicated:
-            c = costs[i]
-            if c.latency_ns - overhead > best_ns:
-                best_ns, model = c.latency_ns - overhead, c.model
+        else:
+            for i in dedicated:
+                c = costs[i]
+                if c.latency_ns - overhead > best_ns:
+                    best_ns, model = c.latency_ns - overhead, c.model
         latency = best_ns + overhead * plan.launches[g]
         groups.append(GroupCost(latency, round(dram), f"fused-{kind}:{model}"))
     latency_share = [0.0] * len(ops)

@@ -461,6 +461,41 @@ def test_fused_chain_on_cpu_pays_every_members_compute_elsewhere_the_slowest(kin
     assert sum(share) == pytest.approx(groups[0].latency_ns)
 
 
+def test_cpu_kernel_is_not_floored_by_a_members_own_traffic() -> None:
+    """`x - broadcast(mean)` over f32[512,512], as in a layer norm: the subtract was measured
+    reading two full tensors (3 MiB moved), the fused kernel reads x and 2 KiB (2 MiB). On a
+    CPU the group costs its memory time plus the subtract's compute beyond its own traffic,
+    below the subtract's own time; elsewhere the subtract's time stays the floor."""
+    from dataclasses import replace
+
+    from stablehlo_perf.analysis.fusion_cost import price_groups
+    from stablehlo_perf.analysis.service import OpCost
+    from stablehlo_perf.analysis.targets import load_target
+
+    big, col = TensorType((512, 512), "f32"), TensorType((512,), "f32")
+    b = Block()
+    bc = b.op("broadcast_in_dim", [-2], [col], big)
+    b.op("subtract", [-1, bc], [big, big], big)
+    for kind in ("cpu", "gpu"):
+        plan = b.plan(kind)
+        assert plan.num_groups == 1
+        traffic = group_traffic(b.ops, b.deps, plan, b.sources)
+        base = load_target(str(ROOT / "test_ir" / "Inputs" / f"unit_{kind}.toml"))
+        target = replace(base, launch_overhead_ns=100.0)
+        bw = target.memory_bandwidth_gbps  # B/ns
+        own_ns = 3 * big.nbytes / bw
+        sub_ns = 100.0 + own_ns + 50.0  # launch, its own traffic, 50 ns of compute
+        costs = [OpCost(0, 0.0, 0, "roofline"), OpCost(0, sub_ns, 0, "hgb-x")]
+        (group,), _, _ = price_groups(b.ops, plan, traffic, costs, target)
+        once_ns = (traffic[0].input_bytes + traffic[0].output_bytes) / bw
+        assert traffic[0].input_bytes == big.nbytes + col.nbytes
+        if kind == "cpu":
+            assert group.latency_ns == pytest.approx(100.0 + 50.0 + once_ns)
+            assert group.latency_ns < sub_ns - 0.3 * own_ns
+        else:
+            assert group.latency_ns == pytest.approx(sub_ns)
+
+
 def _log_softmax_gather(extra_use: bool = False) -> tuple[Block, dict[str, int]]:
     """logp = x - broadcast(lse) over f32[128,1000], then take_along_axis's gather of 128."""
     big, col = TensorType((128, 1000), "f32"), TensorType((128,), "f32")
