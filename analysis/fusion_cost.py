@@ -37,7 +37,7 @@ from stablehlo_perf.analysis.fusion import (
     FusionPlan,
     GroupTraffic,
 )
-from stablehlo_perf.analysis.opinfo import OpInfo
+from stablehlo_perf.analysis.opinfo import READS_WHAT_IT_RETURNS, OpInfo
 from stablehlo_perf.analysis.service import OpCost
 from stablehlo_perf.analysis.targets import Target
 
@@ -71,8 +71,8 @@ def _memory_ns(op: OpInfo, target: Target) -> float:
     """Time to move the bytes an op's own measured time moved (operands read, result written)
     at memory bandwidth; a gather reads the rows it returns, not its whole table."""
     nbytes = op.bytes or 0
-    if op.short_name in READS_PART and op.operands and op.results:
-        table = op.operands[0].nbytes or 0
+    if op.short_name in READS_PART - READS_WHAT_IT_RETURNS and op.operands and op.results:
+        table = op.operands[0].nbytes or 0  # counted in op.bytes, as XLA's cost analysis does
         nbytes += min(op.results[0].nbytes or 0, table) - table
     return nbytes / target.memory_bandwidth * 1e9
 

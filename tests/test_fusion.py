@@ -496,6 +496,22 @@ def test_cpu_kernel_is_not_floored_by_a_members_own_traffic() -> None:
             assert group.latency_ns == pytest.approx(sub_ns)
 
 
+def test_own_traffic_of_slices_and_gathers_is_what_they_return() -> None:
+    """A member's own traffic (what its measured time moved): a dynamic slice's bytes already
+    count only the slice; a gather's count its whole table, of which it read the rows."""
+    from stablehlo_perf.analysis.fusion_cost import _memory_ns
+    from stablehlo_perf.analysis.targets import load_target
+
+    target = load_target(str(ROOT / "test_ir" / "Inputs" / "unit_cpu.toml"))
+    table, rows, idx = TensorType((1024, 512), "f32"), TensorType((16, 512), "f32"), SCALAR
+    ds = OpInfo.build(0, "stablehlo.dynamic_slice", [table, idx, idx], [rows], {})
+    gidx = TensorType((16, 1), "i32")
+    g = OpInfo.build(1, "stablehlo.gather", [table, gidx], [rows], {})
+    bw = target.memory_bandwidth_gbps  # B/ns
+    assert _memory_ns(ds, target) == pytest.approx((2 * rows.nbytes + 2 * 4) / bw)
+    assert _memory_ns(g, target) == pytest.approx((2 * rows.nbytes + gidx.nbytes) / bw)
+
+
 def _log_softmax_gather(extra_use: bool = False) -> tuple[Block, dict[str, int]]:
     """logp = x - broadcast(lse) over f32[128,1000], then take_along_axis's gather of 128."""
     big, col = TensorType((128, 1000), "f32"), TensorType((128,), "f32")
