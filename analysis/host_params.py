@@ -17,7 +17,12 @@ program), and these follow from it:
   microseconds, one with a kernel long enough for XLA to split it over the
   thread pool also pays for waking the pool (~0.2 ms on a 2-vCPU VM). Fitted as
   overhead = base + wake · [kernel time ≥ threshold], the threshold chosen among
-  the measured kernel times by least absolute error.
+  the measured kernel times by least absolute error (programs writing < 1 MiB);
+- per MiB of the program's output, what is left of that overhead for the
+  elementwise rows writing at least 1 MiB (size-weighted median of residual / MiB):
+  a call writes its outputs to freshly allocated buffers, and the first touch of
+  new pages costs (x * 2 on 16 MiB of f32: 1.21 ms as a program, 0.45 ms with the
+  input donated so the output reuses its buffer; 2026-11-30, this VM).
 
 Two more come from multi-kernel probe programs (`runtime/program_probes.py`):
 what a straight-line program pays once for running more than one kernel, and per
@@ -42,6 +47,7 @@ HOST_PARAMS_KEY = "host_params"
 _BINARY = ("add", "multiply", "subtract", "divide")
 
 _SMALL = 4096
+_ELEM_BYTES = {"f32": 4, "bf16": 2, "f16": 2, "s32": 4, "s8": 1}
 
 
 @dataclass(frozen=True)
@@ -54,6 +60,7 @@ class HostParams:
     program_overhead_ns: float = math.nan
     threadpool_wake_ns: float = math.nan
     parallel_kernel_ns: float = math.nan
+    output_ns_per_mib: float = math.nan
     # From multi-kernel probe programs (runtime/program_probes.py), not from the rows.
     multi_kernel_ns: float = math.nan
     kernel_dispatch_ns: float = math.nan
@@ -87,16 +94,35 @@ def _step_fit(kernel_us: np.ndarray, overhead_us: np.ndarray) -> tuple[float, fl
     return best[1], best[2], best[3]
 
 
+def _output_mib(op: str, dtype: str, shape: tuple[int, ...]) -> float:
+    """MiB an elementwise row's program writes (its shape in its dtype); NaN for other ops."""
+    if op_class(f"stablehlo.{op}") not in ELEMENTWISE_CLASSES or dtype not in _ELEM_BYTES:
+        return math.nan
+    return math.prod(shape) * _ELEM_BYTES[dtype] / 2**20
+
+
+def _per_mib(mib: np.ndarray, residual_us: np.ndarray) -> float:
+    """Size-weighted median of residual / MiB over rows writing at least 1 MiB (ns per MiB)."""
+    keep = np.isfinite(mib) & (mib >= 1.0)
+    if keep.sum() < 3:
+        return math.nan
+    w, q = mib[keep], residual_us[keep] / mib[keep]
+    order = np.argsort(q)
+    cum = np.cumsum(w[order])
+    return max(float(q[order][np.searchsorted(cum, cum[-1] / 2)]), 0.0) * 1e3
+
+
 def fit_host_params(
     rows: Sequence[tuple[str, str, tuple[int, ...], float, float]],
 ) -> HostParams:
     """Fit from (op, dtype, shape, in-loop time, standalone program time) rows, times in µs
     (the program time may be NaN: then the call overhead stays unknown)."""
-    bw, rate, small, kernel, program = [], [], [], [], []
+    bw, rate, small, kernel, program, mib = [], [], [], [], [], []
     for op, dtype, shape, t_us, program_us in rows:
         if math.isfinite(program_us) and t_us > 0:
             kernel.append(t_us)
             program.append(program_us)
+            mib.append(_output_mib(op, dtype, shape))
         if t_us <= 0:
             continue
         numel = math.prod(shape)
@@ -109,10 +135,13 @@ def fit_host_params(
             small.append(t_us * 1e3)
     rate.sort()
     top = [r for _, r in rate[-8:]]
-    base = wake = tau = math.nan
+    base = wake = tau = per_mib = math.nan
     if len(kernel) >= 8:
-        k = np.array(kernel)
-        base, wake, tau = _step_fit(k, np.array(program) - k)
+        k, out_mib = np.array(kernel), np.array(mib)
+        overhead = np.array(program) - k
+        small_out = ~(out_mib >= 1.0)  # NaN (not elementwise) counts as small
+        base, wake, tau = _step_fit(k[small_out], overhead[small_out])
+        per_mib = _per_mib(out_mib, overhead - base - wake * (k >= tau))
     return HostParams(
         bandwidth_gbps=float(np.median(bw)) if bw else math.nan,
         f32_tflops=float(np.median(top)) if top else math.nan,
@@ -120,4 +149,5 @@ def fit_host_params(
         program_overhead_ns=max(base, 0.0) * 1e3,
         threadpool_wake_ns=wake * 1e3,
         parallel_kernel_ns=tau * 1e3,
+        output_ns_per_mib=per_mib,
     )

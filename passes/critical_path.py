@@ -35,8 +35,8 @@ class CriticalPathPass:
     bound, `perf.work_ns` = sum of latencies). Where the target charges a call
     overhead beyond its kernels (`Target.call_overhead_ns`: a fixed part, the larger of a
     thread-pool wake-up once a kernel is long enough to be split over threads and a
-    one-off cost once the entry runs two kernels or more, and a dispatch cost per entry
-    kernel), it is added to the first two and written as `perf.call_overhead_ns`.
+    one-off cost once the entry runs two kernels or more, a dispatch cost per entry
+    kernel and a cost per MiB the entry returns), it is added to the first two and written as `perf.call_overhead_ns`.
     """
 
     name: ClassVar[str] = "perf-critical-path"
@@ -84,7 +84,9 @@ class CriticalPathPass:
                 self._mark(view, cache, func.top, schedules, set(), path)
                 if func is entry:
                     sb = schedules[tuple(func.top)][0]
-                    call = target.call_overhead_ns(longest_kernel, top_kernels[tuple(func.top)])
+                    call = target.call_overhead_ns(
+                        longest_kernel, top_kernels[tuple(func.top)], func.result_bytes
+                    )
                     cache.totals = {
                         "total_latency_ns": sb.makespan_ns + call,
                         "critical_path_ns": sb.dataflow.span_ns + call,

@@ -51,6 +51,7 @@ class FuncView:
     name: str
     public: bool
     top: list[int] = field(default_factory=list)
+    result_bytes: int = 0  # what a call returns (0 where a size is unknown)
 
 
 @dataclass
@@ -170,7 +171,12 @@ def view_module(module: ir.Operation | ir.Module, filename: str) -> ModuleView:
             continue
         name = fop.attributes["sym_name"].value
         vis = fop.attributes["sym_visibility"] if "sym_visibility" in fop.attributes else None
-        fv = FuncView(name=name, public=vis is None or vis.value == "public")
+        results = ir.FunctionType(ir.TypeAttr(fop.attributes["function_type"]).value).results
+        fv = FuncView(
+            name=name,
+            public=vis is None or vis.value == "public",
+            result_bytes=sum(types[t].nbytes or 0 for t in results),
+        )
         view.funcs[name] = fv
         for bi, block in enumerate(fop.regions[0].blocks):
             fv.top.extend(_visit_block(view, types, block, name, None, (id(fv), 0, bi)))

@@ -55,8 +55,27 @@ def test_call_overhead_is_a_step_in_kernel_time() -> None:
     assert 8000.0 < p.parallel_kernel_ns <= 30000.0
 
 
+def test_output_cost_per_mib_from_large_elementwise_rows() -> None:
+    """Past the wake-up step (base 5 us, wake 200 us), programs writing 1-16 MiB pay 40 us per
+    MiB more: the fit finds it; rows under 1 MiB, a reduction (its output is not its input's
+    size) and one outlier do not move it."""
+    short = [("add", "f32", (256,), k, k + 5.0) for k in (1.0, 2.0, 3.0, 4.0)]
+    long = [
+        ("add", "f32", (1 << 16,), 30.0, 235.0),  # 0.25 MiB, 30 us more: under 1 MiB
+        *[("add", "f32", (m << 18,), 300.0, 300.0 + 205.0 + 40.0 * m) for m in (1, 2, 4, 8, 16)],
+        ("exponential", "bf16", (1 << 21,), 900.0, 900.0 + 205.0 + 160.0),  # 4 MiB in bf16
+        ("add", "f32", (3 << 18,), 500.0, 500.0 + 205.0 + 4000.0),  # outlier
+        ("reduce", "f32", (1024, 4096), 800.0, 805.0 + 200.0),
+    ]
+    p = fit_host_params([*short, *long])
+    assert p.program_overhead_ns == pytest.approx(5000.0)
+    assert p.threadpool_wake_ns == pytest.approx(200000.0)
+    assert p.output_ns_per_mib == pytest.approx(40000.0)
+    assert math.isnan(fit_host_params(short).output_ns_per_mib)
+
+
 def test_header_round_trip_and_missing_rows() -> None:
-    p = HostParams(51.25, 0.125, 380.0, 4500.0, 180000.0, 25000.0, 20000.0, 7000.0)
+    p = HostParams(51.25, 0.125, 380.0, 4500.0, 180000.0, 25000.0, 41000.0, 20000.0, 7000.0)
     assert HostParams.parse(p.header()) == p
     assert HostParams.parse("bandwidth_gbps=3") is None
     assert HostParams.parse("bandwidth_gbps=x f32_tflops=1 kernel_overhead_ns=2") is None
@@ -126,7 +145,8 @@ def test_call_overhead_joins_the_module_total(
     tmp_path: Path, parallel_at: float, wake: float
 ) -> None:
     """unit-cpu prices the add at 12,000 B / 100 B/ns + 100 ns launch = 220 ns; the call adds
-    7 ns, and the 150 ns wake-up only when 220 ns reaches the parallel-kernel threshold."""
+    7 ns, 1 ns per byte it returns, and the 150 ns wake-up only when 220 ns reaches the
+    parallel-kernel threshold."""
     import stablehlo_perf as sp
 
     target = tmp_path / "unit_cpu_calls.toml"
@@ -134,13 +154,14 @@ def test_call_overhead_joins_the_module_total(
         UNIT_CPU.read_text()
         + "\n[program]\noverhead_ns = 7.0\nthreadpool_wake_ns = 150.0\n"
         + f"parallel_kernel_ns = {parallel_at}\nmulti_kernel_ns = 40.0\n"
-        + "kernel_dispatch_ns = 3.0\n"
+        + "kernel_dispatch_ns = 3.0\noutput_ns_per_mib = 1048576.0\n"
     )
     t = load_target(str(target))
     # One kernel: its dispatch, no multi-kernel wake; the pool wakes at most once.
     assert t.call_overhead_ns(220.0) == 7.0 + wake + 3.0
     assert t.call_overhead_ns(220.0, kernels=2) == 7.0 + max(wake, 40.0) + 6.0
-    wake += 3.0  # the add's dispatch, below
+    assert t.call_overhead_ns(220.0, output_bytes=100) == 7.0 + wake + 3.0 + 100.0
+    wake += 3.0 + 4000.0  # the add's dispatch and its 4,000-byte result at 1 ns per byte
     res = sp.analyze(ADD, target=str(target))
     assert res.report.work_ns == pytest.approx(220.0)
     assert res.report.call_overhead_ns == pytest.approx(7.0 + wake)
@@ -156,7 +177,7 @@ def test_call_overhead_joins_the_module_total(
     kernels = [g for g in two.fusion_groups if g["latency_ns"] > 0]
     assert len(kernels) == 2
     longest = max(g["latency_ns"] for g in kernels)
-    assert two.call_overhead_ns == pytest.approx(t.call_overhead_ns(longest, kernels=2))
+    assert two.call_overhead_ns == pytest.approx(t.call_overhead_ns(longest, 2, 4004))
     assert two.total_latency_ns == pytest.approx(two.work_ns + two.call_overhead_ns)
 
 

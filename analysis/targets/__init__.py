@@ -56,24 +56,34 @@ class Target:
     # 1-element program pays): a fixed part; on a CPU the larger of the thread pool's
     # wake-up, paid once a call runs a kernel of at least `parallel_kernel_ns` (XLA:CPU
     # splits only long kernels over threads), and `multi_kernel_ns`, paid once it runs
-    # more than one kernel; and `kernel_dispatch_ns` per kernel of the entry function.
-    # Zero where unknown.
+    # more than one kernel; `kernel_dispatch_ns` per kernel of the entry function; and
+    # `output_ns_per_mib` per MiB the call returns (fresh output buffers' first-touch
+    # pages). Zero where unknown.
     program_overhead_ns: float = 0.0
     threadpool_wake_ns: float = 0.0
     parallel_kernel_ns: float = math.inf
     multi_kernel_ns: float = 0.0
     kernel_dispatch_ns: float = 0.0
+    output_ns_per_mib: float = 0.0
     calibrated: bool = False
     calibration_note: str = ""
     sources: Mapping[str, str] = field(default_factory=dict)
     path: str = ""
 
-    def call_overhead_ns(self, longest_kernel_ns: float, kernels: int = 1) -> float:
+    def call_overhead_ns(
+        self, longest_kernel_ns: float, kernels: int = 1, output_bytes: int = 0
+    ) -> float:
         """Per-call cost beyond the kernels' own for a program whose longest kernel takes
-        this long and whose entry function runs `kernels` kernels (one pool wake-up at most)."""
+        this long, whose entry function runs `kernels` kernels (one pool wake-up at most)
+        and returns `output_bytes`."""
         wake = self.threadpool_wake_ns if longest_kernel_ns >= self.parallel_kernel_ns else 0.0
         multi = self.multi_kernel_ns if kernels >= 2 else 0.0
-        return self.program_overhead_ns + max(wake, multi) + self.kernel_dispatch_ns * kernels
+        return (
+            self.program_overhead_ns
+            + max(wake, multi)
+            + self.kernel_dispatch_ns * kernels
+            + self.output_ns_per_mib * output_bytes / 2**20
+        )
 
     def peak_flops(self, element_type: str, matrix: bool) -> float:
         """Peak FLOP/s for `element_type` on the matrix unit (matrix=True) or the vector unit."""
@@ -127,6 +137,7 @@ _SCHEMA: dict[str, tuple[type | tuple[type, ...], bool]] = {
     "program.parallel_kernel_ns": ((int, float), False),
     "program.multi_kernel_ns": ((int, float), False),
     "program.kernel_dispatch_ns": ((int, float), False),
+    "program.output_ns_per_mib": ((int, float), False),
     "sources": (dict, True),
 }
 _TABLES = {"compute", "memory", "l2", "program"}
@@ -201,6 +212,7 @@ def _from_mapping(data: Mapping[str, Any], where: str) -> Target:
         parallel_kernel_ns=float(flat.get("program.parallel_kernel_ns", math.inf)),
         multi_kernel_ns=float(flat.get("program.multi_kernel_ns", 0.0)),
         kernel_dispatch_ns=float(flat.get("program.kernel_dispatch_ns", 0.0)),
+        output_ns_per_mib=float(flat.get("program.output_ns_per_mib", 0.0)),
         calibrated=flat.get("calibrated", False),
         calibration_note=flat.get("calibration_note", ""),
         sources=dict(flat["sources"]),
@@ -268,6 +280,8 @@ def _calibrated_host(base: Target) -> Target:
         change["program_overhead_ns"] = params.program_overhead_ns
         change["threadpool_wake_ns"] = params.threadpool_wake_ns
         change["parallel_kernel_ns"] = params.parallel_kernel_ns
+    if math.isfinite(params.output_ns_per_mib):
+        change["output_ns_per_mib"] = params.output_ns_per_mib
     if math.isfinite(params.multi_kernel_ns) and math.isfinite(params.kernel_dispatch_ns):
         change["multi_kernel_ns"] = params.multi_kernel_ns
         change["kernel_dispatch_ns"] = params.kernel_dispatch_ns
