@@ -39,7 +39,7 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.ensemble import HistGradientBoostingRegressor
 from stablehlo_perf.analysis.calibration_files import header_value, training_files
 from stablehlo_perf.analysis.opinfo import (
-    READS_WHAT_IT_RETURNS,
+    READS_PART,
     OpInfo,
     TensorType,
     element_bytes,
@@ -91,6 +91,7 @@ CLASSES = (
     "top_k",
     "reduce_window",
     "fft",
+    "gather",
     "matmul",
 )
 
@@ -104,6 +105,9 @@ CLASSES = (
 # by XLA:CPU (512x1000 f32: 1.3 ms, ~15x a sum), and top_k is a custom call of its own
 # (512x1000, k=8: 3.7 ms measured, 0.2 ms by the reduction model). An FFT is a library
 # call no other class resembles (256x1024 RFFT: ~0.65-1.3 ms, 0.26 ms by the roofline).
+# A gather copies rows it finds by index: priced as the transposes the movement data
+# measures, by its table it overshot a 4,096-row take from 20,000 rows 3x, by its result
+# it undershot an embedding lookup 2x.
 _OWN_MODEL = {
     "sort": "sort",
     "reduce_window": "reduce_window",
@@ -111,6 +115,7 @@ _OWN_MODEL = {
     "argmax": "reduce_variadic",
     "top_k": "top_k",
     "fft": "fft",
+    "gather": "gather",
 }
 
 # Where a class has no data: the classes tried next, in order (then roofline).
@@ -129,6 +134,7 @@ NEAREST: Mapping[str, tuple[str, ...]] = {
     "top_k": (),
     "reduce_window": (),
     "fft": (),
+    "gather": ("movement", "convert"),
     "matmul": (),
 }
 
@@ -168,7 +174,7 @@ class Measurement:
 
     For `dot_general` the shape is (batch, M, N, K); for `convolution` it is
     (N, H, W, C, KH, KW, O, stride) with SAME padding; reduce_window, cumsum, argmax,
-    top_k and fft rows are as `runtime.sweeps` records them.
+    top_k, fft and gather rows are as `runtime.sweeps` records them.
     """
 
     op: str
@@ -282,7 +288,7 @@ OP_CODES = (
     "clamp", "exponential", "log", "tanh", "logistic", "rsqrt", "sqrt", "negate", "abs",
     "convert", "transpose", "broadcast_in_dim", "reshape", "concatenate", "slice", "pad",
     "copy", "reduce", "dot_general", "convolution", "sort", "reduce_window", "argmax", "top_k",
-    "fft",
+    "fft", "gather",
 )  # fmt: skip
 _OP_CODE = {op: float(i) for i, op in enumerate(OP_CODES)}
 # Column subsets compared by the ablation; "tile+op" is the shipped default.
@@ -294,8 +300,9 @@ FEATURE_SETS: Mapping[str, tuple[int, ...]] = {
 }
 _BASE_FEATURE = _IDX["tensor_bytes"]
 _LANE_BASE = _IDX["lane_padded_bytes"]
-# top_k's k takes this slot (a CPU model: the TPU tile ratio means nothing there).
-_TOPK_SLOT = "pad_ratio_8x128"
+# top_k's k and a gather's slice bytes take this slot (CPU models of their own: the TPU
+# tile ratio means nothing there).
+_TOPK_SLOT = _SLICE_SLOT = "pad_ratio_8x128"
 
 
 def _round_up(x: int, m: int) -> int:
@@ -361,14 +368,14 @@ def shape_features(shape: Sequence[int], elem_bytes: float) -> list[float]:
 
 def op_tensor(op: OpInfo) -> TensorType:
     """The tensor whose shape sets an op's time: a reduction's or an FFT's input, a slice's
-    result, a dynamic_update_slice's update, the larger side of other data movement,
+    or gather's result, a dynamic_update_slice's update, the larger side of other data movement,
     otherwise the first result."""
     cls = op.op_class
     if (cls == "reduction" or op.short_name == "fft") and op.operands:
         return op.operands[0]
     short = op.short_name
-    if short in READS_WHAT_IT_RETURNS and op.results:
-        return op.results[0]  # reads only what it returns
+    if short in READS_PART and op.results:
+        return op.results[0]  # reads only what it returns (a gather: its rows, not its table)
     if short == "dynamic_update_slice" and len(op.operands) >= 2:
         return op.operands[1]  # writes the update in place
     if cls == "movement" and op.operands and op.results:
@@ -510,6 +517,15 @@ def fft_features(shape: Sequence[int], elem_bytes: float) -> list[float]:
     return row
 
 
+def gather_features(out_shape: Sequence[int], slice_elems: int, elem_bytes: float) -> list[float]:
+    """A gather: `shape_features` of its result (what it reads) with the bytes of one
+    gathered slice in `_SLICE_SLOT`: a row of 512 f32 is one long copy, 512 single
+    elements are 512 lookups."""
+    row = shape_features(out_shape, elem_bytes)
+    row[_IDX[_SLICE_SLOT]] = float(slice_elems * elem_bytes)
+    return row
+
+
 def topk_features(in_shape: Sequence[int], k: int, elem_bytes: float) -> list[float]:
     """A top_k of the last axis: `shape_features` of its input with k in `_TOPK_SLOT`."""
     row = shape_features(in_shape, elem_bytes)
@@ -545,6 +561,15 @@ def features(ops: Sequence[OpInfo]) -> np.ndarray:
         elif op.short_name == "top_k" and op.results and op.results[0].shape:
             t = op_tensor(op)
             row = topk_features(t.shape or (), op.results[0].shape[-1], t.elem_bytes)  # type: ignore[arg-type]
+        elif op.short_name == "gather" and op.results:
+            out = op.results[0]
+            if op.attrs.get("elemental_gather") == 1:
+                # Fused into a reduction it reads one element at a time (fusion.elemental_gathers):
+                # priced as the sweep's gathers of single elements.
+                row = gather_features((out.num_elements or 0, 1), 1, out.elem_bytes)
+            else:
+                sizes = op.attrs.get("slice_sizes") or ()
+                row = gather_features(out.shape or (), math.prod(sizes), out.elem_bytes)  # type: ignore[arg-type]
         else:
             t = op_tensor(op)
             row = shape_features(t.shape or (), t.elem_bytes)  # type: ignore[arg-type]
@@ -571,6 +596,9 @@ def measurement_features(rows: Sequence[Measurement]) -> np.ndarray:
             row = fft_features(r.shape, eb)
         elif r.op == "top_k":
             row = topk_features(r.shape[:-1], r.shape[-1], eb)
+        elif r.op == "gather":
+            _, width, n = r.shape
+            row = gather_features((n, width), width, eb)
         else:
             row = shape_features(r.shape, eb)
         out.append([*row, _op_code("reduce_window" if r.op == "cumsum" else r.op)])
@@ -771,6 +799,8 @@ class _Plan:
     one_read: bool = False  # priced as the measured one-tensor op (ReLU), see _reads_one_tensor
 
 
+_ELEMENTAL = "(fused into a reduce: per element)"
+
 # compare_select data is ReLU, max(x, 0): an arithmetic or compare op whose other operand is
 # a splat (x + 1, x > 0) reads the same one tensor, and costs it, not a two-tensor add
 # (tpu-v4 at 16x16x32 f16: add 1.51 us, ReLU 1.30 us).
@@ -874,7 +904,7 @@ class LearnedLatencyModel:
                     cycles=round(lat_ns[j] * target.clock_ghz),
                     latency_ns=float(lat_ns[j]),
                     dram_bytes=int(ops[i].bytes or 0),
-                    model=label,
+                    model=label + _ELEMENTAL if ops[i].attrs.get("elemental_gather") else label,
                     extra={"extrapolated": bool(extrap[j]), "same_machine": same_machine},
                 )
         return out  # type: ignore[return-value]

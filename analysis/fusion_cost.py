@@ -31,13 +31,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from stablehlo_perf.analysis.fusion import (
-    ELEMENTWISE_CLASSES,
-    READS_PART,
-    FusionPlan,
-    GroupTraffic,
-)
-from stablehlo_perf.analysis.opinfo import READS_WHAT_IT_RETURNS, OpInfo
+from stablehlo_perf.analysis.fusion import ELEMENTWISE_CLASSES, FusionPlan, GroupTraffic
+from stablehlo_perf.analysis.opinfo import READS_PART, READS_WHAT_IT_RETURNS, OpInfo
 from stablehlo_perf.analysis.service import OpCost
 from stablehlo_perf.analysis.targets import Target
 

@@ -20,6 +20,7 @@ from functools import cached_property, lru_cache
 from typing import Any
 
 __all__ = [
+    "READS_PART",
     "READS_WHAT_IT_RETURNS",
     "OpInfo",
     "TensorType",
@@ -267,6 +268,10 @@ def count_transcendentals(name: str, results: Sequence[TensorType]) -> int | Non
 
 READS_WHAT_IT_RETURNS = frozenset({"slice", "dynamic_slice"})
 """Ops that read only the elements they return (their bytes and their models' tensor)."""
+READS_PART = READS_WHAT_IT_RETURNS | {"gather"}
+"""Ops that read only the part of their first operand they return: a fused kernel that
+slices or gathers an input moves those bytes, not the input. (A gather's bytes still count
+its whole table, as XLA's cost analysis does.)"""
 
 
 def count_bytes(

@@ -53,8 +53,14 @@ class AnnotateCyclesPass:
         target = load_target(self.target)
         view = cache.view(module)
         one_read = set().union(*(bf.one_read for bf in cache.fusion.values()))
+        elemental = set().union(*(bf.elemental_gathers for bf in cache.fusion.values()))
         infos = [
-            _model_input(r.info, cache.values.get(r.info.id), r.info.id in one_read)
+            _model_input(
+                r.info,
+                cache.values.get(r.info.id),
+                r.info.id in one_read,
+                r.info.id in elemental,
+            )
             for r in view.records
         ]
         costs = default_registry().price(infos, target)
@@ -137,15 +143,20 @@ def _fused_costs(
     return out
 
 
-def _model_input(info: OpInfo, values: dict | None, one_read: bool) -> OpInfo:
+def _model_input(
+    info: OpInfo, values: dict | None, one_read: bool, elemental: bool = False
+) -> OpInfo:
     """The OpInfo the models see: with the cache-traffic pass's DRAM bytes (for their memory
-    term) and `fused_reads = 1` where perf-fusion found its loop reads one tensor."""
+    term), `fused_reads = 1` where perf-fusion found its loop reads one tensor and
+    `elemental_gather = 1` on a gather it fused into a reduction."""
     extra: dict[str, object] = {}
     if values and "perf.l2_hit_rate" in values:
         extra["dram_bytes"] = values["perf.dram_bytes"]
         extra["l2_hit_rate"] = values["perf.l2_hit_rate"]
     if one_read:
         extra["fused_reads"] = 1
+    if elemental:
+        extra["elemental_gather"] = 1
     return dataclasses.replace(info, attrs={**info.attrs, **extra}) if extra else info
 
 

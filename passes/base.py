@@ -35,6 +35,7 @@ class BlockFusion:
     sources: list[list[int | None]] = field(default_factory=list)  # per op, per operand
     live_out: list[int] = field(default_factory=list)
     one_read: set[int] = field(default_factory=set)  # op ids in loops that read one tensor
+    elemental_gathers: set[int] = field(default_factory=set)  # gathers fused into a reduce
 
     def group_members(self) -> list[list[int]]:
         """Op ids (not block-local indices) of each group, by primary membership."""

@@ -6,7 +6,13 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from jaxlib.mlir import ir
-from stablehlo_perf.analysis.fusion import group_deps, group_traffic, one_read_ops, plan_fusion
+from stablehlo_perf.analysis.fusion import (
+    elemental_gathers,
+    group_deps,
+    group_traffic,
+    one_read_ops,
+    plan_fusion,
+)
 from stablehlo_perf.analysis.targets import DEFAULT_TARGET, load_target
 from stablehlo_perf.passes.base import AnalysisCache, BlockFusion
 
@@ -45,6 +51,7 @@ class FusionPass:
                 list(ids), plan, traffic, group_deps(plan, deps), first,
                 sources=sources, live_out=live,
                 one_read={ids[k] for k in one_read_ops(ops, plan, sources)},
+                elemental_gathers={ids[k] for k in elemental_gathers(ops, plan)},
             )  # fmt: skip
             for k, i in enumerate(ids):
                 rec = view.records[i]

@@ -15,7 +15,8 @@ NHWC max pools (N, H, W, C, K, stride): a KxK window, SAME padding; cumsum rows 
 (A, B, axis), axis 1-based: `jnp.cumsum` of an AxB array, which JAX lowers to a
 reduce_window whose window spans the axis. argmax rows are the input of `jnp.argmax`
 over the last axis (a variadic reduce); top_k rows are (rows, length, k); fft rows
-the input of an RFFT of the last axis.
+the input of an RFFT of the last axis; gather rows are (table rows, row width,
+indices) of `table[idx]` (random indices).
 """
 
 from __future__ import annotations
@@ -83,7 +84,7 @@ _ELEMENTWISE: dict[str, tuple[int, Callable[..., jax.Array]]] = {
     # stablehlo.fft (RFFT of the last axis): a library call, priced by nothing else.
     "fft": (1, lambda x: jnp.fft.rfft(x, axis=-1)),
 }
-OPS = (*_ELEMENTWISE, "dot_general", "convolution", "reduce_window", "cumsum", "top_k")
+OPS = (*_ELEMENTWISE, "dot_general", "convolution", "reduce_window", "cumsum", "top_k", "gather")
 QUICK_SORT_MAX = 2**20
 """Largest sort of a quick sweep: a 2M-element sort takes ~0.8 s on the project's VM, and the
 loop timing runs it ~200 times."""
@@ -118,6 +119,7 @@ _QUICK_OPS = (
     "reduce_window",
     "cumsum",
     "top_k",
+    "gather",
 )
 
 
@@ -245,6 +247,27 @@ def topk_specs(quick: bool) -> list[Spec]:
     ]
 
 
+GATHER_MAX_OUT = 1 << 22
+"""Largest gather result of a sweep (elements): 16 MiB of f32, below the 32 MiB outputs
+whose pages a CPU call maps afresh each time."""
+
+
+def gather_specs(dtypes: Sequence[str] = DTYPES, quick: bool = True) -> list[Spec]:
+    """`table[idx]` row gathers, (table rows, row width, indices): an embedding lookup at
+    widths 16-512, and single elements (width 1) as take_along_axis gathers them."""
+    tables = (1000, 20000) if quick else (1000, 5000, 20000, 100000)
+    widths = (1, 16, 128, 512) if quick else (1, 4, 16, 64, 128, 256, 512, 1024)
+    counts = (64, 1024, 8192, 65536) if quick else (16, 64, 256, 1024, 4096, 8192, 65536)
+    return [
+        Spec("gather", dtype, (r, w, n))
+        for dtype in dtypes
+        for r in tables
+        for w in widths
+        for n in counts
+        if n * w <= GATHER_MAX_OUT
+    ]
+
+
 def sweep(
     quick: bool, ops: Sequence[str] | None = None, dtypes: Sequence[str] = DTYPES
 ) -> list[Spec]:
@@ -264,6 +287,9 @@ def sweep(
             continue
         if op == "top_k":
             specs += topk_specs(quick)
+            continue
+        if op == "gather":
+            specs += gather_specs(dtypes, quick)
             continue
         for dtype in dtypes[:1] if op in _FIRST_DTYPE_ONLY else dtypes:
             # Quick mode measures bf16 on every other shape: dtype is a feature, not a new trend.
@@ -323,6 +349,12 @@ def op_and_inputs(
         x = jax.random.normal(key, (r, n), dt)
         fn = lambda p: lax.top_k(p, k)[0]  # noqa: E731
         args = (x,)
+    elif spec.op == "gather":
+        rows, width, n = spec.shape
+        table = jax.random.normal(key, (rows, width), dt)
+        idx = jax.random.randint(key, (n,), 0, rows, jnp.int32)
+        fn = lambda t, i: t[i]  # noqa: E731
+        args = (table, idx)
     elif spec.op == "convert":
         x = jax.random.normal(key, spec.shape, _JNP[_other(spec.dtype)])
         fn = lambda p: p.astype(dt)  # noqa: E731

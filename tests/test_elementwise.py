@@ -440,7 +440,7 @@ def test_host_uses_the_shipped_reference_with_a_matmul_class(
     assert costs[2].latency_ns > 0
     assert set(svc.models(host)) == {
         "binary", "compare_select", "transcendental", "convert", "movement", "reduction", "sort",
-        "reduce_variadic", "top_k", "reduce_window", "fft", "matmul",
+        "reduce_variadic", "top_k", "reduce_window", "fft", "gather", "matmul",
     }  # fmt: skip
 
 

@@ -1,5 +1,5 @@
 """The host's models of their own for ops no op class fits: reduce_window (pools and
-cumulative scans), variadic reduces (argmax), top_k and FFT. Their features by hand and
+cumulative scans), variadic reduces (argmax), top_k, FFT and gather. Their features by hand and
 from real JAX programs, the calibration sweep's consistency with the analysis, values
 on unseen shapes against the shipped reference, and the service's routing."""
 
@@ -26,6 +26,7 @@ _LOWERS_TO = {
     "argmax": "reduce",
     "top_k": "top_k",
     "fft": "fft",
+    "gather": "gather",
 }
 
 
@@ -62,6 +63,8 @@ def test_pool_and_scan_work_by_hand() -> None:
         sweeps.Spec("argmax", "f32", (64, 1000)),
         sweeps.Spec("top_k", "f32", (16, 1000, 8)),
         sweeps.Spec("fft", "f32", (64, 1000)),
+        sweeps.Spec("gather", "f32", (1000, 64, 256)),
+        sweeps.Spec("gather", "bf16", (20000, 1, 1024)),
     ],
     ids=lambda s: s.key,
 )
@@ -179,3 +182,58 @@ def test_fft_of_a_prime_rich_length_costs_more_than_a_power_of_two() -> None:
     X = ew.measurement_features([ew.Measurement("fft", "f32", (64, n), 1.0) for n in (4093, 4096)])
     prime, pow2 = model.predict(X)
     assert prime > 2 * pow2
+
+
+def test_gather_features_by_hand_and_routing() -> None:
+    """A gather is priced by what it returns and how long its slices are, not by its table:
+    an embedding lookup of 4,096 rows of 256 f32 from a 20,000-row table reads 4 MiB."""
+    row = ew.gather_features((4096, 256), 256, 4.0)
+    assert row[_I["tensor_bytes"]] == 4096 * 256 * 4
+    assert row[_I["pad_ratio_8x128"]] == 256 * 4  # one slice's bytes
+    table = jax.ShapeDtypeStruct((20000, 256), jnp.float32)
+    idx = jax.ShapeDtypeStruct((4096,), jnp.int32)
+    (rows,) = _ops(lambda t, i: t[i], table, idx, name="gather")
+    np.testing.assert_array_equal(
+        ew.features([rows])[0, :-1], ew.gather_features((4096, 256), 256, 4.0)
+    )
+    assert ew.op_model_class(rows) == "gather"
+    svc = ew.LearnedLatencyModel(data={"host": HOST_CSV, "tpu-v4": ew.training_files("tpu-v4")[0]})
+    (c_host,) = svc.predict([rows], load_target("host"))
+    assert c_host.model == "hgb-host-gather"
+    (c_tpu,) = svc.predict([rows], load_target("tpu-v4"))
+    assert "gather" in c_tpu.model  # no gather data on tpu-v4: named as such
+
+
+def test_unseen_gather_costs_what_measured_neighbours_do_per_byte() -> None:
+    """4,096 rows of 128 f32 from 5,000 (no measured table has 5,000 rows, no count is
+    4,096) against the reference's rows of width 128 at 1,024 and 8,192 indices."""
+    rows = {r.shape: r.latency_us for r in ew.load_measurements(HOST_CSV) if r.op == "gather"
+            and r.dtype == "f32"}  # fmt: skip
+    near = [(t, 128, n) for t in (1000, 20000) for n in (1024, 8192)]
+    per = [rows[s] / (s[1] * s[2]) for s in near]
+    model = ew.fit_class_models(
+        [r for r in ew.load_measurements(HOST_CSV) if r.model_class == "gather"]
+    )["gather"]
+    X = ew.measurement_features([ew.Measurement("gather", "f32", (5000, 128, 4096), 1.0)])
+    pred = float(model.predict(X)[0]) / (128 * 4096)
+    assert 0.7 * min(per) < pred < 1.3 * max(per)
+
+
+def test_a_gather_fused_into_a_reduce_is_priced_per_element() -> None:
+    """An embedding lookup summed over its ids (64x8 rows of 128 f32): perf-fusion puts the
+    gather into the reduce's kernel, which reads it one element at a time; priced as the
+    reference's single-element gathers (65,536 elements: 50-54 us), not as 512 row copies
+    (~11 us: rows of 128 took 22-32 us per 1,024)."""
+    import stablehlo_perf as sp
+
+    table = jax.ShapeDtypeStruct((5000, 128), jnp.float32)
+    ids = jax.ShapeDtypeStruct((64, 8), jnp.int32)
+    rep = sp.analyze(jax.jit(lambda t, i: t[i].sum(axis=1)).lower(table, ids), target="host")
+    (gather,) = [o for o in rep.report.ops if o.name == "stablehlo.gather"]
+    (group,) = [g for g in rep.report.fusion_groups if gather.id in g["ops"]]
+    assert group["kind"] == "input"
+    (alone,) = _ops(lambda t, i: t[i], table, jax.ShapeDtypeStruct((512,), jnp.int32), name="gather")
+    svc = ew.LearnedLatencyModel(data={"host": HOST_CSV})
+    (rows,) = svc.predict([alone], load_target("host"))
+    assert rows.latency_ns < 20e3
+    assert 40e3 < group["latency_ns"] < 90e3
