@@ -760,10 +760,11 @@ def op_model_class(op: OpInfo) -> str:
 
 
 # Classes whose kinds cost different amounts per unit of work (max pools with and
-# without overlapping windows, scans; top_k of different k): their line is proportional
-# (LatencyRegressor line="ratio"; host 5-fold CV by size, median rel err: reduce_window
-# 31.5% -> 18.7%, top_k 33.8% -> 16.5%).
-_RATIO_LINE = frozenset({"reduce_window", "top_k"})
+# without overlapping windows, scans; top_k of different k; gathers of single elements
+# and of rows): their line is proportional (LatencyRegressor line="ratio"; host 5-fold
+# CV by size, median rel err: reduce_window 31.5% -> 18.7%, top_k 33.8% -> 16.5%,
+# gather 55.4% -> 38.8%).
+_RATIO_LINE = frozenset({"reduce_window", "top_k", "gather"})
 
 
 def regressor_for(cls: str, **params: object) -> LatencyRegressor:

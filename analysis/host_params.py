@@ -39,7 +39,7 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 from stablehlo_perf.analysis.fusion import ELEMENTWISE_CLASSES
-from stablehlo_perf.analysis.opinfo import op_class
+from stablehlo_perf.analysis.opinfo import element_bytes, op_class
 
 __all__ = ["HOST_PARAMS_KEY", "HostParams", "fit_host_params"]
 
@@ -47,7 +47,6 @@ HOST_PARAMS_KEY = "host_params"
 _BINARY = ("add", "multiply", "subtract", "divide")
 
 _SMALL = 4096
-_ELEM_BYTES = {"f32": 4, "bf16": 2, "f16": 2, "s32": 4, "s8": 1}
 
 
 @dataclass(frozen=True)
@@ -96,9 +95,9 @@ def _step_fit(kernel_us: np.ndarray, overhead_us: np.ndarray) -> tuple[float, fl
 
 def _output_mib(op: str, dtype: str, shape: tuple[int, ...]) -> float:
     """MiB an elementwise row's program writes (its shape in its dtype); NaN for other ops."""
-    if op_class(f"stablehlo.{op}") not in ELEMENTWISE_CLASSES or dtype not in _ELEM_BYTES:
+    if op_class(f"stablehlo.{op}") not in ELEMENTWISE_CLASSES:
         return math.nan
-    return math.prod(shape) * _ELEM_BYTES[dtype] / 2**20
+    return math.prod(shape) * element_bytes(dtype) / 2**20
 
 
 def _per_mib(mib: np.ndarray, residual_us: np.ndarray) -> float:

@@ -36,7 +36,8 @@ class CriticalPathPass:
     overhead beyond its kernels (`Target.call_overhead_ns`: a fixed part, the larger of a
     thread-pool wake-up once a kernel is long enough to be split over threads and a
     one-off cost once the entry runs two kernels or more, a dispatch cost per entry
-    kernel and a cost per MiB the entry returns), it is added to the first two and written as `perf.call_overhead_ns`.
+    kernel and a cost per MiB the entry returns), it is added to the first two and
+    written as `perf.call_overhead_ns`.
     """
 
     name: ClassVar[str] = "perf-critical-path"
