@@ -38,6 +38,7 @@ from stablehlo_perf.analysis.opinfo import OpInfo
 from stablehlo_perf.analysis.service import OpCost
 from stablehlo_perf.analysis.targets import Target
 
+
 def _scipy_stats():  # noqa: ANN202 - the scipy.stats module
     """scipy.stats, imported when a fit or a non-normal quantile needs it (it takes ~1 s)."""
     from scipy import stats
@@ -61,6 +62,7 @@ __all__ = [
     "intervals_for",
     "load_characterisation",
     "load_module_lasso",
+    "metric_class",
     "module_features",
     "moment_match_lognormal",
     "op_work",
@@ -105,6 +107,17 @@ def work_of(
 def op_work(op: OpInfo) -> float:
     """`work_of` for an OpInfo."""
     return work_of(op.op_class, op.flops, op.transcendentals, op.bytes)
+
+
+def metric_class(op: OpInfo) -> str:
+    """The class an op's metric is characterised in: its op class, or the class of its own
+    the learned models give it (`elementwise.op_model_class`: sort, argmax, pools and
+    scans, top_k, FFT, gather). Their cost per unit of work is unlike their op class's:
+    with sort, top_k and pools inside "reduction", the host's median cycles per byte
+    rose 40x (0.08 -> 3.1) and the CC4CS op sum of the e2e zoo went from 41% to 117% MAPE."""
+    from stablehlo_perf.analysis.elementwise import op_model_class  # sklearn: imported on use
+
+    return op_model_class(op)
 
 
 @dataclass(frozen=True)
@@ -393,7 +406,7 @@ def load_characterisation(target: str) -> TargetCharacterisation | None:
 
 def _quantiles(ch: TargetCharacterisation, ops: Sequence[OpInfo], q: float) -> np.ndarray:
     return np.array(
-        [float(ch.classes[op.op_class].cycles(op_work(op), q)) / ch.clock_ghz for op in ops]
+        [float(ch.classes[metric_class(op)].cycles(op_work(op), q)) / ch.clock_ghz for op in ops]
     )
 
 
@@ -409,7 +422,9 @@ class CC4CSModel:
 
     def supports(self, op: OpInfo, target: Target) -> bool:
         ch = load_characterisation(target.name)
-        return ch is not None and op.is_static and op.op_class in ch.classes and op_work(op) > 0
+        return (
+            ch is not None and op.is_static and metric_class(op) in ch.classes and op_work(op) > 0
+        )
 
     def predict(self, ops: Sequence[OpInfo], target: Target) -> list[OpCost]:
         ch = load_characterisation(target.name)
@@ -436,7 +451,7 @@ def intervals_for(
     ch = load_characterisation(target)
     out: list[tuple[float, float] | None] = []
     for op, lat in zip(ops, latency_ns, strict=True):
-        dist = ch.classes.get(op.op_class) if ch is not None else None
+        dist = ch.classes.get(metric_class(op)) if ch is not None else None
         w = op_work(op)
         if dist is None or not op.is_static or lat <= 0:
             out.append(None)

@@ -25,6 +25,7 @@ from stablehlo_perf.analysis.cc4cs import (
     ModuleEstimate,
     characterise,
     load_module_lasso,
+    metric_class,
     module_features,
     op_work,
 )
@@ -68,15 +69,20 @@ def calibration_records(path: Path) -> list[MeasuredOp]:
     out = []
     for m in load_measurements(path):
         fn, args = sweeps.op_and_inputs(sweeps.Spec(m.op, m.dtype, m.shape))
-        found = [o for o in _program_ops(fn, args) if o.short_name == m.op]
+        name = _LOWERS_TO.get(m.op, m.op)
+        found = [o for o in _program_ops(fn, args) if o.short_name == name]
         if len(found) == 1 and m.latency_us > 0:
             op = found[0]
             out.append(
                 MeasuredOp(
-                    "host", op.op_class, op_work(op), m.latency_us * 1e3, f"calibration:{m.op}"
+                    "host", metric_class(op), op_work(op), m.latency_us * 1e3, f"calibration:{m.op}"
                 )
             )
     return out
+
+
+# Sweep ops that are JAX functions, and the StableHLO op each lowers to.
+_LOWERS_TO = {"argmax": "reduce", "cumsum": "reduce_window"}
 
 
 def main(argv: list[str] | None = None) -> None:
