@@ -14,7 +14,8 @@ convolution rows are NHWC (N, H, W, C, KH, KW, O, stride[, groups]) with SAME pa
 NHWC max pools (N, H, W, C, K, stride): a KxK window, SAME padding; cumsum rows are
 (A, B, axis), axis 1-based: `jnp.cumsum` of an AxB array, which JAX lowers to a
 reduce_window whose window spans the axis. argmax rows are the input of `jnp.argmax`
-over the last axis (a variadic reduce); top_k rows are (rows, length, k); fft rows
+over the last axis (a variadic reduce), sum_axis0 and argmax_axis0 rows the input of
+`jnp.sum` / `jnp.argmax` over the first axis; top_k rows are (rows, length, k); fft rows
 the input of an RFFT of the last axis; gather rows are (table rows, row width,
 indices) of `table[idx]` (random indices).
 """
@@ -81,6 +82,10 @@ _ELEMENTWISE: dict[str, tuple[int, Callable[..., jax.Array]]] = {
     # A variadic reduce (value, index) with a comparator body: XLA:CPU does not vectorise
     # it (512x1000 f32: ~1.3 ms, ~15x a sum of the same tensor).
     "argmax": (1, lambda x: jnp.argmax(x, axis=-1)),
+    # The same over the first axis (rank >= 2 only): a column sum or argmax keeps the
+    # minor axis and walks the rows, which costs otherwise than a row's contiguous run.
+    "sum_axis0": (1, lambda x: jnp.sum(x, axis=0)),
+    "argmax_axis0": (1, lambda x: jnp.argmax(x, axis=0)),
     # stablehlo.fft (RFFT of the last axis): a library call, priced by nothing else.
     "fft": (1, lambda x: jnp.fft.rfft(x, axis=-1)),
 }
@@ -90,8 +95,9 @@ QUICK_SORT_MAX = 2**20
 loop timing runs it ~200 times."""
 # Ops whose quick sweep stops at QUICK_SORT_MAX elements, and ops measured in the first
 # dtype only (f32: what their consumers use).
-_CAPPED = frozenset({"sort", "argmax", "fft"})
-_FIRST_DTYPE_ONLY = frozenset({"argmax", "fft"})
+_CAPPED = frozenset({"sort", "argmax", "argmax_axis0", "fft"})
+_FIRST_DTYPE_ONLY = frozenset({"argmax", "argmax_axis0", "fft"})
+_RANK_2 = frozenset({"transpose", "sum_axis0", "argmax_axis0"})
 _POSITIVE_INPUTS = frozenset({"rsqrt", "sqrt", "log"})
 _QUICK_OPS = (
     "add",
@@ -113,6 +119,8 @@ _QUICK_OPS = (
     "reduce",
     "sort",
     "argmax",
+    "sum_axis0",
+    "argmax_axis0",
     "fft",
     "dot_general",
     "convolution",
@@ -295,7 +303,7 @@ def sweep(
             # Quick mode measures bf16 on every other shape: dtype is a feature, not a new trend.
             sub = shapes[::2] if quick and dtype != dtypes[0] else shapes
             for shape in sub:
-                if op == "transpose" and len(shape) < 2:
+                if op in _RANK_2 and (len(shape) < 2 or (op != "transpose" and shape[0] == 1)):
                     continue
                 if op in _CAPPED and quick and math.prod(shape) > QUICK_SORT_MAX:
                     continue

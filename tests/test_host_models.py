@@ -27,6 +27,9 @@ _LOWERS_TO = {
     "top_k": "top_k",
     "fft": "fft",
     "gather": "gather",
+    "sum_axis0": "reduce",
+    "argmax_axis0": "reduce",
+    "reduce": "reduce",
 }
 
 
@@ -65,6 +68,9 @@ def test_pool_and_scan_work_by_hand() -> None:
         sweeps.Spec("fft", "f32", (64, 1000)),
         sweeps.Spec("gather", "f32", (1000, 64, 256)),
         sweeps.Spec("gather", "bf16", (20000, 1, 1024)),
+        sweeps.Spec("sum_axis0", "f32", (64, 128)),
+        sweeps.Spec("argmax_axis0", "f32", (6, 1, 240)),
+        sweeps.Spec("reduce", "f32", (64, 128)),
     ],
     ids=lambda s: s.key,
 )
@@ -232,9 +238,46 @@ def test_a_gather_fused_into_a_reduce_is_priced_per_element() -> None:
     (gather,) = [o for o in rep.report.ops if o.name == "stablehlo.gather"]
     (group,) = [g for g in rep.report.fusion_groups if gather.id in g["ops"]]
     assert group["kind"] == "input"
-    (alone,) = _ops(lambda t, i: t[i], table, jax.ShapeDtypeStruct((512,), jnp.int32), name="gather")
+    (alone,) = _ops(
+        lambda t, i: t[i], table, jax.ShapeDtypeStruct((512,), jnp.int32), name="gather"
+    )
     svc = ew.LearnedLatencyModel(data={"host": HOST_CSV})
     (rows,) = svc.predict([alone], load_target("host"))
     assert rows.latency_ns < 30e3  # the reference's 1,024 such rows: 22-32 us
     assert 40e3 < group["latency_ns"] < 90e3
     assert group["latency_ns"] > 2 * rows.latency_ns
+
+
+def test_reduce_features_say_whether_the_minor_axis_is_reduced() -> None:
+    slot = _I["pad_ratio_8x128"]
+    assert ew.reduce_features((64, 128), (1,), 4.0)[slot] == 1.0
+    assert ew.reduce_features((64, 128), (0,), 4.0)[slot] == 0.0
+    assert ew.reduce_features((4, 28, 28, 16), (0, 1, 2), 4.0)[slot] == 0.0
+    assert ew.reduce_features((1000,), (0,), 4.0)[slot] == 1.0
+    rows = ew.measurement_features(
+        [ew.Measurement(op, "f32", (64, 128), 1.0) for op in ("reduce", "sum_axis0")]
+    )
+    assert rows[:, slot].tolist() == [1.0, 0.0]
+    assert [ew.Measurement(op, "f32", (8, 8), 1.0).model_class for op in ("sum_axis0", "argmax_axis0")] == [
+        "reduction", "reduce_variadic",
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("op", ["sum", "argmax"])
+def test_row_and_column_reduces_cost_what_the_reference_measured(op: str) -> None:
+    """At every 2-D shape the reference measured both ways, the service's row / column price
+    ratio follows the measured one (median over shapes within 25%)."""
+    rows = ew.load_measurements(HOST_CSV)
+    minor, cols = ("reduce", "sum_axis0") if op == "sum" else ("argmax", "argmax_axis0")
+    t = {(r.op, r.shape): r.latency_us for r in rows if r.dtype == "f32"}
+    shapes = [s for (o, s) in t if o == cols and len(s) == 2 and (minor, s) in t]
+    assert len(shapes) >= 10
+    models = ew.fit_class_models(
+        [r for r in rows if r.model_class == ew.model_class(f"stablehlo.{minor}")]
+    )
+    model = next(iter(models.values()))
+    meas = [ew.Measurement(o, "f32", s, 1.0) for s in shapes for o in (minor, cols)]
+    pred = model.predict(ew.measurement_features(meas)).reshape(-1, 2)
+    measured = np.array([[t[(minor, s)], t[(cols, s)]] for s in shapes])
+    ratio = (pred[:, 1] / pred[:, 0]) / (measured[:, 1] / measured[:, 0])
+    assert 0.75 < float(np.median(ratio)) < 1.33
