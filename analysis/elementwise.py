@@ -56,20 +56,26 @@ __all__ = [
     "FEATURE_SETS",
     "NEAREST",
     "OP_CODES",
+    "ROW_OPS",
     "CalibrationError",
     "LatencyRegressor",
     "LearnedLatencyModel",
     "Measurement",
     "calibrated_dispatch_ns",
     "features",
+    "fft_features",
     "fit_class_models",
+    "gather_features",
     "load_measurements",
     "matmul_features",
     "measurement_features",
     "model_class",
     "op_model_class",
+    "reduce_features",
     "regressor_for",
+    "spec_window_features",
     "topk_features",
+    "window_features",
     "normalize_dtype",
     "op_tensor",
     "shape_features",
@@ -111,14 +117,20 @@ CLASSES = (
 _OWN_MODEL = {
     "sort": "sort",
     "reduce_window": "reduce_window",
-    "cumsum": "reduce_window",
-    "argmax": "reduce_variadic",
-    "argmax_axis0": "reduce_variadic",
-    "sum_axis0": "reduction",
     "top_k": "top_k",
     "fft": "fft",
     "gather": "gather",
 }
+
+ROW_OPS: Mapping[str, str] = {
+    "cumsum": "reduce_window",
+    "argmax": "reduce",
+    "argmax_axis0": "reduce",
+    "sum_axis0": "reduce",
+}
+"""Calibration rows named for the JAX function the sweep timed, and the StableHLO op each
+lowers to (`runtime.sweeps`); argmax's reduce has two inputs (value and index)."""
+_VARIADIC_ROWS = frozenset({"argmax", "argmax_axis0"})
 
 # Where a class has no data: the classes tried next, in order (then roofline).
 # Movement and reductions have access patterns unlike arithmetic, so they never
@@ -190,7 +202,9 @@ class Measurement:
 
     @property
     def model_class(self) -> str:
-        return model_class(f"stablehlo.{self.op}")
+        if self.op in _VARIADIC_ROWS:
+            return "reduce_variadic"
+        return model_class(f"stablehlo.{ROW_OPS.get(self.op, self.op)}")
 
 
 def normalize_dtype(dtype: str) -> str:
@@ -619,14 +633,15 @@ def measurement_features(rows: Sequence[Measurement]) -> np.ndarray:
             row = reduce_features(r.shape, (_REDUCE_ROWS[r.op] % len(r.shape),), eb)
         else:
             row = shape_features(r.shape, eb)
-        out.append([*row, _op_code(_ROW_CODE.get(r.op, r.op))])
+        out.append(
+            [*row, _op_code("argmax" if r.op in _VARIADIC_ROWS else ROW_OPS.get(r.op, r.op))]
+        )
     return np.array(out, dtype=float).reshape(len(out), len(FEATURE_NAMES))
 
 
 # Calibration rows of reduces: the axis each reduces (the sweep's jnp.sum / jnp.argmax of the
-# last axis, or of axis 0), and the op code of sweep names that are not StableHLO ops.
+# last axis, or of axis 0).
 _REDUCE_ROWS = {"reduce": -1, "argmax": -1, "sum_axis0": 0, "argmax_axis0": 0}
-_ROW_CODE = {"cumsum": "reduce_window", "sum_axis0": "reduce", "argmax_axis0": "argmax"}
 
 
 def _ceil_div(a: int, b: int) -> int:

@@ -63,13 +63,13 @@ def calibration_records(path: Path) -> list[MeasuredOp]:
     """The ops of a host calibration (`stablehlo-perf-calibrate`: each op's cost inside a
     program, timed in a loop) as CC4CS records: every row's op is lowered by JAX once to
     read the class and work `analysis.cc4cs.op_work` sees in a real module."""
-    from stablehlo_perf.analysis.elementwise import load_measurements
+    from stablehlo_perf.analysis.elementwise import ROW_OPS, load_measurements
     from stablehlo_perf.runtime import sweeps
 
     out = []
     for m in load_measurements(path):
         fn, args = sweeps.op_and_inputs(sweeps.Spec(m.op, m.dtype, m.shape))
-        name = _LOWERS_TO.get(m.op, m.op)
+        name = ROW_OPS.get(m.op, m.op)
         found = [o for o in _program_ops(fn, args) if o.short_name == name]
         if len(found) == 1 and m.latency_us > 0:
             op = found[0]
@@ -79,10 +79,6 @@ def calibration_records(path: Path) -> list[MeasuredOp]:
                 )
             )
     return out
-
-
-# Sweep ops that are JAX functions, and the StableHLO op each lowers to.
-_LOWERS_TO = {"argmax": "reduce", "cumsum": "reduce_window"}
 
 
 def main(argv: list[str] | None = None) -> None:

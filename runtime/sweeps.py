@@ -276,6 +276,18 @@ def gather_specs(dtypes: Sequence[str] = DTYPES, quick: bool = True) -> list[Spe
     ]
 
 
+# Ops whose shapes are not tensors of the elementwise grid: their own spec builders
+# (quick, dtypes) -> specs, each filtered to the op asked for.
+_FAMILIES: dict[str, Callable[[bool, Sequence[str]], list[Spec]]] = {
+    "dot_general": lambda quick, _: matmul_specs(quick),
+    "convolution": lambda quick, _: matmul_specs(quick),
+    "reduce_window": lambda quick, _: window_specs(quick),
+    "cumsum": lambda quick, _: window_specs(quick),
+    "top_k": lambda quick, _: topk_specs(quick),
+    "gather": lambda quick, dtypes: gather_specs(dtypes, quick),
+}
+
+
 def sweep(
     quick: bool, ops: Sequence[str] | None = None, dtypes: Sequence[str] = DTYPES
 ) -> list[Spec]:
@@ -287,17 +299,8 @@ def sweep(
     shapes = elementwise_shapes(quick)
     specs: list[Spec] = []
     for op in chosen:
-        if op in ("dot_general", "convolution"):
-            specs += [s for s in matmul_specs(quick) if s.op == op]
-            continue
-        if op in ("reduce_window", "cumsum"):
-            specs += [s for s in window_specs(quick) if s.op == op]
-            continue
-        if op == "top_k":
-            specs += topk_specs(quick)
-            continue
-        if op == "gather":
-            specs += gather_specs(dtypes, quick)
+        if op in _FAMILIES:
+            specs += [s for s in _FAMILIES[op](quick, dtypes) if s.op == op]
             continue
         for dtype in dtypes[:1] if op in _FIRST_DTYPE_ONLY else dtypes:
             # Quick mode measures bf16 on every other shape: dtype is a feature, not a new trend.

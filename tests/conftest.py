@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -12,26 +13,26 @@ ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "test_ir" / "corpus"
 
 
-def corpus_programs() -> ModuleType:
-    """test_ir/corpus/programs.py, imported by path (it is not part of the package)."""
-    spec = importlib.util.spec_from_file_location("corpus_programs", CORPUS / "programs.py")
+def _load(name: str, path: Path) -> ModuleType:
+    """The Python file at `path` imported as module `name` (registered in sys.modules)."""
+    spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
+
+
+def corpus_programs() -> ModuleType:
+    """test_ir/corpus/programs.py, imported by path (it is not part of the package)."""
+    return _load("corpus_programs", CORPUS / "programs.py")
 
 
 def benchmark_module(name: str) -> ModuleType:
     """benchmarks/<name>.py, imported by path and registered as `name` (benchmarks import
     their siblings, e.g. `_corpus`, so the folder goes on sys.path too)."""
-    import sys
-
     if str(ROOT / "benchmarks") not in sys.path:
         sys.path.insert(0, str(ROOT / "benchmarks"))
-    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+    return _load(name, ROOT / "benchmarks" / f"{name}.py")
 
 
 def corpus_files() -> list[Path]:

@@ -19,18 +19,6 @@ from stablehlo_perf.runtime import sweeps
 
 HOST_CSV = Path(ew.__file__).resolve().parent / "data" / "host_reference.csv"
 _I = {n: i for i, n in enumerate(ew.FEATURE_NAMES)}
-# The op each sweep kind lowers to (cumsum to a reduce_window, argmax to a variadic reduce).
-_LOWERS_TO = {
-    "reduce_window": "reduce_window",
-    "cumsum": "reduce_window",
-    "argmax": "reduce",
-    "top_k": "top_k",
-    "fft": "fft",
-    "gather": "gather",
-    "sum_axis0": "reduce",
-    "argmax_axis0": "reduce",
-    "reduce": "reduce",
-}
 
 
 def _ops(fn, *args, name: str = "reduce_window"):
@@ -78,7 +66,7 @@ def test_calibration_rows_have_the_features_of_the_programs_they_time(spec: swee
     """What the sweep measures is what the analysis later sees: the features of a
     calibration row equal those of the op in the program it timed."""
     fn, args = sweeps.op_and_inputs(spec)
-    (op,) = _ops(fn, *args, name=_LOWERS_TO[spec.op])
+    (op,) = _ops(fn, *args, name=ew.ROW_OPS.get(spec.op, spec.op))
     row = ew.measurement_features([ew.Measurement(spec.op, spec.dtype, spec.shape, 1.0)])
     np.testing.assert_array_equal(ew.features([op]), row)
 
@@ -273,7 +261,7 @@ def test_row_and_column_reduces_cost_what_the_reference_measured(op: str) -> Non
     shapes = [s for (o, s) in t if o == cols and len(s) == 2 and (minor, s) in t]
     assert len(shapes) >= 10
     models = ew.fit_class_models(
-        [r for r in rows if r.model_class == ew.model_class(f"stablehlo.{minor}")]
+        [r for r in rows if r.model_class == ew.Measurement(minor, "f32", (1,), 1.0).model_class]
     )
     model = next(iter(models.values()))
     meas = [ew.Measurement(o, "f32", s, 1.0) for s in shapes for o in (minor, cols)]
