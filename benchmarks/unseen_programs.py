@@ -2,11 +2,13 @@
 benchmark was fitted on: argmax, top_k, scatter, gathers, transposed and 1-D convs, FFT,
 scans, bf16 loops, loops slicing their input, ...
 
-    python benchmarks/unseen_programs.py [--only NAME ...]
+    python benchmarks/unseen_programs.py [--only NAME ...] [--rounds 7] [--json F]
+        [--predict-from F]
 
-Each program runs through `perf_jit(...).analyze(..., measure=True)` (the runtime timing
-harness, same run). Prints per program: predicted, measured, their ratio, the
-measurement's spread, and unmodelled ops; then the geometric mean of the error factor
+Each program is analysed by `perf_jit(...).analyze(...)`; all are then timed by the
+runtime harness in the same interleaved rounds (`--predict-from` re-scores a run saved
+with `--json` instead: model changes compared on one measurement). Prints per program:
+predicted, measured, their ratio, the measurement's spread, and unmodelled ops; then the geometric mean of the error factor
 (max(r, 1/r)) and how many programs land within 1.5x and 2x. The 2-vCPU development VM
 moves these timings by up to 2x between runs: compare ratios, repeat, quote medians.
 """
@@ -14,8 +16,11 @@ moves these timings by up to 2x between runs: compare ratios, repeat, quote medi
 from __future__ import annotations
 
 import argparse
+import json
 import math
+import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import jax
@@ -23,6 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 from stablehlo_perf import perf_jit
+from stablehlo_perf.runtime.timing import Case, time_cases
 
 _KEY = jax.random.key(0)
 
@@ -121,29 +127,69 @@ def programs() -> dict[str, tuple[Callable[..., Any], tuple[Any, ...]]]:
     }
 
 
+def _measure(
+    names: list[str], runs: list[tuple[Callable[..., Any], tuple[Any, ...]]], rounds: int
+) -> dict[str, dict[str, float]]:
+    """All programs and the dispatch floor timed in the same interleaved rounds
+    (`runtime/timing.py`), so drift over the run hits them alike: median net of dispatch."""
+    cases = [Case(n, step, tuple(args)) for n, (step, args) in zip(names, runs, strict=True)]
+    timings, _ = time_cases(cases, repeats=rounds)
+    return {n: {"median_ns": t.median_us * 1e3, "spread": t.spread} for n, t in timings.items()}
+
+
 def main(argv: list[str] | None = None) -> dict[str, float]:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--only", nargs="*", default=None, help="program names to run")
+    p.add_argument("--rounds", type=int, default=7, help="interleaved timing rounds")
+    p.add_argument("--json", type=Path, default=None, help="save the measurements here")
+    p.add_argument(
+        "--predict-from",
+        type=Path,
+        default=None,
+        help="measure nothing: score today's predictions against a run saved with --json",
+    )
     a = p.parse_args(argv)
     progs = programs()
     names = a.only or list(progs)
+    predicted: dict[str, float] = {}
+    unmodelled: dict[str, str] = {}
+    runs = []
+    for name in names:
+        fn, args = progs[name]
+        step = perf_jit(fn, target="host")
+        res = step.analyze(*args)
+        if res.partial:
+            print(f"{name}: analysis partial: {res.reason}", file=sys.stderr)
+            continue
+        predicted[name] = res.predicted_ns
+        unmodelled[name] = ", ".join(
+            u["name"] if isinstance(u, dict) else str(u)
+            for u in res.to_dict().get("unmodelled", [])
+        )
+        if a.predict_from is None:
+            jax.block_until_ready(step(*args))  # compile before the timed rounds
+            runs.append((step, args))
+    if a.predict_from is not None:
+        measured = json.loads(a.predict_from.read_text())["measured"]
+        source = f"saved run {a.predict_from.name}"
+    else:
+        measured = _measure(list(predicted), runs, a.rounds)
+        source = f"this run, {a.rounds} interleaved rounds"
+    if a.json is not None:
+        a.json.parent.mkdir(parents=True, exist_ok=True)
+        a.json.write_text(json.dumps({"measured": measured, "predicted_ns": predicted}, indent=1))
+    print(f"measured: {source} (runtime/timing.py, median net of dispatch)\n")
     print("| program | predicted µs | measured µs | ratio | spread | unmodelled |")
     print("|---|---:|---:|---:|---:|---|")
     ratios: dict[str, float] = {}
-    for name in names:
-        fn, args = progs[name]
-        d = perf_jit(fn, target="host").analyze(*args, measure=True).to_dict()
-        if d.get("partial") or not d.get("measured"):
-            print(f"| {name} | – | – | – | – | {d.get('reason') or d.get('measure_reason')} |")
+    for name, pred_ns in predicted.items():
+        if name not in measured:
             continue
-        pred, meas = d["total_latency_ns"] / 1e3, d["measured"]["median_ns"] / 1e3
+        pred, meas = pred_ns / 1e3, measured[name]["median_ns"] / 1e3
         ratios[name] = pred / meas
-        unmodelled = ", ".join(
-            u["name"] if isinstance(u, dict) else str(u) for u in d.get("unmodelled", [])
-        )
         print(
             f"| {name} | {pred:,.1f} | {meas:,.1f} | {pred / meas:.2f} "
-            f"| {d['measured'].get('spread', math.nan):.2f} | {unmodelled} |"
+            f"| {measured[name]['spread']:.2f} | {unmodelled[name]} |"
         )
     if ratios:
         factor = np.exp(np.abs(np.log(np.array(list(ratios.values())))))

@@ -76,6 +76,11 @@ _ELEMENTWISE: dict[str, tuple[int, Callable[..., jax.Array]]] = {
     "log": (1, lax.log),
     "convert": (1, lambda x: x),
     "transpose": (1, lambda x: x),
+    # The identity: XLA runs it as a copy kernel, inside the loop (the result cannot share
+    # the input's buffer) and as a program (a result never aliases an undonated input).
+    # Data movement that keeps rows contiguous (slices, concatenations, pads, broadcasts,
+    # transposes that keep the minor axis) is priced by these rows.
+    "copy": (1, lambda x: x),
     "reduce": (1, lambda x: jnp.sum(x, axis=-1)),
     # XLA:CPU sorts with a comparator call per comparison: ~15x a reduction of the same size.
     "sort": (1, lambda x: jnp.sort(x, axis=-1)),
@@ -116,6 +121,7 @@ _QUICK_OPS = (
     "divide",
     "convert",
     "transpose",
+    "copy",
     "reduce",
     "sort",
     "argmax",
@@ -374,7 +380,12 @@ def op_and_inputs(
         src = (*spec.shape[:-2], spec.shape[-1], spec.shape[-2])
         perm = (*range(len(src) - 2), len(src) - 1, len(src) - 2)
         x = jax.random.normal(key, src, dt)
-        fn = lambda p: lax.transpose(p, perm)  # noqa: E731
+        # Flattened so the data really moves: inside the timing loop XLA otherwise gives the
+        # carried result the transposed layout and the "transpose" becomes a plain copy
+        # (64x128x256 f32, 8 MiB: 215 us per iteration that way, 1,080 us flattened, 1,700 us
+        # as a program of its own; 2026-11-30, this VM). A row-major 1-D result is what
+        # the transposed tensor is in memory, so the program case is unchanged.
+        fn = lambda p: lax.transpose(p, perm).reshape(-1)  # noqa: E731
         args = (x,)
     else:
         arity, fn = _ELEMENTWISE[spec.op]

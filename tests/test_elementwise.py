@@ -355,7 +355,7 @@ def test_service_routes_classes_and_names_fallbacks(tpu: object) -> None:
         "hgb-tpu-v4-binary",
         "hgb-tpu-v4-compare_select",
         "hgb-tpu-v4-compare_select→transcendental(scaled)",
-        "roofline(hgb-tpu-v4: no movement data)",
+        "roofline(hgb-tpu-v4: no transpose data)",
         "hgb-tpu-v4-binary",
     ]
     # 64x1024 f16 add: the 2-D sweep measured 1.9-2.1 us around this size.
@@ -439,8 +439,8 @@ def test_host_uses_the_shipped_reference_with_a_matmul_class(
     assert 0 < costs[0].latency_ns < costs[1].latency_ns
     assert costs[2].latency_ns > 0
     assert set(svc.models(host)) == {
-        "binary", "compare_select", "transcendental", "convert", "movement", "reduction", "sort",
-        "reduce_variadic", "top_k", "reduce_window", "fft", "gather", "matmul",
+        "binary", "compare_select", "transcendental", "convert", "movement", "transpose",
+        "reduction", "sort", "reduce_variadic", "top_k", "reduce_window", "fft", "gather", "matmul",
     }  # fmt: skip
 
 

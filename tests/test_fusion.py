@@ -496,6 +496,40 @@ def test_cpu_kernel_is_not_floored_by_a_members_own_traffic() -> None:
             assert group.latency_ns == pytest.approx(sub_ns)
 
 
+@pytest.mark.parametrize("move", ["broadcast_in_dim", "transpose"])
+def test_cpu_kernel_pays_no_compute_for_a_broadcast_but_does_for_a_transpose(move: str) -> None:
+    """`clip(x) * 127` broadcasts scalars over f32[2048,1024]: priced alone by the copy data
+    a broadcast costs a tensor's read and write, but the fused loop only computes an index.
+    A fused transpose reads across rows (one element per cache line), which it pays."""
+    from dataclasses import replace
+
+    from stablehlo_perf.analysis.fusion_cost import price_groups
+    from stablehlo_perf.analysis.service import OpCost
+    from stablehlo_perf.analysis.targets import load_target
+
+    big = TensorType((1024, 1024), "f32")
+    src = TensorType((), "f32") if move == "broadcast_in_dim" else big
+    attrs = {"permutation": (1, 0)} if move == "transpose" else {}
+    b = Block()
+    mv = b.op(move, [-2], [src], big, **attrs)
+    b.op("multiply", [-1, mv], [big, big], big)
+    plan = b.plan("cpu")
+    assert plan.num_groups == 1
+    traffic = group_traffic(b.ops, b.deps, plan, b.sources)
+    target = replace(
+        load_target(str(ROOT / "test_ir" / "Inputs" / "unit_cpu.toml")), launch_overhead_ns=100.0
+    )
+    bw = target.memory_bandwidth_gbps  # B/ns
+    move_ns = 100.0 + 2 * big.nbytes / bw + 7_000.0  # launch, a copy's traffic, 7 us more
+    mul_ns = 100.0 + 3 * big.nbytes / bw + 50.0
+    costs = [OpCost(0, move_ns, 0, "hgb-x"), OpCost(0, mul_ns, 0, "hgb-x")]
+    (group,), _, _ = price_groups(b.ops, plan, traffic, costs, target)
+    once_ns = (traffic[0].input_bytes + traffic[0].output_bytes) / bw
+    move_compute = move_ns - 100.0 - b.ops[0].bytes / bw
+    want = 100.0 + 50.0 + once_ns + (move_compute if move == "transpose" else 0.0)
+    assert group.latency_ns == pytest.approx(want)
+
+
 def test_own_traffic_of_slices_and_gathers_is_what_they_return() -> None:
     """A member's own traffic (what its measured time moved): a dynamic slice's bytes already
     count only the slice; a gather's count its whole table, of which it read the rows."""
