@@ -66,6 +66,7 @@ __all__ = [
     "fft_features",
     "fit_class_models",
     "gather_features",
+    "gemm_layout",
     "load_measurements",
     "matmul_features",
     "measurement_features",
@@ -100,6 +101,8 @@ CLASSES = (
     "fft",
     "gather",
     "matmul",
+    "convolution",
+    "grouped_conv",
 )
 
 # Ops with a model of their own inside their op class: XLA:CPU's comparator sort costs
@@ -112,12 +115,16 @@ CLASSES = (
 # by XLA:CPU (512x1000 f32: 1.3 ms, ~15x a sum), and top_k is a custom call of its own
 # (512x1000, k=8: 3.7 ms measured, 0.2 ms by the reduction model). An FFT is a library
 # call no other class resembles (256x1024 RFFT: ~0.65-1.3 ms, 0.26 ms by the roofline).
-# A gather copies rows it finds by index: priced by the movement data (then: copies)
-# measures, by its table it overshot a 4,096-row take from 20,000 rows 3x, by its result
-# it undershot an embedding lookup 2x.
-# A transpose that moves the minor axis reads (or writes) one element per cache line:
-# 2048x2048 f32 took 4.5 ms against 1.4 ms for a copy (`_moves_minor_axis`).
+# A gather copies rows it finds by index: priced by the movement model, by its table it
+# overshot a 4,096-row take from 20,000 rows 3x, by its result it undershot an embedding
+# lookup 2x. A transpose that moves the minor axis reads (or writes) one element per cache
+# line: 2048x2048 f32 took 4.5 ms against 1.4 ms for a copy (`_moves_minor_axis`).
+# Convolutions and dots share no model: with the dots' transposed-operand rows in one
+# matmul model, the e2e depthwise program swung from -51% to +29% between neighbouring
+# sizes; grouped and depthwise convolutions run on a path of their own ("grouped_conv":
+# ~2.6-3.4 ns per FLOP depthwise against ~0.015 dense, host reference).
 _OWN_MODEL = {
+    "convolution": "convolution",
     "transpose": "transpose",
     "sort": "sort",
     "reduce_window": "reduce_window",
@@ -155,6 +162,8 @@ NEAREST: Mapping[str, tuple[str, ...]] = {
     "fft": (),
     "gather": ("movement", "convert"),
     "matmul": (),
+    "convolution": (),
+    "grouped_conv": (),
 }
 
 # The op each class's data measures (name, tensor inputs), used to scale a borrowed class
@@ -211,6 +220,8 @@ class Measurement:
             return "reduce_variadic"
         if self.op == "transpose" and 1 in self.shape[-2:]:
             return "movement"  # the sweep swaps the last two dims: with a 1 there, a copy
+        if self.op == "convolution" and len(self.shape) > 8 and self.shape[8] > 1:
+            return "grouped_conv"
         return model_class(f"stablehlo.{ROW_OPS.get(self.op, self.op)}")
 
 
@@ -299,6 +310,7 @@ FEATURE_NAMES = (
     "pad_ratio_8x128",
     "last_pow2",
     "numel_pow2",
+    "operand_layout",
     "lane_padded_bytes",
     "op_code",
 )
@@ -385,6 +397,7 @@ def shape_features(shape: Sequence[int], elem_bytes: float) -> list[float]:
         p8 / n,
         _pow2(last),
         _pow2(n),
+        0.0,
         _lane_padded(shape) * elem_bytes,
     ]
 
@@ -436,12 +449,26 @@ def _gemm_dims(op: OpInfo) -> tuple[int, int, int, int]:
     return batch, m, n, k
 
 
+def gemm_layout(op: OpInfo) -> int:
+    """How a dot_general's operands lie in memory: 2·[lhs is K x M] + [rhs is N x K], read
+    from which dims are minor (the last): M x K times K x N is 0. XLA:CPU runs the layouts
+    at different rates (`runtime.sweeps.matmul_specs`); a convolution is 0."""
+    if op.short_name != "dot_general" or len(op.operands) < 2:
+        return 0
+    lhs_rank = len(op.operands[0].shape or ())
+    rhs_rank = len(op.operands[1].shape or ())
+    lc = op.attrs.get("lhs_contracting_dims", (lhs_rank - 1,))
+    rc = op.attrs.get("rhs_contracting_dims", (0,))
+    return 2 * int(lhs_rank - 1 not in lc) + int(rhs_rank - 1 in rc)
+
+
 def matmul_features(
-    batch: int, m: int, n: int, k: int, elem_bytes: float, window: int = 1
+    batch: int, m: int, n: int, k: int, elem_bytes: float, window: int = 1, layout: int = 0
 ) -> list[float]:
     """GEMM features in FEATURE_NAMES' slots: the base column holds FLOPs (a CPU's
-    matmul time is linear in FLOPs), dims are (batch, M, N, K), and `window` (the
-    convolution's kernel taps; 1 for dot_general) takes the rank slot."""
+    matmul time is linear in FLOPs), dims are (batch, M, N, K), `window` (the
+    convolution's kernel taps; 1 for dot_general) takes the rank slot and `layout`
+    (`gemm_layout`) its own."""
     flops = 2.0 * batch * m * n * k
     dims = (batch, m, n, k)
     return [
@@ -459,6 +486,7 @@ def matmul_features(
         float(m * k),
         _pow2(k),
         _pow2(n),
+        float(layout),
         flops,
     ]
 
@@ -500,6 +528,7 @@ def window_features(
         n_in * elem_bytes,
         n_out * elem_bytes,
         work / max(n_in, 1),
+        0.0,
         0.0,
         0.0,
         work * elem_bytes,
@@ -577,7 +606,9 @@ def features(ops: Sequence[OpInfo]) -> np.ndarray:
                 rhs = op.operands[1].shape or ()
                 ksp = op.attrs.get("kernel_spatial_dims", tuple(range(len(rhs) - 2)))
                 window = math.prod(rhs[d] for d in ksp)
-            row = matmul_features(batch, m, n, k, op.operands[0].elem_bytes, window)
+            row = matmul_features(
+                batch, m, n, k, op.operands[0].elem_bytes, window, gemm_layout(op)
+            )
         elif op.short_name == "reduce_window":
             x, out = op.operands[0], op.results[0]
             rank = len(x.shape or ())
@@ -621,7 +652,7 @@ def measurement_features(rows: Sequence[Measurement]) -> np.ndarray:
     for r in rows:
         eb = element_bytes(r.dtype)
         if r.op == "dot_general":
-            row = matmul_features(*r.shape[:4], eb)
+            row = matmul_features(*r.shape[:4], eb, layout=r.shape[4] if len(r.shape) > 4 else 0)
         elif r.op == "convolution":
             nb, h, w, c, kh, kw, o, stride, *grouped = r.shape
             g = grouped[0] if grouped else 1
@@ -805,6 +836,8 @@ def op_model_class(op: OpInfo) -> str:
         return "reduce_variadic"
     if op.short_name == "transpose" and not _moves_minor_axis(op):
         return "movement"
+    if op.short_name == "convolution" and int(op.attrs.get("feature_group_count", 1)) > 1:
+        return "grouped_conv"
     return model_class(op.name)
 
 
@@ -821,10 +854,14 @@ def _moves_minor_axis(op: OpInfo) -> bool:
 
 # Classes whose kinds cost different amounts per unit of work (max pools with and
 # without overlapping windows, scans; top_k of different k; gathers of single elements
-# and of rows): their line is proportional (LatencyRegressor line="ratio"; host 5-fold
-# CV by size, median rel err: reduce_window 31.5% -> 18.7%, top_k 33.8% -> 16.5%,
-# gather 55.4% -> 38.8%).
-_RATIO_LINE = frozenset({"reduce_window", "top_k", "gather"})
+# and of rows; depthwise and 8-group convolutions; dots of each operand layout, skinny
+# and square; convolutions of each stride): their line is proportional (LatencyRegressor
+# line="ratio"; host 5-fold CV by size, median rel err: reduce_window 31.5% -> 18.7%,
+# top_k 33.8% -> 16.5%, gather 55.4% -> 38.8%, grouped_conv 48.0% -> 29.0%, matmul
+# 22.2% -> 13.7%, convolution 20.8% -> 13.2%).
+_RATIO_LINE = frozenset(
+    {"reduce_window", "top_k", "gather", "grouped_conv", "matmul", "convolution"}
+)
 
 
 def regressor_for(cls: str, **params: object) -> LatencyRegressor:

@@ -127,7 +127,7 @@ def fit_host_params(
         numel = math.prod(shape)
         if op in _BINARY and dtype == "f32" and numel >= 1 << 20:
             bw.append(3 * 4 * numel / t_us / 1e3)
-        elif op == "dot_general" and dtype == "f32":
+        elif op == "dot_general" and dtype == "f32" and len(shape) == 4:  # operands M x K, K x N
             b, m, n, k = shape
             rate.append((2 * b * m * n * k, 2 * b * m * n * k / t_us / 1e6))
         if op_class(f"stablehlo.{op}") in ELEMENTWISE_CLASSES and numel <= _SMALL:

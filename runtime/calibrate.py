@@ -142,9 +142,9 @@ def write_calibration(
     head: Sequence[str],
     probes: Sequence[program_probes.Probe] = (),
 ) -> None:
-    """Write rows under `head`, the dispatch floor, the roofline parameters they imply
-    (`analysis.host_params`, with the per-call terms fitted from `probes` where given) and
-    a `# sha256:` of the body, atomically (tmp + rename)."""
+    """Write rows under `head`, the probes, the dispatch floor, the roofline parameters they
+    imply (`analysis.host_params`, with the per-call terms fitted from `probes` where given:
+    all their measurements together) and a `# sha256:` of the body, atomically (tmp + rename)."""
     body = ",".join(COLUMNS) + "\n" + "".join(",".join(r) + "\n" for r in sorted(rows))
     digest = hashlib.sha256(body.encode()).hexdigest()
     disp = np.median([float(r[COLUMNS.index("dispatch_us")]) for r in rows])
@@ -163,6 +163,7 @@ def write_calibration(
     text = "\n".join(
         [
             *head,
+            *(p.line() for p in probes),
             f"# dispatch_us: {disp:.3f}",
             f"# {HOST_PARAMS_KEY}: {params.header()}",
             f"# sha256: {digest}",
@@ -211,8 +212,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         partial.write_text("".join(ln + "\n" for ln in path.read_text().splitlines()))
     text = partial.read_text(errors="replace") if partial.is_file() else ""
     earlier = [ln for ln in text.splitlines() if ln.startswith("# note: ")]
+    earlier_probes = [p for ln in text.splitlines() if (p := program_probes.Probe.parse(ln))]
     rows = measure(specs, partial, repeats=args.repeats, progress=not args.no_progress)
-    probes = program_probes.measure_probes(args.repeats)
+    now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    probes = program_probes.pooled(
+        earlier_probes, program_probes.measure_probes(args.repeats, measured=now)
+    )
     head = earlier + [ln for ln in header(args.target, args.note) if ln not in earlier]
     write_calibration(list(rows.values()), path, head, probes)
     partial.unlink()

@@ -31,7 +31,7 @@ import numpy as np
 from scipy.optimize import linprog
 from stablehlo_perf.runtime import sweeps, timing
 
-__all__ = ["Probe", "ProbeFit", "fit_probes", "measure_probes"]
+__all__ = ["PROBE_KEY", "Probe", "ProbeFit", "fit_probes", "measure_probes", "pooled"]
 
 CHAIN_LENGTHS = (1, 2, 4, 8, 16, 32, 64)
 BRANCH_COUNTS = (1, 2, 4, 8, 16, 32)
@@ -80,15 +80,49 @@ STEPS: dict[str, tuple[Step, Callable[[Step, int], Callable[..., jax.Array]], tu
 }
 
 
+PROBE_KEY = "probe"
+"""Header key of a measured probe's line in a calibration CSV (`Probe.line`)."""
+
+
 @dataclass(frozen=True)
 class Probe:
-    """One measured probe: its step kind, chain length, kernels and time net of dispatch (ns)."""
+    """One measured probe: its step kind, chain length, kernels, time net of dispatch (ns),
+    and when it was measured (the calibration keeps earlier measurements: `pooled`)."""
 
     kind: str
     steps: int
     kernels: int
     program_ns: float
     step_loop_ns: float
+    measured: str = ""
+
+    def line(self) -> str:
+        """`# probe: ...` header line; `parse` reads it back."""
+        return (
+            f"# {PROBE_KEY}: {self.measured} {self.kind} {self.steps} {self.kernels} "
+            f"{self.program_ns:.1f} {self.step_loop_ns:.1f}"
+        )
+
+    @classmethod
+    def parse(cls, line: str) -> Probe | None:
+        """The Probe of a `line()`, or None for any other or malformed line."""
+        head = f"# {PROBE_KEY}: "
+        if not line.startswith(head):
+            return None
+        try:
+            when, kind, steps, kernels, program, step = line[len(head) :].split()
+            return cls(kind, int(steps), int(kernels), float(program), float(step), when)
+        except ValueError:
+            return None
+
+
+def pooled(earlier: list[Probe], new: list[Probe], keep: int = 8) -> list[Probe]:
+    """`new` with the earlier measurements of the last `keep` - 1 dates. One measurement's
+    fit moves with the VM's state over hours (per kernel 1.8-8.3 us on the project's VM,
+    2026-11-30); fitted together, the measurements give each a vote."""
+    dates = sorted({p.measured for p in earlier if p.measured not in {q.measured for q in new}})
+    kept = set(dates[-(keep - 1) :]) if keep > 1 else set()
+    return [p for p in earlier if p.measured in kept] + list(new)
 
 
 @dataclass(frozen=True)
@@ -108,7 +142,7 @@ def _kernels(fn: Callable[..., jax.Array], args: tuple[jax.Array, ...]) -> int:
     return sum(1 for g in rep.fusion_groups if g["latency_ns"] > 0)
 
 
-def measure_probes(repeats: int = 7, passes: int = 5) -> list[Probe]:
+def measure_probes(repeats: int = 7, passes: int = 5, measured: str = "") -> list[Probe]:
     """Time every probe program and each step kind inside a loop, in the same rounds, in
     `passes` independent passes; each probe keeps the median of its passes (the
     single-pass fits of one machine moved the multi-kernel term by 3x). Programs are
@@ -142,6 +176,7 @@ def measure_probes(repeats: int = 7, passes: int = 5) -> list[Probe]:
             n,
             float(np.median(program_ns[f"{kind}@{k}"])),
             float(np.median(step_ns[kind])),
+            measured,
         )
         for kind, k, n in meta
     ]

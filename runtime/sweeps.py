@@ -8,7 +8,8 @@ subset of each (sizes up to 4M) so a 2-core machine calibrates in minutes.
 
 Shapes are recorded as the tensor `analysis.elementwise.op_tensor` reads: the
 result for elementwise ops and converts (whose dtype is the result's), the input
-of a reduction, the result of a transpose. dot_general rows are (batch, M, N, K);
+of a reduction, the result of a transpose. dot_general rows are (batch, M, N, K[, layout])
+with layout 2·[lhs is K x M] + [rhs is N x K] (`analysis.elementwise.gemm_layout`; absent: 0);
 convolution rows are NHWC (N, H, W, C, KH, KW, O, stride[, groups]) with SAME padding
 (groups = feature_group_count; depthwise when groups = C = O). reduce_window rows are
 NHWC max pools (N, H, W, C, K, stride): a KxK window, SAME padding; cumsum rows are
@@ -198,6 +199,15 @@ def matmul_specs(quick: bool) -> list[Spec]:
     gemm |= {(1, m, n, k) for m in thin for k in thin for n in (1, 16)}
     gemm |= {(1, m, n, k) for n in thin for k in thin for m in (1, 16)}
     gemm |= {(b, m, m, k) for b in (4, 16) for m in (16, 64) for k in (16, 64)}
+    # Operands stored transposed (einsum chains, gradients): XLA:CPU's library calls run
+    # them at other rates (1024x64x256 f32: 0.42 ms as M x K times K x N, 1.27 ms with the
+    # left operand K x M; with both transposed 1.3-2.3x; 2026-11-30, this VM).
+    edges = (64, 256, 1024)
+    gemm |= {
+        (1, m, n, k, layout)
+        for m in edges for n in edges for k in edges for layout in (1, 2, 3)
+        if m * n * k <= 2**26
+    }  # fmt: skip
     conv = set()
     for hw in (14, 28, 56) if quick else (7, 14, 28, 56, 112):
         for c, o in ((3, 16), (3, 32), (16, 32), (32, 64), (64, 64), (128, 128)):
@@ -327,10 +337,13 @@ def op_and_inputs(
     key = jax.random.key(seed)
     dt = _JNP[spec.dtype]
     if spec.op == "dot_general":
-        b, m, n, k = spec.shape
-        x = jax.random.normal(key, (b, m, k), dt)
-        y = jax.random.normal(key, (b, k, n), dt)
-        fn: Callable[..., jax.Array] = lambda p, q: jnp.einsum("bmk,bkn->bmn", p, q)  # noqa: E731
+        b, m, n, k, *layout = spec.shape
+        lhs_t, rhs_t = divmod(layout[0] if layout else 0, 2)
+        lhs, rhs = ("bkm" if lhs_t else "bmk"), ("bnk" if rhs_t else "bkn")
+        x = jax.random.normal(key, tuple(dict(b=b, m=m, k=k)[c] for c in lhs), dt)
+        y = jax.random.normal(key, tuple(dict(b=b, n=n, k=k)[c] for c in rhs), dt)
+        eq = f"{lhs},{rhs}->bmn"
+        fn: Callable[..., jax.Array] = lambda p, q: jnp.einsum(eq, p, q)  # noqa: E731
         args: tuple[jax.Array, ...] = (x, y)
     elif spec.op == "convolution":
         nb, h, w, c, kh, kw, o, stride, *grouped = spec.shape

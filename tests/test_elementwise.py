@@ -441,6 +441,7 @@ def test_host_uses_the_shipped_reference_with_a_matmul_class(
     assert set(svc.models(host)) == {
         "binary", "compare_select", "transcendental", "convert", "movement", "transpose",
         "reduction", "sort", "reduce_variadic", "top_k", "reduce_window", "fft", "gather", "matmul",
+        "convolution", "grouped_conv",
     }  # fmt: skip
 
 

@@ -59,6 +59,9 @@ def test_pool_and_scan_work_by_hand() -> None:
         sweeps.Spec("sum_axis0", "f32", (64, 128)),
         sweeps.Spec("argmax_axis0", "f32", (6, 1, 240)),
         sweeps.Spec("reduce", "f32", (64, 128)),
+        sweeps.Spec("dot_general", "f32", (1, 64, 32, 48)),
+        sweeps.Spec("dot_general", "f32", (1, 64, 32, 48, 2)),
+        sweeps.Spec("dot_general", "f32", (1, 64, 32, 48, 3)),
     ],
     ids=lambda s: s.key,
 )
@@ -303,3 +306,54 @@ def test_transposes_that_move_the_minor_axis_have_a_model_of_their_own() -> None
     assert (c_swap.model, c_rows.model) == ("hgb-host-transpose", "hgb-host-movement")
     # Same bytes (630,000 and 614,400 f32): the swap costs several copies.
     assert c_swap.latency_ns > 3 * c_rows.latency_ns
+
+
+@pytest.mark.parametrize(
+    ("eq", "lhs", "rhs", "layout"),
+    [
+        ("mk,kn->mn", (64, 32), (32, 48), 0),
+        ("mk,nk->mn", (64, 32), (48, 32), 1),
+        ("km,kn->mn", (32, 64), (32, 48), 2),
+        ("km,nk->mn", (32, 64), (48, 32), 3),
+        ("bmk,bkn->bmn", (4, 64, 32), (4, 32, 48), 0),
+        ("bkm,bnk->bmn", (4, 32, 64), (4, 48, 32), 3),
+    ],
+)
+def test_gemm_layout_reads_which_dims_are_minor(eq: str, lhs, rhs, layout: int) -> None:
+    """2·[lhs is K x M] + [rhs is N x K], from the dot_general JAX lowers each einsum to."""
+    f32 = jnp.float32
+    (dot,) = _ops(
+        lambda a, b: jnp.einsum(eq, a, b),
+        jax.ShapeDtypeStruct(lhs, f32), jax.ShapeDtypeStruct(rhs, f32),
+        name="dot_general",
+    )  # fmt: skip
+    assert ew.gemm_layout(dot) == layout
+    assert ew.features([dot])[0, _I["operand_layout"]] == layout
+
+
+def test_convolutions_have_models_apart_from_dots_and_grouped_ones_apart_from_dense() -> None:
+    """XLA:CPU runs a depthwise 3x3 convolution on a path of its own: the reference measured
+    ~2.6-3.4 ns per FLOP (1x56x56x64: 9.3 ms), a dense one ~0.015 (1x56x56x64 -> 64: 3.4 ms
+    for 64x the FLOPs). One model over both, with the dots, swung the e2e depthwise program
+    from -51% to +29% between neighbouring sizes."""
+    f32 = jnp.float32
+    x = jax.ShapeDtypeStruct((1, 40, 40, 32), f32)
+
+    def conv(groups: int):
+        w = jax.ShapeDtypeStruct((3, 3, 32 // groups, 32), f32)
+        (op,) = _ops(
+            lambda a, b: lax.conv_general_dilated(
+                a, b, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"),
+                feature_group_count=groups,
+            ),
+            x, w, name="convolution",
+        )  # fmt: skip
+        return op
+
+    dense, depthwise = conv(1), conv(32)
+    assert [ew.op_model_class(o) for o in (dense, depthwise)] == ["convolution", "grouped_conv"]
+    svc = ew.LearnedLatencyModel(data={"host": HOST_CSV})
+    c_dense, c_dw = svc.predict([dense, depthwise], load_target("host"))
+    assert (c_dense.model, c_dw.model) == ("hgb-host-convolution", "hgb-host-grouped_conv")
+    # 1/32 of the FLOPs, yet not cheaper: the depthwise path runs ~175x fewer FLOPs per ns.
+    assert c_dw.latency_ns > c_dense.latency_ns

@@ -44,3 +44,19 @@ def test_one_live_pass_counts_kernels_like_the_pipeline(monkeypatch: pytest.Monk
     # A second branch adds its own dot and tanh (the sum joins the last fusion).
     assert probes[5].kernels > probes[4].kernels >= 2
     assert all(p.step_loop_ns > 0 for p in probes)
+
+
+def test_probe_lines_round_trip_and_pool_the_last_dates() -> None:
+    """A calibration keeps its probe measurements as header lines; a resumed run fits the
+    new ones together with those of the last seven earlier dates."""
+    p = pp.Probe("branches", 8, 17, 123456.7, 2345.6, "2026-11-30T10:00Z")
+    assert pp.Probe.parse(p.line()) == p
+    assert pp.Probe.parse("# probe: 2026-11-30T10:00Z dense 4") is None
+    assert pp.Probe.parse("# note: x") is None
+    earlier = [pp.Probe("dense", 1, 1, 1.0, 1.0, f"2026-11-{d:02d}T00:00Z") for d in range(1, 11)]
+    new = [pp.Probe("dense", 1, 1, 2.0, 1.0, "2026-11-30T00:00Z")]
+    got = pp.pooled(earlier, new)
+    assert [q.measured[:10] for q in got] == [f"2026-11-{d:02d}" for d in range(4, 11)] + [
+        "2026-11-30"
+    ]
+    assert pp.pooled(earlier, new, keep=1) == new

@@ -152,6 +152,7 @@ def test_quick_sweep_covers_every_class_and_the_paper_grids() -> None:
     assert classes == {
         "binary", "compare_select", "transcendental", "convert", "movement", "transpose",
         "reduction", "sort", "reduce_variadic", "top_k", "reduce_window", "fft", "gather", "matmul",
+        "convolution", "grouped_conv",
     }  # fmt: skip
     adds = {s.shape for s in specs if s.op == "add" and s.dtype == "f32"}
     assert (32,) in adds and (64, 64) in adds and (832, 832) in adds
@@ -242,6 +243,8 @@ def test_calibrate_cli_end_to_end_and_corrupted_cache(
     assert "corrupted calibration" in capsys.readouterr().err
     assert sorted(built) == sorted(s.key for s in specs)
     assert cf.checksum_ok(path)
+    probe_lines = [ln for ln in path.read_text().splitlines() if ln.startswith("# probe: ")]
+    assert len(probe_lines) == 3 + 3 + 1  # chains of 1-3 of two kinds, two branches
     # A valid cache entry is reused: nothing is measured again, and its notes are kept.
     built.clear()
     again = ["--target", "host", "--repeats", "3", "--no-progress", "--note", "again"]
@@ -249,3 +252,6 @@ def test_calibrate_cli_end_to_end_and_corrupted_cache(
     assert built == []
     notes = [ln for ln in path.read_text().splitlines() if ln.startswith("# note: ")]
     assert notes == ["# note: re-measured", "# note: again"]
+    # The probes were measured again and fitted with the earlier measurement.
+    now = [ln for ln in path.read_text().splitlines() if ln.startswith("# probe: ")]
+    assert len(now) == 2 * len(probe_lines) and set(probe_lines) < set(now)
