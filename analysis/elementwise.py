@@ -960,8 +960,8 @@ class LearnedLatencyModel:
         if any(t.num_elements == 0 for t in (*op.operands, *op.results)):
             return False
         models = self.models(target)
-        if op.op_class == "matmul":
-            return "matmul" in models
+        if op.op_class == "matmul":  # dots and convolutions: only where measured (the host)
+            return op_model_class(op) in models
         return bool(models)
 
     def predict(self, ops: Sequence[OpInfo], target: Target) -> list[OpCost]:

@@ -1,6 +1,7 @@
-"""benchmarks/end_to_end.py --predict-from: a saved run scored again without measuring
-gives that run's own numbers (same measurements, same predictions)."""
+"""benchmarks/end_to_end.py and unseen_programs.py --predict-from: a saved run scored again
+without measuring gives that run's own numbers (same measurements, same predictions)."""
 
+import json
 from pathlib import Path
 
 import pytest
@@ -22,3 +23,22 @@ def test_predict_from_a_saved_run_reproduces_its_scores(tmp_path: Path) -> None:
         ["--only", "mlp_fwd", "fori_loop", "--scales", "1", "--predict-from", str(saved)]
     )
     assert fewer["programs"] == 1
+
+
+def test_unseen_programs_score_a_saved_run_without_measuring(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--predict-from` divides today's prediction by the saved measurement: a run saved at
+    half the prediction scores 2.0, and a program the run lacks is left out."""
+    from stablehlo_perf import perf_jit
+
+    unseen = benchmark_module("unseen_programs")
+    fn, args = unseen.programs()["argmax_rows"]
+    pred = perf_jit(fn, target="host").analyze(*args).predicted_ns
+    saved = tmp_path / "unseen.json"
+    saved.write_text(
+        json.dumps({"measured": {"argmax_rows": {"median_ns": pred / 2, "spread": 0.1}}})
+    )
+    ratios = unseen.main(["--only", "argmax_rows", "norm", "--predict-from", str(saved)])
+    assert ratios == pytest.approx({"argmax_rows": 2.0})
+    assert "| argmax_rows |" in capsys.readouterr().out
