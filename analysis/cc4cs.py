@@ -279,6 +279,14 @@ class TargetCharacterisation:
         floor = float(d.get("program_floor_ns", 0.0))
         return cls(d["target"], float(d["clock_ghz"]), d["source"], classes, floor)
 
+    def distribution(self, op: OpInfo) -> ClassDistribution | None:
+        """The op's class distribution (`metric_class`); a convolution where only dots were
+        characterised (tpu-v4's GEMM data) takes theirs: both are priced per FLOP."""
+        cls = metric_class(op)
+        if cls not in self.classes and op.op_class == "matmul":
+            cls = "matmul"
+        return self.classes.get(cls)
+
 
 def _characterise_class(
     op_class: str,
@@ -406,7 +414,7 @@ def load_characterisation(target: str) -> TargetCharacterisation | None:
 
 def _quantiles(ch: TargetCharacterisation, ops: Sequence[OpInfo], q: float) -> np.ndarray:
     return np.array(
-        [float(ch.classes[metric_class(op)].cycles(op_work(op), q)) / ch.clock_ghz for op in ops]
+        [float(ch.distribution(op).cycles(op_work(op), q)) / ch.clock_ghz for op in ops]  # type: ignore[union-attr]
     )
 
 
@@ -423,7 +431,7 @@ class CC4CSModel:
     def supports(self, op: OpInfo, target: Target) -> bool:
         ch = load_characterisation(target.name)
         return (
-            ch is not None and op.is_static and metric_class(op) in ch.classes and op_work(op) > 0
+            ch is not None and op.is_static and ch.distribution(op) is not None and op_work(op) > 0
         )
 
     def predict(self, ops: Sequence[OpInfo], target: Target) -> list[OpCost]:
@@ -451,7 +459,7 @@ def intervals_for(
     ch = load_characterisation(target)
     out: list[tuple[float, float] | None] = []
     for op, lat in zip(ops, latency_ns, strict=True):
-        dist = ch.classes.get(metric_class(op)) if ch is not None else None
+        dist = ch.distribution(op) if ch is not None else None
         w = op_work(op)
         if dist is None or not op.is_static or lat <= 0:
             out.append(None)

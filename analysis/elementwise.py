@@ -830,8 +830,9 @@ def model_class(name: str) -> str:
 
 
 def op_model_class(op: OpInfo) -> str:
-    """`model_class` of an op, with a reduce of several inputs (argmax) as "reduce_variadic"
-    and a transpose that keeps the minor axis in place as the copy it is ("movement")."""
+    """`model_class` of an op, with a reduce of several inputs (argmax) as "reduce_variadic",
+    a transpose that keeps the minor axis in place as the copy it is ("movement") and a
+    convolution of several feature groups (depthwise) as "grouped_conv"."""
     if op.short_name == "reduce" and len(op.operands) >= 4:
         return "reduce_variadic"
     if op.short_name == "transpose" and not _moves_minor_axis(op):

@@ -53,7 +53,6 @@ from stablehlo_perf.analysis.cc4cs import (
     StoredLasso,
     error_metrics,
     load_characterisation,
-    metric_class,
     op_work,
 )
 from stablehlo_perf.passes.executed import executed_ops
@@ -249,7 +248,7 @@ def cc4cs_sum(result: Any) -> float | None:
     for info, times in executed_ops(view_module(result.module, "<e2e>")):
         if info.name in ("stablehlo.while", "stablehlo.if", "stablehlo.case", "func.call"):
             continue
-        dist = ch.classes.get(metric_class(info))
+        dist = ch.distribution(info)
         w = op_work(info)
         if dist is not None and w > 0 and info.is_static:
             total += times * dist.metric_quantile(0.5) * w / ch.clock_ghz

@@ -238,3 +238,25 @@ def test_registered_cc4cs_service_writes_intervals_through_the_pass(monkeypatch)
     assert ir_text.count("perf.latency_p10_ns") >= 2 and ir_text.count("perf.latency_p90_ns") >= 2
     other = sp.analyze(lowered, target="tpu-v5e").report.ops
     assert not any(o.model.endswith("cc4cs") for o in other)
+
+
+def test_convolutions_take_the_dots_distribution_where_only_dots_were_characterised():
+    """The host characterises convolutions apart ("convolution", "grouped_conv"); tpu-v4's
+    data has GEMMs only, so a convolution there takes the "matmul" distribution (both per
+    FLOP) rather than losing its interval."""
+    conv = OpInfo.build(
+        0, "stablehlo.convolution",
+        [TensorType((1, 28, 28, 64), "f32"), TensorType((3, 3, 64, 64), "f32")],
+        [TensorType((1, 28, 28, 64), "f32")],
+        {"input_batch_dim": 0, "input_feature_dim": 3, "input_spatial_dims": (1, 2),
+         "kernel_input_feature_dim": 2, "kernel_output_feature_dim": 3,
+         "kernel_spatial_dims": (0, 1), "output_batch_dim": 0, "output_feature_dim": 3,
+         "output_spatial_dims": (1, 2)},
+    )  # fmt: skip
+    tpu, host = cc4cs.load_characterisation("tpu-v4"), cc4cs.load_characterisation("host")
+    assert tpu is not None and host is not None
+    assert cc4cs.metric_class(conv) == "convolution" and "convolution" not in tpu.classes
+    assert tpu.distribution(conv) is tpu.classes["matmul"]
+    assert host.distribution(conv) is host.classes["convolution"]
+    (iv,) = cc4cs.intervals_for([conv], "tpu-v4", [5000.0])
+    assert iv is not None and iv[0] < 5000.0 < iv[1]
