@@ -41,12 +41,34 @@ import numpy as np
 from stablehlo_perf.analysis.fusion import ELEMENTWISE_CLASSES
 from stablehlo_perf.analysis.opinfo import element_bytes, op_class
 
-__all__ = ["HOST_PARAMS_KEY", "HostParams", "fit_host_params"]
+__all__ = [
+    "HOST_PARAMS_KEY",
+    "SPLIT_OUTPUT_BYTES",
+    "HostParams",
+    "fit_host_params",
+    "splits_over_threads",
+]
 
 HOST_PARAMS_KEY = "host_params"
 _BINARY = ("add", "multiply", "subtract", "divide")
 
 _SMALL = 4096
+
+SPLIT_OUTPUT_BYTES = 256 * 1024
+"""Output size from which XLA:CPU's parallel task assignment splits a loop kernel
+(elementwise ops and data movement, not reductions or library calls) over its thread
+pool, waking it whatever the kernel's time. Read off compiled HLO (the kernels'
+`outer_dimension_partitions`, jax 0.10.2, 2 vCPUs): `x * 2`, `x + y`, `exp`, `tanh` of
+65,536 f32 split in two, of 32,768 not; bf16 from 131,072; reductions never. A layer
+norm over 128x512 f32 runs no kernel longer than ~18 us, but splits two (256 KiB each)
+and pays the wake-up: 220 us of call overhead measured."""
+_LOOP_CLASSES = ELEMENTWISE_CLASSES | {"movement", "constant"}
+
+
+def splits_over_threads(op_classes: Sequence[str], output_bytes: float) -> bool:
+    """Whether XLA:CPU splits a kernel of ops of these classes writing `output_bytes` over
+    its thread pool (`SPLIT_OUTPUT_BYTES`)."""
+    return output_bytes >= SPLIT_OUTPUT_BYTES and set(op_classes) <= _LOOP_CLASSES
 
 
 @dataclass(frozen=True)
@@ -78,11 +100,15 @@ class HostParams:
             return None
 
 
-def _step_fit(kernel_us: np.ndarray, overhead_us: np.ndarray) -> tuple[float, float, float]:
-    """(base, wake, threshold) minimising Σ|overhead − base − wake·[kernel ≥ threshold]|."""
+def _step_fit(
+    kernel_us: np.ndarray, overhead_us: np.ndarray, split: np.ndarray
+) -> tuple[float, float, float]:
+    """(base, wake, threshold) minimising Σ|overhead − base − wake·[kernel ≥ threshold or
+    split]|: a kernel XLA splits over threads (`split`) wakes the pool whatever its time."""
     best = (np.inf, float(np.median(overhead_us)), 0.0, math.inf)
     for tau in np.unique(np.quantile(kernel_us, np.linspace(0.05, 0.95, 37))):
-        below, above = overhead_us[kernel_us < tau], overhead_us[kernel_us >= tau]
+        woke = (kernel_us >= tau) | split
+        below, above = overhead_us[~woke], overhead_us[woke]
         if len(below) == 0 or len(above) == 0:
             continue
         base = float(np.median(below))
@@ -91,6 +117,12 @@ def _step_fit(kernel_us: np.ndarray, overhead_us: np.ndarray) -> tuple[float, fl
         if cost < best[0]:
             best = (cost, base, wake, float(tau))
     return best[1], best[2], best[3]
+
+
+def _row_splits(op: str, dtype: str, shape: tuple[int, ...]) -> bool:
+    """Whether a calibration row's program is a loop kernel XLA:CPU splits over threads."""
+    cls = "movement" if op in ("copy", "transpose") else op_class(f"stablehlo.{op}")
+    return splits_over_threads([cls], math.prod(shape) * element_bytes(dtype))
 
 
 def _output_mib(op: str, dtype: str, shape: tuple[int, ...]) -> float:
@@ -116,12 +148,13 @@ def fit_host_params(
 ) -> HostParams:
     """Fit from (op, dtype, shape, in-loop time, standalone program time) rows, times in µs
     (the program time may be NaN: then the call overhead stays unknown)."""
-    bw, rate, small, kernel, program, mib = [], [], [], [], [], []
+    bw, rate, small, kernel, program, mib, split = [], [], [], [], [], [], []
     for op, dtype, shape, t_us, program_us in rows:
         if math.isfinite(program_us) and t_us > 0:
             kernel.append(t_us)
             program.append(program_us)
             mib.append(_output_mib(op, dtype, shape))
+            split.append(_row_splits(op, dtype, shape))
         if t_us <= 0:
             continue
         numel = math.prod(shape)
@@ -136,11 +169,11 @@ def fit_host_params(
     top = [r for _, r in rate[-8:]]
     base = wake = tau = per_mib = math.nan
     if len(kernel) >= 8:
-        k, out_mib = np.array(kernel), np.array(mib)
+        k, out_mib, woke = np.array(kernel), np.array(mib), np.array(split, dtype=bool)
         overhead = np.array(program) - k
         small_out = ~(out_mib >= 1.0)  # NaN (not elementwise) counts as small
-        base, wake, tau = _step_fit(k[small_out], overhead[small_out])
-        per_mib = _per_mib(out_mib, overhead - base - wake * (k >= tau))
+        base, wake, tau = _step_fit(k[small_out], overhead[small_out], woke[small_out])
+        per_mib = _per_mib(out_mib, overhead - base - wake * ((k >= tau) | woke))
     return HostParams(
         bandwidth_gbps=float(np.median(bw)) if bw else math.nan,
         f32_tflops=float(np.median(top)) if top else math.nan,

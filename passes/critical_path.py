@@ -8,6 +8,7 @@ from typing import ClassVar
 
 from jaxlib.mlir import ir
 from stablehlo_perf.analysis.critical_path import topological_order
+from stablehlo_perf.analysis.host_params import splits_over_threads
 from stablehlo_perf.analysis.schedule import ScheduledBlock, list_schedule
 from stablehlo_perf.analysis.targets import DEFAULT_TARGET, load_target
 from stablehlo_perf.passes.base import AnalysisCache
@@ -49,10 +50,11 @@ class CriticalPathPass:
         kind = target.kind
         schedules: dict[tuple[int, ...], tuple[ScheduledBlock, list[list[int]]]] = {}
         longest_kernel = 0.0
+        splits = False
         top_kernels: dict[tuple[int, ...], int] = {}
 
         def schedule(ids: Sequence[int], offset: float) -> None:
-            nonlocal longest_kernel
+            nonlocal longest_kernel, splits
             nodes, deps = _nodes(view, cache, ids)
             latency = [sum(read_latency(cache, i) for i in node) for node in nodes]
             classes = [_node_class(view, node) for node in nodes]
@@ -63,6 +65,9 @@ class CriticalPathPass:
                 if t > 0 and all(view.records[i].info.op_class != "control" for i in node)
             ]
             longest_kernel = max([longest_kernel, *kernels])
+            splits = splits or any(
+                _splits(view, node) for t, node in zip(latency, nodes, strict=True) if t > 0
+            )
             top_kernels[tuple(ids)] = len(kernels)
             sb = list_schedule(latency, deps, classes, kind)
             schedules[tuple(ids)] = (sb, nodes)
@@ -86,7 +91,7 @@ class CriticalPathPass:
                 if func is entry:
                     sb = schedules[tuple(func.top)][0]
                     call = target.call_overhead_ns(
-                        longest_kernel, top_kernels[tuple(func.top)], func.result_bytes
+                        longest_kernel, top_kernels[tuple(func.top)], func.result_bytes, splits
                     )
                     cache.totals = {
                         "total_latency_ns": sb.makespan_ns + call,
@@ -151,6 +156,14 @@ def _nodes(
         return [[i] for i in ids], view.block_deps(ids)
     position = {g: k for k, g in enumerate(order)}
     return [members[g] for g in order], [sorted(position[d] for d in deps[g]) for g in order]
+
+
+def _splits(view: ModuleView, node: list[int]) -> bool:
+    """Whether XLA:CPU would split this kernel over its thread pool (a loop kernel by its
+    largest result: `host_params.splits_over_threads`)."""
+    infos = [view.records[i].info for i in node]
+    out = max((t.nbytes or 0 for info in infos for t in info.results), default=0)
+    return splits_over_threads([info.op_class for info in infos], out)
 
 
 def _node_class(view: ModuleView, node: list[int]) -> str:

@@ -4,11 +4,18 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from stablehlo_perf.analysis import calibration_files as cf
-from stablehlo_perf.analysis.host_params import HOST_PARAMS_KEY, HostParams, fit_host_params
+from stablehlo_perf.analysis.host_params import (
+    HOST_PARAMS_KEY,
+    HostParams,
+    fit_host_params,
+    splits_over_threads,
+)
 from stablehlo_perf.analysis.targets import load_target
 
 NAN = math.nan
@@ -53,6 +60,41 @@ def test_call_overhead_is_a_step_in_kernel_time() -> None:
     assert p.program_overhead_ns == pytest.approx(5000.0)
     assert p.threadpool_wake_ns == pytest.approx(200000.0)
     assert 8000.0 < p.parallel_kernel_ns <= 30000.0
+
+
+def test_a_loop_kernel_split_over_threads_wakes_the_pool_whatever_its_time() -> None:
+    """XLA:CPU splits a loop kernel writing >= 256 KiB over its threads, which wakes the pool
+    however short the kernel: 4 us adds of 65,536 f32 pay the 200 us wake-up that 4 us adds
+    of 256 elements do not. No threshold in time can tell them apart; the split flag does."""
+    small = [("add", "f32", (256,), k, k + 5.0) for k in (2.0, 3.0, 4.0, 5.0)]
+    split = [("add", "f32", (1 << 16,), k, k + 205.0) for k in (2.0, 3.0, 4.0, 5.0)]
+    long = [("dot_general", "f32", (1, 256, 256, 256), k, k + 205.0) for k in (300.0, 400.0)]
+    p = fit_host_params([*small, *split, *long])
+    assert p.program_overhead_ns == pytest.approx(5000.0)
+    assert p.threadpool_wake_ns == pytest.approx(200000.0)
+    assert p.parallel_kernel_ns > 5000.0  # the short split kernels did not drag it down
+    host = replace(
+        load_target("host"), threadpool_wake_ns=200e3, parallel_kernel_ns=20e3, multi_kernel_ns=0.0
+    )
+    assert host.call_overhead_ns(4e3, splits=True) - host.call_overhead_ns(4e3) == 200e3
+
+
+def test_split_rule_matches_the_compiled_hlo() -> None:
+    """`splits_over_threads` against XLA:CPU's own choice (`outer_dimension_partitions` in the
+    compiled HLO): elementwise kernels split from 256 KiB of output; a reduction does not."""
+    import jax
+    import jax.numpy as jnp
+
+    def xla_splits(fn, shape, dtype) -> bool:
+        text = jax.jit(fn).lower(jax.ShapeDtypeStruct(shape, dtype)).compile().as_text()
+        return re.search(r'outer_dimension_partitions":\["[2-9]', text) is not None
+
+    for n, dtype, eb in ((32768, jnp.float32, 4), (65536, jnp.float32, 4), (65536, jnp.bfloat16, 2),
+                         (131072, jnp.bfloat16, 2)):  # fmt: skip
+        assert xla_splits(lambda x: x * 2, (n,), dtype) == splits_over_threads(["binary"], n * eb)
+    assert not xla_splits(lambda x: x.sum(-1), (1024, 1024), jnp.float32)
+    assert not splits_over_threads(["binary", "reduction"], 4 << 20)
+    assert not splits_over_threads(["matmul"], 4 << 20)
 
 
 def test_output_cost_per_mib_from_large_elementwise_rows() -> None:
