@@ -36,7 +36,15 @@ from stablehlo_perf.analysis.host_params import HOST_PARAMS_KEY, fit_host_params
 from stablehlo_perf.runtime import program_probes, sweeps, timing
 from tqdm import tqdm
 
-__all__ = ["COLUMNS", "RESOLUTION_US", "main", "measure", "read_partial", "write_calibration"]
+__all__ = [
+    "COLUMNS",
+    "RESOLUTION_US",
+    "main",
+    "measure",
+    "read_partial",
+    "refit",
+    "write_calibration",
+]
 
 COLUMNS = (
     "op",
@@ -175,6 +183,25 @@ def write_calibration(
     tmp.replace(path)
 
 
+def refit(path: Path, note: str = "") -> None:
+    """Fit the header's roofline parameters again from a finished calibration's rows and
+    probe measurements, measuring nothing (after a change to the fit); the header is kept
+    and `note` joins its notes."""
+    lines = path.read_text().splitlines()
+    derived = (
+        f"# {program_probes.PROBE_KEY}: ",
+        "# dispatch_us:",
+        f"# {HOST_PARAMS_KEY}:",
+        "# sha256:",
+    )
+    head = [ln for ln in lines if ln.startswith("#") and not ln.startswith(derived)]
+    if note:
+        notes = [i for i, ln in enumerate(head) if ln.startswith("# note: ")]
+        head.insert(notes[-1] + 1 if notes else 0, f"# note: {note}")
+    probes = [p for ln in lines if (p := program_probes.Probe.parse(ln))]
+    write_calibration(list(read_partial(path).values()), path, head, probes)
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="stablehlo-perf-calibrate",
@@ -187,6 +214,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, help="CSV to write (default: the user cache entry)")
     p.add_argument("--fresh", action="store_true", help="discard earlier results and re-measure")
     p.add_argument("--note", default="", help="a line of provenance for the header")
+    p.add_argument(
+        "--refit",
+        action="store_true",
+        help="measure nothing: fit the header's parameters again from the file's rows and probes",
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     return p
 
@@ -200,6 +232,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"stablehlo-perf-calibrate: error: {e}", file=sys.stderr)
         return 2
     path: Path = args.out or cf.calibration_path(args.target)
+    if args.refit:
+        if not path.is_file() or not cf.checksum_ok(path):
+            print(f"stablehlo-perf-calibrate: error: {path}: no valid calibration to refit",
+                  file=sys.stderr)  # fmt: skip
+            return 2
+        refit(path, args.note)
+        print(f"{path}: refitted ({cf.header_value(path, HOST_PARAMS_KEY)})")
+        return 0
     partial = path.with_name(path.stem + ".partial.csv")
     path.parent.mkdir(parents=True, exist_ok=True)
     if args.fresh:

@@ -255,3 +255,12 @@ def test_calibrate_cli_end_to_end_and_corrupted_cache(
     # The probes were measured again and fitted with the earlier measurement.
     now = [ln for ln in path.read_text().splitlines() if ln.startswith("# probe: ")]
     assert len(now) == 2 * len(probe_lines) and set(probe_lines) < set(now)
+    # --refit measures nothing: same rows, probes and date, the parameters written again.
+    before = path.read_text()
+    monkeypatch.setattr(program_probes, "measure_probes", lambda *a, **k: pytest.fail("measured"))
+    path.write_text(before.replace(cf.header_value(path, HOST_PARAMS_KEY), "bandwidth_gbps=1"))
+    assert calibrate.main(["--target", "host", "--refit", "--note", "refit"]) == 0
+    assert built == [] and cf.checksum_ok(path) and path.read_text() == before.replace(
+        "# note: again\n", "# note: again\n# note: refit\n"
+    )
+    assert calibrate.main(["--target", "host", "--refit", "--out", str(tmp_path / "no.csv")]) == 2

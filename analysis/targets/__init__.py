@@ -56,8 +56,8 @@ class Target:
     # 1-element program pays): a fixed part; on a CPU the larger of the thread pool's
     # wake-up, paid once a call runs a kernel of at least `parallel_kernel_ns` (library
     # calls thread only long ones) or a loop kernel XLA splits over threads by its output
-    # size, and `multi_kernel_ns`, paid once it runs
-    # more than one kernel; `kernel_dispatch_ns` per kernel of the entry function; and
+    # size, and `multi_kernel_ns`, paid once it runs more than one kernel;
+    # `kernel_dispatch_ns` per kernel of the entry function; and
     # `output_ns_per_mib` per MiB the call returns (fresh output buffers' first-touch
     # pages). Zero where unknown.
     program_overhead_ns: float = 0.0
