@@ -202,10 +202,12 @@ def matmul_specs(quick: bool) -> list[Spec]:
     # Operands stored transposed (einsum chains, gradients): XLA:CPU's library calls run
     # them at other rates (1024x64x256 f32: 0.42 ms as M x K times K x N, 1.27 ms with the
     # left operand K x M; with both transposed 1.3-2.3x; 2026-11-30, this VM).
+    # Short K too (a weight gradient contracts over the batch, x^T dy: K x M times K x N),
+    # where the transposed operand's copy weighs most against the FLOPs.
     edges = (64, 256, 1024)
     gemm |= {
         (1, m, n, k, layout)
-        for m in edges for n in edges for k in edges for layout in (1, 2, 3)
+        for m in edges for n in edges for k in (16, 32, *edges) for layout in (1, 2, 3)
         if m * n * k <= 2**26
     }  # fmt: skip
     conv = set()
