@@ -170,6 +170,7 @@ NEAREST: Mapping[str, tuple[str, ...]] = {
 # by the roofline ratio. compare_select data is ReLU, max(x, 0): its zero is a fused
 # broadcast constant, so it reads one tensor.
 _PROXY = {
+    "movement": ("stablehlo.copy", 1),
     "binary": ("stablehlo.add", 2),
     "compare_select": ("stablehlo.maximum", 1),
     "unary": ("stablehlo.negate", 1),

@@ -357,3 +357,29 @@ def test_convolutions_have_models_apart_from_dots_and_grouped_ones_apart_from_de
     assert (c_dense.model, c_dw.model) == ("hgb-host-convolution", "hgb-host-grouped_conv")
     # 1/32 of the FLOPs, yet not cheaper: the depthwise path runs ~175x fewer FLOPs per ns.
     assert c_dw.latency_ns > c_dense.latency_ns
+
+
+def test_a_calibration_of_copies_alone_prices_transposes_and_gathers_by_them(
+    tmp_path: Path,
+) -> None:
+    """Where only copies were measured, a transpose and a gather borrow the movement model,
+    scaled by the roofline ratio to a copy of the same tensor, and say so."""
+    csv = tmp_path / "copies.csv"
+    sizes = [(64, 64 * k) for k in range(1, 13)]
+    csv.write_text(
+        "op,dtype,shape,measured_us_median\n"
+        + "".join(f"copy,f32,{a}x{b},{0.5 + a * b * 8 / 30e3:.4f}\n" for a, b in sizes)
+    )
+    f32 = jnp.float32
+    (swap,) = _ops(lambda v: v.T, jax.ShapeDtypeStruct((300, 500), f32), name="transpose")
+    (take,) = _ops(
+        lambda t, i: t[i],
+        jax.ShapeDtypeStruct((1000, 128), f32), jax.ShapeDtypeStruct((256,), jnp.int32),
+        name="gather",
+    )  # fmt: skip
+    svc = ew.LearnedLatencyModel(data={"host": csv})
+    c_swap, c_take = svc.predict([swap, take], load_target("host"))
+    assert c_swap.model == "hgb-host-movement→transpose(scaled)"
+    assert c_take.model == "hgb-host-movement→gather(scaled)"
+    # 150,000 f32 copied at ~30 GB/s in the rows: ~40 us; a transpose moves the same bytes.
+    assert 20e3 < c_swap.latency_ns < 80e3
