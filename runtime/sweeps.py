@@ -229,6 +229,11 @@ def matmul_specs(quick: bool) -> list[Spec]:
         ):
             for nb in (1, 4):
                 conv.add((nb, hw, hw, c, 3, 3, c, 1, g))
+        # More channel and group counts, and stride 2 (MobileNet-style downsampling), one
+        # image each: 18 rows over three dims left the grouped model at R² < 0 (CV by size).
+        for c, g in ((16, 16), (32, 32), (64, 64), (128, 128), (64, 8), (128, 32)):
+            for stride in (1, 2):
+                conv.add((1, hw, hw, c, 3, 3, c, stride, g))
     specs = [Spec("dot_general", "f32", s) for s in sorted(gemm)]
     return specs + [Spec("convolution", "f32", s) for s in sorted(conv)]
 

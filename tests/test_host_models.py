@@ -62,6 +62,7 @@ def test_pool_and_scan_work_by_hand() -> None:
         sweeps.Spec("dot_general", "f32", (1, 64, 32, 48)),
         sweeps.Spec("dot_general", "f32", (1, 64, 32, 48, 2)),
         sweeps.Spec("dot_general", "f32", (1, 64, 32, 48, 3)),
+        sweeps.Spec("convolution", "f32", (1, 14, 14, 32, 3, 3, 32, 2, 32)),
     ],
     ids=lambda s: s.key,
 )
