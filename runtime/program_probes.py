@@ -97,10 +97,11 @@ class Probe:
     measured: str = ""
 
     def line(self) -> str:
-        """`# probe: ...` header line; `parse` reads it back."""
+        """`# probe: ...` header line; `parse` reads it back exactly (times in full
+        precision, so a refit from the lines gives what the fit from the measurement gave)."""
         return (
             f"# {PROBE_KEY}: {self.measured} {self.kind} {self.steps} {self.kernels} "
-            f"{self.program_ns:.1f} {self.step_loop_ns:.1f}"
+            f"{float(self.program_ns)!r} {float(self.step_loop_ns)!r}"
         )
 
     @classmethod
