@@ -122,9 +122,8 @@ def _step_fit(
 def _row_splits(op: str, dtype: str, shape: tuple[int, ...]) -> bool:
     """Whether a calibration row's program is a loop kernel XLA:CPU splits over threads
     (a gather row is (table rows, width, indices): it writes width x indices)."""
-    cls = "movement" if op in ("copy", "transpose") else op_class(f"stablehlo.{op}")
     out = math.prod(shape[1:]) if op == "gather" else math.prod(shape)
-    return splits_over_threads([cls], out * element_bytes(dtype))
+    return splits_over_threads([op_class(f"stablehlo.{op}")], out * element_bytes(dtype))
 
 
 def _output_mib(op: str, dtype: str, shape: tuple[int, ...]) -> float:

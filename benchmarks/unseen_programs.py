@@ -8,8 +8,9 @@ scans, bf16 loops, loops slicing their input, ...
 Each program is analysed by `perf_jit(...).analyze(...)`; all are then timed by the
 runtime harness in the same interleaved rounds (`--predict-from` re-scores a run saved
 with `--json` instead: model changes compared on one measurement). Prints per program:
-predicted, measured, their ratio, the measurement's spread, and unmodelled ops; then the geometric mean of the error factor
-(max(r, 1/r)) and how many programs land within 1.5x and 2x. The 2-vCPU development VM
+predicted, measured, their ratio, the measurement's spread, and unmodelled ops; then the
+geometric mean of the error factor (max(r, 1/r)) and how many programs land within 1.5x
+and 2x. The 2-vCPU development VM
 moves these timings by up to 2x between runs: compare ratios, repeat, quote medians.
 """
 

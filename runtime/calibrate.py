@@ -226,11 +226,6 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of `stablehlo-perf-calibrate`."""
     args = _parser().parse_args(argv)
-    try:
-        specs = sweeps.sweep(args.quick, args.ops.split(",") if args.ops else None)
-    except ValueError as e:
-        print(f"stablehlo-perf-calibrate: error: {e}", file=sys.stderr)
-        return 2
     path: Path = args.out or cf.calibration_path(args.target)
     if args.refit:
         if not path.is_file() or not cf.checksum_ok(path):
@@ -240,6 +235,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         refit(path, args.note)
         print(f"{path}: refitted ({cf.header_value(path, HOST_PARAMS_KEY)})")
         return 0
+    try:
+        specs = sweeps.sweep(args.quick, args.ops.split(",") if args.ops else None)
+    except ValueError as e:
+        print(f"stablehlo-perf-calibrate: error: {e}", file=sys.stderr)
+        return 2
     partial = path.with_name(path.stem + ".partial.csv")
     path.parent.mkdir(parents=True, exist_ok=True)
     if args.fresh:

@@ -121,7 +121,8 @@ def pooled(earlier: list[Probe], new: list[Probe], keep: int = 8) -> list[Probe]
     """`new` with the earlier measurements of the last `keep` - 1 dates. One measurement's
     fit moves with the VM's state over hours (per kernel 1.8-8.3 us on the project's VM,
     2026-11-30); fitted together, the measurements give each a vote."""
-    dates = sorted({p.measured for p in earlier if p.measured not in {q.measured for q in new}})
+    now = {q.measured for q in new}
+    dates = sorted({p.measured for p in earlier} - now)
     kept = set(dates[-(keep - 1) :]) if keep > 1 else set()
     return [p for p in earlier if p.measured in kept] + list(new)
 
