@@ -311,6 +311,7 @@ FEATURE_NAMES = (
     "pad_ratio_8x128",
     "last_pow2",
     "numel_pow2",
+    "vector_tail",
     "operand_layout",
     "lane_padded_bytes",
     "op_code",
@@ -366,6 +367,15 @@ def _op_code(op: str) -> float:
     return _OP_CODE.get(op, math.nan)
 
 
+# A row whose last dim is not a whole number of vector registers leaves a tail XLA:CPU's
+# loop runs otherwise, and the whole loop slows (f32 add in a loop on this project's VM:
+# 64x127 6.2 us, 64x128 2.4 us, 64x129 8.4 us; 4248x7 at 1.9 ns per element, 22191x64 at 0.3).
+# 32 bytes: AVX2, this project's machine. 5-fold CV by size on the reference, median rel
+# err: convert 19.6 -> 13.4%, binary 20.1 -> 19.2%, compare_select 25.0 -> 23.7%; transposes
+# (set by strided reads of two minor dims) fit worse with it and keep 0.
+_VECTOR_BYTES = 32
+
+
 def shape_features(shape: Sequence[int], elem_bytes: float) -> list[float]:
     """Static features of one tensor (FEATURE_NAMES order but the op code); dims are
     right-aligned to rank 4.
@@ -398,6 +408,7 @@ def shape_features(shape: Sequence[int], elem_bytes: float) -> list[float]:
         p8 / n,
         _pow2(last),
         _pow2(n),
+        float(last % max(1, round(_VECTOR_BYTES / elem_bytes))),
         0.0,
         _lane_padded(shape) * elem_bytes,
     ]
@@ -487,6 +498,7 @@ def matmul_features(
         float(m * k),
         _pow2(k),
         _pow2(n),
+        0.0,
         float(layout),
         flops,
     ]
@@ -529,6 +541,7 @@ def window_features(
         n_in * elem_bytes,
         n_out * elem_bytes,
         work / max(n_in, 1),
+        0.0,
         0.0,
         0.0,
         0.0,
@@ -642,8 +655,10 @@ def features(ops: Sequence[OpInfo]) -> np.ndarray:
         else:
             t = op_tensor(op)
             row = shape_features(t.shape or (), t.elem_bytes)  # type: ignore[arg-type]
-        code = "argmax" if op_model_class(op) == "reduce_variadic" else op.short_name
-        rows.append([*row, _op_code(code)])
+        cls = op_model_class(op)
+        if cls == "transpose":
+            row[_IDX["vector_tail"]] = 0.0
+        rows.append([*row, _op_code("argmax" if cls == "reduce_variadic" else op.short_name)])
     return np.array(rows, dtype=float).reshape(len(rows), len(FEATURE_NAMES))
 
 
@@ -672,6 +687,8 @@ def measurement_features(rows: Sequence[Measurement]) -> np.ndarray:
             row = reduce_features(r.shape, (_REDUCE_ROWS[r.op] % len(r.shape),), eb)
         else:
             row = shape_features(r.shape, eb)
+        if r.model_class == "transpose":
+            row[_IDX["vector_tail"]] = 0.0
         out.append(
             [*row, _op_code("argmax" if r.op in _VARIADIC_ROWS else ROW_OPS.get(r.op, r.op))]
         )

@@ -1,6 +1,7 @@
 """Accuracy of the learned latency models on sizes never seen in training.
 
     python benchmarks/elementwise_accuracy.py [--folds 5] [--no-host] [--no-ablation]
+        [--json F | --predict-from F]
 
 tpu-v4: the shipped measurements, split by total size into `folds` folds (every
 size is predicted by a model that never saw it), per class and per op: rows, R²,
@@ -15,12 +16,15 @@ the calibration measures them (passes A and B, each interleaved); the noise floo
 the median |prediction - B| / B, and the target is error <= 1.25 x floor. That check
 includes drift between the calibration run and this one; the same-run check measures
 the quick f32 sweep twice here, fits on pass A by size folds and scores on pass B.
+`--json F` saves both host checks' passes; `--predict-from F` measures nothing and scores
+today's models on a saved run (model changes compared on one measurement).
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import json
 import math
 from collections.abc import Sequence
 
@@ -157,7 +161,30 @@ def _two_passes(
     return passes[0], passes[1], disp.median_us
 
 
-def host_live(n_per_class: int, repeats: int) -> None:
+def _measured(
+    saved: dict[str, dict[str, dict[str, float]]] | None,
+    check: str,
+    specs: Sequence[object],
+    repeats: int,
+    chunk: int,
+) -> tuple[dict[str, float], dict[str, float]]:
+    """Passes A and B of `specs` for one check: from a saved run, or measured now in
+    chunks of interleaved rounds (and recorded in `saved` when it is a dict to fill)."""
+    if saved is not None and check in saved:
+        return saved[check]["a"], saved[check]["b"]
+    va: dict[str, float] = {}
+    vb: dict[str, float] = {}
+    for start in range(0, len(specs), chunk):
+        a, b, disp = _two_passes(specs[start : start + chunk], repeats)
+        va.update(a)
+        vb.update(b)
+        print(f"  ({check}: {min(start + chunk, len(specs))}/{len(specs)} shapes; dispatch {disp:.1f} us per call)")  # fmt: skip
+    if saved is not None:
+        saved[check] = {"a": va, "b": vb}
+    return va, vb
+
+
+def host_live(n_per_class: int, repeats: int, saved: dict | None = None) -> None:
     """Fresh shapes measured twice in this run: model error against the repeat noise floor."""
     from stablehlo_perf.runtime import sweeps
 
@@ -183,14 +210,14 @@ def host_live(n_per_class: int, repeats: int) -> None:
         m, n, k = (int(v) for v in rng.choice([48, 64, 100, 160, 200, 320], 3))
         specs.append(sweeps.Spec("dot_general", "f32", (1, m, n, k)))
     specs = sorted(set(specs))
-    a, b, disp = _two_passes(specs, repeats)
+    a, b = _measured(saved, "live", specs, repeats, len(specs))
     meas = [ew.Measurement(s.op, s.dtype, s.shape, 1.0) for s in specs]
     X = ew.measurement_features(meas)
     cls = np.array([m.model_class for m in meas])
     va = np.array([a[s.key] for s in specs])
     vb = np.array([b[s.key] for s in specs])
     print(f"host live check: {len(specs)} fresh shapes timed inside loops, passes A and B of "
-          f"{repeats} interleaved rounds each; dispatch {disp:.1f} us per call (not in op times)")  # fmt: skip
+          f"{repeats} interleaved rounds each (dispatch not in op times)")  # fmt: skip
     print("| host class (fresh shapes)   | rows | med rel err vs B | noise floor |A-B|/B | ratio |")
     print("|-----------------------------|------|------------------|------------------|-------|")
     for c in sorted(set(cls)):
@@ -207,19 +234,14 @@ def host_live(n_per_class: int, repeats: int) -> None:
     print()
 
 
-def host_same_run(repeats: int, folds: int) -> None:
+def host_same_run(repeats: int, folds: int, saved: dict | None = None) -> None:
     """The quick f32 sweep measured twice in this run (passes A, B): models fitted on A at
     some sizes predict B at the others, against the same-run floor |A - B| / B."""
     from stablehlo_perf.runtime import sweeps
 
     # Without sorts: their large shapes alone take ~10 min a pass here; the CV table scores them.
     specs = [s for s in sweeps.sweep(quick=True, dtypes=("f32",)) if s.op != "sort"]
-    va: dict[str, float] = {}
-    vb: dict[str, float] = {}
-    for start in range(0, len(specs), 64):
-        a, b, _ = _two_passes(specs[start : start + 64], repeats)
-        va.update(a)
-        vb.update(b)
+    va, vb = _measured(saved, "same_run", specs, repeats, 64)
     rows_a = [ew.Measurement(s.op, s.dtype, s.shape, va[s.key]) for s in specs]
     pred = _cv_predict(rows_a, folds)
     y_a = np.array([r.latency_us for r in rows_a])
@@ -252,6 +274,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--no-ablation", action="store_true")
     ap.add_argument("--host-shapes", type=int, default=12, help="fresh shapes per host class")
     ap.add_argument("--repeats", type=int, default=7)
+    ap.add_argument("--json", default=None, help="save the host checks' passes A and B here")
+    ap.add_argument(
+        "--predict-from", default=None, help="measure nothing: score a run saved with --json"
+    )
     args = ap.parse_args(argv)
     src = ew.training_files("tpu-v4")
     assert src is not None
@@ -263,8 +289,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("ablation (tpu-v4, same folds): median rel err and R² per op")
         ablation(rows, args.folds)
     if not args.no_host:
-        host_live(args.host_shapes, args.repeats)
-        host_same_run(args.repeats, args.folds)
+        saved: dict | None = None
+        if args.predict_from is not None:
+            with open(args.predict_from) as f:
+                saved = json.load(f)
+            print(f"host checks scored on the saved run {args.predict_from}")
+        elif args.json is not None:
+            saved = {}
+        host_live(args.host_shapes, args.repeats, saved)
+        host_same_run(args.repeats, args.folds, saved)
+        if args.json is not None and args.predict_from is None:
+            with open(args.json, "w") as f:
+                json.dump(saved, f, indent=1)
     return 0
 
 

@@ -114,6 +114,28 @@ def test_shape_features_tile_padding() -> None:
     assert math.isclose(f["log2_numel"], math.log2(60000))
 
 
+@pytest.mark.parametrize(
+    ("shape", "elem_bytes", "tail"),
+    [((64, 127), 4.0, 7), ((64, 128), 4.0, 0), ((4248, 7), 4.0, 7), ((3, 40), 2.0, 8)],
+)
+def test_vector_tail_counts_elements_past_the_last_whole_register(
+    shape: tuple[int, ...], elem_bytes: float, tail: int
+) -> None:
+    f = dict(zip(ew.FEATURE_NAMES[:-1], ew.shape_features(shape, elem_bytes), strict=True))
+    assert f["vector_tail"] == tail
+
+
+def test_transposes_carry_no_vector_tail() -> None:
+    tr = OpInfo.build(
+        0, "stablehlo.transpose", [TensorType((127, 64), "f32")], [TensorType((64, 127), "f32")]
+    )
+    add = _op("add", (64, 127), "f32")
+    col = ew.FEATURE_NAMES.index("vector_tail")
+    assert ew.features([tr, add])[:, col].tolist() == [0.0, 7.0]
+    rows = [ew.Measurement("transpose", "f32", (64, 127), 1.0)]
+    assert ew.measurement_features(rows)[0, col] == 0.0
+
+
 def test_rank_above_four_folds_leading_dims() -> None:
     f = ew.shape_features((2, 3, 4, 5, 6), 4.0)
     assert f[5:9] == [6.0, 4.0, 5.0, 6.0]
