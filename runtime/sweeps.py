@@ -4,7 +4,9 @@ Shapes follow SCALE-Sim TPU's elementwise study: a 1-D sweep of lengths 32..8192
 step 32, a 2-D sweep of each dim 64..1024 step 64, total sizes log-uniform up to
 ~16M elements with several factorisations of each size, and shapes at
 power-of-two boundaries (2^k - 1, 2^k, 2^k + 1). `quick=True` keeps a strided
-subset of each (sizes up to 4M) so a 2-core machine calibrates in minutes.
+subset of each (sizes up to 4M) so a 2-core machine calibrates in minutes. Loop ops
+(not sorts, FFTs or transposes) also measure `narrow_shapes`: rows whose last dim
+leaves a vector tail.
 
 Shapes are recorded as the tensor `analysis.elementwise.op_tensor` reads: the
 result for elementwise ops and converts (whose dtype is the result's), the input
@@ -186,6 +188,23 @@ def elementwise_shapes(quick: bool, seed: int = 0) -> list[tuple[int, ...]]:
     return sorted(shapes, key=lambda s: (math.prod(s), s))
 
 
+def narrow_shapes(quick: bool, seed: int = 1) -> list[tuple[int, ...]]:
+    """Rows whose last dim leaves a vector tail (`analysis.elementwise` vector_tail): XLA:CPU
+    runs such a loop several times slower per element (4248x7 f32 add: 1.9 ns per element,
+    22191x64: 0.3), and the main sweep's rows are nearly all multiples of 32."""
+    rng = np.random.default_rng(seed)
+    per_last = 2 if quick else 4
+    shapes = set()
+    for last in (3, 6, 10, 20, 45, 90, 250, 600):
+        for n in 2.0 ** rng.uniform(10, 21, per_last):
+            shapes.add((max(1, round(n / last)), last))
+    return sorted(shapes, key=lambda s: (math.prod(s), s))
+
+
+# Ops the narrow-row shapes are measured for: loops over rows (not library calls).
+_NARROW_SKIP = frozenset({"sort", "fft", "transpose"})
+
+
 def matmul_specs(quick: bool) -> list[Spec]:
     """dot_general (batch, M, N, K) and NHWC convolution layers for the host's matmul model."""
     sizes = (32, 96, 128, 256, 512) if quick else (16, 32, 64, 96, 128, 192, 256, 384, 512, 1024)
@@ -334,6 +353,8 @@ def sweep(
                 if op in _CAPPED and quick and math.prod(shape) > QUICK_SORT_MAX:
                     continue
                 specs.append(Spec(op, dtype, shape))
+            if op not in _NARROW_SKIP:
+                specs += [Spec(op, dtype, shape) for shape in narrow_shapes(quick)]
     return specs
 
 
