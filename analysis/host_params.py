@@ -85,6 +85,8 @@ class HostParams:
     # From multi-kernel probe programs (runtime/program_probes.py), not from the rows.
     multi_kernel_ns: float = math.nan
     kernel_dispatch_ns: float = math.nan
+    # From the fused bf16 chain probe (runtime/fused_probes.py): ns per element per op.
+    bf16_fused_ns_per_elem: float = math.nan
 
     def header(self) -> str:
         """`key=value` pairs for the calibration header."""

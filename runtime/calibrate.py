@@ -6,7 +6,8 @@ Measures the sweep (runtime.sweeps) on JAX's default backend with the timing
 harness: each op inside a runtime-trip-count loop, so that what is stored is its
 cost within a program (`runtime.timing.time_in_loop`), and as a program of its own
 in the same rounds (what a call costs beyond its kernels: `analysis.host_params`);
-then multi-kernel probe programs (`runtime.program_probes`).
+then multi-kernel probe programs (`runtime.program_probes`) and the fused bf16 chain
+(`runtime.fused_probes`).
 Each interleaved chunk is appended to a partial CSV, so an interrupted run resumes
 where it stopped. The finished calibration goes to the user's cache
 (`analysis.calibration_files.calibration_path`) with a header naming machine, device,
@@ -33,7 +34,7 @@ import numpy as np
 from stablehlo_perf.analysis import calibration_files as cf
 from stablehlo_perf.analysis import elementwise as ew
 from stablehlo_perf.analysis.host_params import HOST_PARAMS_KEY, fit_host_params
-from stablehlo_perf.runtime import program_probes, sweeps, timing
+from stablehlo_perf.runtime import fused_probes, program_probes, sweeps, timing
 from tqdm import tqdm
 
 __all__ = [
@@ -149,10 +150,12 @@ def write_calibration(
     path: Path,
     head: Sequence[str],
     probes: Sequence[program_probes.Probe] = (),
+    bf16_fused_ns: float = math.nan,
 ) -> None:
     """Write rows under `head`, the probes, the dispatch floor, the roofline parameters they
     imply (`analysis.host_params`, with the per-call terms fitted from `probes` where given:
-    all their measurements together) and a `# sha256:` of the body, atomically (tmp + rename)."""
+    all their measurements together; `bf16_fused_ns` from `runtime.fused_probes`) and a
+    `# sha256:` of the body, atomically (tmp + rename)."""
     body = ",".join(COLUMNS) + "\n" + "".join(",".join(r) + "\n" for r in sorted(rows))
     digest = hashlib.sha256(body.encode()).hexdigest()
     disp = np.median([float(r[COLUMNS.index("dispatch_us")]) for r in rows])
@@ -168,10 +171,16 @@ def write_calibration(
         params = dataclasses.replace(
             params, multi_kernel_ns=fit.multi_kernel_ns, kernel_dispatch_ns=fit.kernel_dispatch_ns
         )
+    params = dataclasses.replace(params, bf16_fused_ns_per_elem=bf16_fused_ns)
     text = "\n".join(
         [
             *head,
             *(p.line() for p in probes),
+            *(
+                [f"# {fused_probes.KEY}: {bf16_fused_ns:.6g}"]
+                if math.isfinite(bf16_fused_ns)
+                else []
+            ),
             f"# dispatch_us: {disp:.3f}",
             f"# {HOST_PARAMS_KEY}: {params.header()}",
             f"# sha256: {digest}",
@@ -190,6 +199,7 @@ def refit(path: Path, note: str = "") -> None:
     lines = path.read_text().splitlines()
     derived = (
         f"# {program_probes.PROBE_KEY}: ",
+        f"# {fused_probes.KEY}:",
         "# dispatch_us:",
         f"# {HOST_PARAMS_KEY}:",
         "# sha256:",
@@ -199,7 +209,8 @@ def refit(path: Path, note: str = "") -> None:
         notes = [i for i, ln in enumerate(head) if ln.startswith("# note: ")]
         head.insert(notes[-1] + 1 if notes else 0, f"# note: {note}")
     probes = [p for ln in lines if (p := program_probes.Probe.parse(ln))]
-    write_calibration(list(read_partial(path).values()), path, head, probes)
+    bf16 = float(cf.header_value(path, fused_probes.KEY) or "nan")
+    write_calibration(list(read_partial(path).values()), path, head, probes, bf16)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -258,8 +269,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     probes = program_probes.pooled(
         earlier_probes, program_probes.measure_probes(args.repeats, measured=now)
     )
+    bf16 = fused_probes.measure_bf16_fused(repeats=args.repeats)
     head = earlier + [ln for ln in header(args.target, args.note) if ln not in earlier]
-    write_calibration(list(rows.values()), path, head, probes)
+    write_calibration(list(rows.values()), path, head, probes, bf16)
     partial.unlink()
     models = ew.fit_class_models(ew.load_measurements(path))
     print(f"{path}: {len(rows)} shapes; fitted classes: {', '.join(sorted(models))}")

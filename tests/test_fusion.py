@@ -496,6 +496,37 @@ def test_cpu_kernel_is_not_floored_by_a_members_own_traffic() -> None:
             assert group.latency_ns == pytest.approx(sub_ns)
 
 
+@pytest.mark.parametrize("dtype", ["bf16", "f32"])
+def test_cpu_bf16_loop_pays_each_members_rounding(dtype: str) -> None:
+    """XLA:CPU widens and rounds per op in a fused bf16 loop: each bf16 member computes at
+    least `bf16_fused_ns_per_element` per element, though its standalone time was all
+    memory traffic; an f32 loop of the same members pays only the traffic."""
+    from dataclasses import replace
+
+    from stablehlo_perf.analysis.fusion_cost import price_groups
+    from stablehlo_perf.analysis.service import OpCost
+    from stablehlo_perf.analysis.targets import load_target
+
+    big = TensorType((1024, 1024), dtype)
+    b = Block()
+    m = b.op("multiply", [-1, -2], [big, big], big)
+    b.op("add", [m, -1], [big, big], big)
+    plan = b.plan("cpu")
+    assert plan.num_groups == 1
+    traffic = group_traffic(b.ops, b.deps, plan, b.sources)
+    target = replace(
+        load_target(str(ROOT / "test_ir" / "Inputs" / "unit_cpu.toml")),
+        launch_overhead_ns=100.0,
+        bf16_fused_ns_per_element=0.25,
+    )
+    bw = target.memory_bandwidth_gbps  # B/ns
+    costs = [OpCost(0, 100.0 + 3 * big.nbytes / bw, 0, "hgb-x") for _ in range(2)]
+    (group,), _, _ = price_groups(b.ops, plan, traffic, costs, target)
+    once_ns = (traffic[0].input_bytes + traffic[0].output_bytes) / bw
+    rounding = 2 * 0.25 * 1024 * 1024 if dtype == "bf16" else 0.0
+    assert group.latency_ns == pytest.approx(100.0 + once_ns + rounding)
+
+
 @pytest.mark.parametrize("move", ["broadcast_in_dim", "transpose"])
 def test_cpu_kernel_pays_no_compute_for_a_broadcast_but_does_for_a_transpose(move: str) -> None:
     """`clip(x) * 127` broadcasts scalars over f32[2048,1024]: priced alone by the copy data

@@ -117,7 +117,7 @@ def test_output_cost_per_mib_from_large_elementwise_rows() -> None:
 
 
 def test_header_round_trip_and_missing_rows() -> None:
-    p = HostParams(51.25, 0.125, 380.0, 4500.0, 180000.0, 25000.0, 41000.0, 20000.0, 7000.0)
+    p = HostParams(51.25, 0.125, 380.0, 4500.0, 180000.0, 25000.0, 41000.0, 20000.0, 7000.0, 0.2)
     assert HostParams.parse(p.header()) == p
     assert HostParams.parse("bandwidth_gbps=3") is None
     assert HostParams.parse("bandwidth_gbps=x f32_tflops=1 kernel_overhead_ns=2") is None

@@ -19,7 +19,7 @@ from stablehlo_perf.analysis import elementwise as ew
 from stablehlo_perf.analysis.host_params import HOST_PARAMS_KEY, HostParams
 from stablehlo_perf.analysis.opinfo import OpInfo, TensorType
 from stablehlo_perf.analysis.targets import load_target
-from stablehlo_perf.runtime import calibrate, program_probes, sweeps, timing
+from stablehlo_perf.runtime import calibrate, fused_probes, program_probes, sweeps, timing
 
 TINY = [
     sweeps.Spec("add", "f32", (256, 256)),
@@ -228,6 +228,9 @@ def test_calibrate_cli_end_to_end_and_corrupted_cache(
     params = HostParams.parse(cf.header_value(path, HOST_PARAMS_KEY))
     assert params is not None and params.bandwidth_gbps > 0
     assert params.kernel_dispatch_ns >= 0 and params.multi_kernel_ns >= 0  # probes ran
+    # The fused bf16 chain probe ran (~0.2 ns per element per op on the project's VM).
+    bf16 = float(cf.header_value(path, fused_probes.KEY))
+    assert 0.01 < bf16 < 10 and params.bf16_fused_ns_per_elem == pytest.approx(bf16, rel=1e-5)
     host = load_target("host")
     assert host.calibrated and host.memory_bandwidth_gbps == pytest.approx(
         params.bandwidth_gbps, rel=1e-5
@@ -260,7 +263,9 @@ def test_calibrate_cli_end_to_end_and_corrupted_cache(
     monkeypatch.setattr(program_probes, "measure_probes", lambda *a, **k: pytest.fail("measured"))
     path.write_text(before.replace(cf.header_value(path, HOST_PARAMS_KEY), "bandwidth_gbps=1"))
     assert calibrate.main(["--target", "host", "--refit", "--note", "refit"]) == 0
-    assert built == [] and cf.checksum_ok(path) and path.read_text() == before.replace(
-        "# note: again\n", "# note: again\n# note: refit\n"
+    assert (
+        built == []
+        and cf.checksum_ok(path)
+        and path.read_text() == before.replace("# note: again\n", "# note: again\n# note: refit\n")
     )
     assert calibrate.main(["--target", "host", "--refit", "--out", str(tmp_path / "no.csv")]) == 2

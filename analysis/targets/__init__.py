@@ -66,6 +66,9 @@ class Target:
     multi_kernel_ns: float = 0.0
     kernel_dispatch_ns: float = 0.0
     output_ns_per_mib: float = 0.0
+    # ns per element each op of a fused bf16 loop costs at least (XLA:CPU widens to f32 and
+    # rounds back per op: runtime/fused_probes.py). Zero where unknown.
+    bf16_fused_ns_per_element: float = 0.0
     calibrated: bool = False
     calibration_note: str = ""
     sources: Mapping[str, str] = field(default_factory=dict)
@@ -292,6 +295,8 @@ def _calibrated_host(base: Target) -> Target:
     if math.isfinite(params.multi_kernel_ns) and math.isfinite(params.kernel_dispatch_ns):
         change["multi_kernel_ns"] = params.multi_kernel_ns
         change["kernel_dispatch_ns"] = params.kernel_dispatch_ns
+    if math.isfinite(params.bf16_fused_ns_per_elem):
+        change["bf16_fused_ns_per_element"] = params.bf16_fused_ns_per_elem
     note = (
         f"calibrated on this machine ({when}) from {found[0].name}: "
         + ", ".join(sorted(change))

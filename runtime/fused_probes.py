@@ -1,0 +1,52 @@
+"""Probe for what an op costs inside a fused bf16 loop on the host.
+
+XLA:CPU has no bf16 arithmetic: in a fused bf16 loop every op widens its operands to
+f32 and rounds its result back to bf16 before the next op, so each member costs a few
+ns per element that a standalone bf16 op hides under its memory traffic (measured with
+runtime/timing.py on the project's 2-vCPU VM, 2026-12-01, in a loop: 8 steps of
+`x = x * b + a` over 1M bf16 elements 2.8-3.3 ms, one step 0.27-0.37 ms, about
+0.18 ns per element per op; in f32 the eight steps cost what one does). The probe
+times such chains of 1 and `STEPS` steps inside a loop and keeps the difference
+per op per element.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from stablehlo_perf.runtime import sweeps, timing
+
+__all__ = ["KEY", "STEPS", "measure_bf16_fused"]
+
+KEY = "bf16_fused_ns_per_elem"
+"""The calibration header line that holds the measurement (`# KEY: value`)."""
+STEPS = 9
+
+
+def _chain(k: int):  # noqa: ANN202 - a jax function
+    def run(a: jax.Array, b: jax.Array) -> jax.Array:
+        x = a
+        for _ in range(k):
+            x = x * b + a
+        return x
+
+    return run
+
+
+def measure_bf16_fused(
+    shape: tuple[int, int] = (256, 1024), repeats: int = 7, seed: int = 0
+) -> float:
+    """ns per element per op of a fused bf16 loop beyond the loop's one pass over memory:
+    (chain of STEPS steps - one step) / (2 ops x (STEPS - 1)) / elements, both in a loop."""
+    rng = np.random.default_rng(seed)
+    a, b = (jnp.asarray(rng.uniform(0.5, 1.0, shape), jnp.bfloat16) for _ in range(2))
+    n = jnp.asarray(1, jnp.int32)
+    looped = []
+    for k in (1, STEPS):
+        spec = sweeps.Spec("bf16_chain", "bf16", (*shape, k))
+        fn = jax.jit(sweeps.in_loop(_chain(k))).lower(n, a, b).compile()
+        looped.append((spec.key, sweeps.LoopCase(spec, fn, (a, b))))
+    out, _, _ = timing.time_in_loop(looped, repeats=repeats, seed=seed)
+    one, many = (out[key][0].median_us for key, _ in looped)
+    return max(many - one, 0.0) * 1e3 / (2 * (STEPS - 1)) / (shape[0] * shape[1])
