@@ -33,8 +33,11 @@ from sklearn.metrics import r2_score
 from stablehlo_perf.analysis import elementwise as ew
 
 
-def _cv_predict(rows: Sequence[ew.Measurement], folds: int, **params: object) -> np.ndarray:
-    """Out-of-fold predictions, folds formed from whole total sizes, one model per class."""
+def _cv_predict(
+    rows: Sequence[ew.Measurement], folds: int, seed: int = 0, **params: object
+) -> np.ndarray:
+    """Out-of-fold predictions, folds formed from whole total sizes (assigned at random by
+    `seed`), one model per class."""
     pred = np.zeros(len(rows))
     by_class: dict[str, list[int]] = {}
     for i, r in enumerate(rows):
@@ -45,7 +48,7 @@ def _cv_predict(rows: Sequence[ew.Measurement], folds: int, **params: object) ->
         sizes = X[:, 0]
         uniq = np.unique(sizes)
         fold_of = dict(
-            zip(uniq, np.random.default_rng(0).permutation(len(uniq)) % folds, strict=True)
+            zip(uniq, np.random.default_rng(seed).permutation(len(uniq)) % folds, strict=True)
         )
         f = np.array([fold_of[s] for s in sizes])
         for k in range(folds):
@@ -62,20 +65,27 @@ def _stats(y: np.ndarray, p: np.ndarray) -> tuple[float, float, float]:
     return float(r2), float(np.median(err)), float(np.median(err / y))
 
 
-def _row(name: str, y: np.ndarray, p: np.ndarray, extra: str = "") -> str:
-    r2, mae, rel = _stats(y, p)
-    return f"| {name:<34} | {len(y):>5} | {r2:>8.4f} | {mae:>9.3f} | {100 * rel:>7.2f}% |{extra}"
+def _row(name: str, y: np.ndarray, preds: Sequence[np.ndarray]) -> str:
+    """One table row: the median over fold draws of R², median |err| and median rel err,
+    and the range of the latter over the draws."""
+    r2, mae, rel = np.median([_stats(y, p) for p in preds], axis=0)
+    rels = [_stats(y, p)[2] for p in preds]
+    spread = f"{100 * min(rels):.1f}-{100 * max(rels):.1f}%"
+    return f"| {name:<34} | {len(y):>5} | {r2:>8.4f} | {mae:>9.3f} | {100 * rel:>7.2f}% | {spread:>11} |"
 
 
-_HEAD = "| target / class (op)                | rows  |    R²    | med |err| us | med rel |"
-_RULE = "|------------------------------------|-------|----------|-----------|---------|"
+_HEAD = "| target / class (op)                | rows  |    R²    | med |err| us | med rel | over draws  |"
+_RULE = (
+    "|------------------------------------|-------|----------|-----------|---------|-------------|"
+)
 
 
 def accuracy_table(
-    target: str, rows: Sequence[ew.Measurement], folds: int, **params: object
+    target: str, rows: Sequence[ew.Measurement], folds: int, draws: int = 3, **params: object
 ) -> None:
-    """Per class and per op accuracy on unseen sizes."""
-    pred = _cv_predict(rows, folds, **params)
+    """Per class and per op accuracy on unseen sizes: medians over `draws` random
+    assignments of sizes to folds (one draw's numbers move by several points)."""
+    preds = [_cv_predict(rows, folds, seed, **params) for seed in range(draws)]
     y = np.array([r.latency_us for r in rows])
     ops = np.array([r.op for r in rows])
     classes = np.array([r.model_class for r in rows])
@@ -83,11 +93,11 @@ def accuracy_table(
     print(_RULE)
     for cls in sorted(set(classes)):
         m = classes == cls
-        print(_row(f"{target} {cls}", y[m], pred[m]))
+        print(_row(f"{target} {cls}", y[m], [p[m] for p in preds]))
         for op in sorted(set(ops[m])):
             if len(set(ops[m])) > 1:
                 mo = m & (ops == op)
-                print(_row(f"  ({op})", y[mo], pred[mo]))
+                print(_row(f"  ({op})", y[mo], [p[mo] for p in preds]))
     print()
 
 
@@ -234,35 +244,39 @@ def host_live(n_per_class: int, repeats: int, saved: dict | None = None) -> None
     print()
 
 
-def host_same_run(repeats: int, folds: int, saved: dict | None = None) -> None:
+def host_same_run(repeats: int, folds: int, saved: dict | None = None, draws: int = 3) -> None:
     """The quick f32 sweep measured twice in this run (passes A, B): models fitted on A at
-    some sizes predict B at the others, against the same-run floor |A - B| / B."""
+    some sizes predict B at the others, against the same-run floor |A - B| / B (medians
+    over `draws` random assignments of sizes to folds, and the ratio's range over them)."""
     from stablehlo_perf.runtime import sweeps
 
     # Without sorts: their large shapes alone take ~10 min a pass here; the CV table scores them.
     specs = [s for s in sweeps.sweep(quick=True, dtypes=("f32",)) if s.op != "sort"]
     va, vb = _measured(saved, "same_run", specs, repeats, 64)
+    specs = [s for s in specs if s.key in va]  # a saved run from an older sweep has fewer
     rows_a = [ew.Measurement(s.op, s.dtype, s.shape, va[s.key]) for s in specs]
-    pred = _cv_predict(rows_a, folds)
+    preds = [_cv_predict(rows_a, folds, seed) for seed in range(draws)]
     y_a = np.array([r.latency_us for r in rows_a])
     y_b = np.array([vb[s.key] for s in specs])
     cls = np.array([r.model_class for r in rows_a])
     print(f"host same-run check: {len(specs)} f32 shapes (quick sweep), passes A and B of "
           f"{repeats} interleaved rounds; fit on A, {folds}-fold split by size, scored on B")  # fmt: skip
     print(
-        "| host class (same run)       | rows |   R² vs B | med rel err vs B | floor |A-B|/B | ratio |"
+        "| host class (same run)       | rows |   R² vs B | med rel err vs B | floor |A-B|/B | ratio | over draws |"
     )
     print(
-        "|-----------------------------|------|-----------|------------------|----------------|-------|"
+        "|-----------------------------|------|-----------|------------------|----------------|-------|------------|"
     )
     for c in sorted(set(cls)):
         m = cls == c
-        err = float(np.median(np.abs(pred[m] - y_b[m]) / y_b[m]))
+        errs = [float(np.median(np.abs(p[m] - y_b[m]) / y_b[m])) for p in preds]
         floor = float(np.median(np.abs(y_a[m] - y_b[m]) / y_b[m]))
+        err = float(np.median(errs))
         ratio = err / floor if floor > 0 else math.inf
-        r2 = r2_score(y_b[m], pred[m])
+        lo, hi = (min(errs) / floor, max(errs) / floor) if floor > 0 else (math.inf, math.inf)
+        r2 = float(np.median([r2_score(y_b[m], p[m]) for p in preds]))
         print(
-            f"| {c:<27} | {m.sum():>4} | {r2:>9.3f} | {100 * err:>15.1f}% | {100 * floor:>13.1f}% | {ratio:5.2f} |"
+            f"| {c:<27} | {m.sum():>4} | {r2:>9.3f} | {100 * err:>15.1f}% | {100 * floor:>13.1f}% | {ratio:5.2f} | {lo:.2f}-{hi:.2f}  |"
         )
     print()
 
