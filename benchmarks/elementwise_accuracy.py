@@ -68,9 +68,9 @@ def _stats(y: np.ndarray, p: np.ndarray) -> tuple[float, float, float]:
 def _row(name: str, y: np.ndarray, preds: Sequence[np.ndarray]) -> str:
     """One table row: the median over fold draws of R², median |err| and median rel err,
     and the range of the latter over the draws."""
-    r2, mae, rel = np.median([_stats(y, p) for p in preds], axis=0)
-    rels = [_stats(y, p)[2] for p in preds]
-    spread = f"{100 * min(rels):.1f}-{100 * max(rels):.1f}%"
+    stats = np.array([_stats(y, p) for p in preds])
+    r2, mae, rel = np.median(stats, axis=0)
+    spread = f"{100 * stats[:, 2].min():.1f}-{100 * stats[:, 2].max():.1f}%"
     return f"| {name:<34} | {len(y):>5} | {r2:>8.4f} | {mae:>9.3f} | {100 * rel:>7.2f}% | {spread:>11} |"
 
 

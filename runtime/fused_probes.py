@@ -2,12 +2,12 @@
 
 XLA:CPU has no bf16 arithmetic: in a fused bf16 loop every op widens its operands to
 f32 and rounds its result back to bf16 before the next op, so each member costs a
-fraction of a ns per element that a standalone bf16 op hides under its memory traffic (measured with
-runtime/timing.py on the project's 2-vCPU VM, 2026-12-01, in a loop: 8 steps of
-`x = x * b + a` over 1M bf16 elements 2.8-3.3 ms, one step 0.27-0.37 ms, about
-0.18 ns per element per op; in f32 the eight steps cost what one does). The probe
-times such chains of 1 and `STEPS` steps inside a loop and keeps the difference
-per op per element.
+fraction of a ns per element that a standalone bf16 op hides under its memory traffic
+(measured with runtime/timing.py on the project's 2-vCPU VM, 2026-12-01, in a loop:
+8 steps of `x = x * b + a` over 1M bf16 elements 2.8-3.3 ms, one step 0.27-0.37 ms,
+about 0.18 ns per element per op; in f32 the eight steps cost what one does). The probe
+times such chains of 1 and `STEPS` steps inside a loop and keeps the difference per op
+per element.
 """
 
 from __future__ import annotations

@@ -261,6 +261,7 @@ def test_calibrate_cli_end_to_end_and_corrupted_cache(
     # --refit measures nothing: same rows, probes and date, the parameters written again.
     before = path.read_text()
     monkeypatch.setattr(program_probes, "measure_probes", lambda *a, **k: pytest.fail("measured"))
+    monkeypatch.setattr(fused_probes, "measure_bf16_fused", lambda *a, **k: pytest.fail("measured"))
     path.write_text(before.replace(cf.header_value(path, HOST_PARAMS_KEY), "bandwidth_gbps=1"))
     assert calibrate.main(["--target", "host", "--refit", "--note", "refit"]) == 0
     assert (
