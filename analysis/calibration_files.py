@@ -7,9 +7,12 @@ whether a target has data without importing them.
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import platform
+import statistics
 import warnings
+from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
 
@@ -21,7 +24,13 @@ __all__ = [
     "training_files",
     "header_value",
     "has_learned_data",
+    "SENTINEL_COLUMN",
+    "speed_factors",
 ]
+
+SENTINEL_COLUMN = "sentinel_us"
+"""Calibration column: the in-loop time of fixed sentinel ops (`runtime.calibrate.SENTINELS`,
+geometric mean) timed in the same rounds as the row, a gauge of the machine's speed then."""
 
 
 def cache_dir() -> Path:
@@ -113,3 +122,17 @@ def _header_machine(path: Path) -> str:
 def has_learned_data(target: str) -> bool:
     """Whether `target` has measurements to learn from (the user's own or shipped)."""
     return training_files(target) is not None
+
+
+def speed_factors(sentinel_us: Sequence[float]) -> list[float]:
+    """Per row, the file's median sentinel time over the row's own (1.0 where a row has none):
+    a row's times multiplied by it are what they would have been at the file's median speed.
+
+    A shared VM's speed moves by whole factors while a calibration runs (2026-12-01, the
+    project's VM: one 25-minute run switched from 12 to 29 us dispatch and kernels 1.5x
+    slower between two chunks), which no feature of a shape can explain."""
+    known = [s for s in sentinel_us if math.isfinite(s) and s > 0]
+    if not known:
+        return [1.0] * len(sentinel_us)
+    ref = statistics.median(known)
+    return [ref / s if math.isfinite(s) and s > 0 else 1.0 for s in sentinel_us]

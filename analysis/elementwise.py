@@ -19,8 +19,10 @@ Predictions outside the training size range carry `extrapolated=True`.
 
 Calibration CSVs: `#` lines are a free-form header (machine, date, versions);
 required columns `op, dtype, shape, measured_us_median`; a `primary` column,
-when present, keeps only rows with primary == 1 (the tpu_v4 data's convention).
-Duplicate (op, dtype, shape) rows are merged by their median.
+when present, keeps only rows with primary == 1 (the tpu_v4 data's convention); a
+`sentinel_us` column, when present, puts every row at the file's median machine speed
+(`analysis.calibration_files.speed_factors`). Duplicate (op, dtype, shape) rows are
+merged by their median.
 """
 
 from __future__ import annotations
@@ -37,7 +39,12 @@ from pathlib import Path
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.ensemble import HistGradientBoostingRegressor
-from stablehlo_perf.analysis.calibration_files import header_value, training_files
+from stablehlo_perf.analysis.calibration_files import (
+    SENTINEL_COLUMN,
+    header_value,
+    speed_factors,
+    training_files,
+)
 from stablehlo_perf.analysis.opinfo import (
     READS_PART,
     OpInfo,
@@ -258,7 +265,7 @@ def load_measurements(path: str | os.PathLike[str]) -> list[Measurement]:
             f"{path}:{numbered[0][0]}: missing column(s) {', '.join(missing)} "
             f"(required: {', '.join(REQUIRED_COLUMNS)})"
         )
-    groups: dict[tuple[str, str, tuple[int, ...]], list[float]] = defaultdict(list)
+    keyed: list[tuple[tuple[str, str, tuple[int, ...]], float, float]] = []
     for (lineno, _), row in zip(numbered[1:], reader, strict=True):
         where = f"{path}:{lineno}"
         if row.get("primary") not in (None, "", "1"):
@@ -285,9 +292,18 @@ def load_measurements(path: str | os.PathLike[str]) -> list[Measurement]:
             raise CalibrationError(
                 f"{where}: measured_us_median must be a positive finite time, got {raw!r}"
             )
-        groups[(op, dtype, shape)].append(value)
-    if not groups:
+        sentinel = (row.get(SENTINEL_COLUMN) or "nan").strip()
+        try:
+            keyed.append(((op, dtype, shape), value, float(sentinel)))
+        except ValueError:
+            raise CalibrationError(
+                f"{where}: {SENTINEL_COLUMN} {sentinel!r} is not a number"
+            ) from None
+    if not keyed:
         raise CalibrationError(f"{path}: no measurement rows")
+    groups: dict[tuple[str, str, tuple[int, ...]], list[float]] = defaultdict(list)
+    for (key, value, _), factor in zip(keyed, speed_factors([s for *_, s in keyed]), strict=True):
+        groups[key].append(value * factor)
     return [
         Measurement(op, dtype, shape, float(np.median(v)))
         for (op, dtype, shape), v in groups.items()

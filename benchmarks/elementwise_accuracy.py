@@ -31,6 +31,7 @@ from collections.abc import Sequence
 import numpy as np
 from sklearn.metrics import r2_score
 from stablehlo_perf.analysis import elementwise as ew
+from stablehlo_perf.analysis.calibration_files import speed_factors
 
 
 def _cv_predict(
@@ -158,17 +159,33 @@ def ablation(rows: Sequence[ew.Measurement], folds: int) -> None:
 
 def _two_passes(
     specs: Sequence[object], repeats: int
-) -> tuple[dict[str, float], dict[str, float], float]:
+) -> tuple[dict[str, float], dict[str, float], float, float]:
     """Per-op times inside a program (runtime.timing.time_in_loop, as the calibration
-    measures them) in two passes A and B of interleaved rounds; and the dispatch floor."""
-    from stablehlo_perf.runtime import sweeps, timing
+    measures them) in two passes A and B of interleaved rounds; the dispatch floor; and the
+    calibration's sentinel ops timed in both passes' rounds (geometric mean, us)."""
+    from stablehlo_perf.runtime import calibrate, sweeps, timing
 
     looped = [(s.key, sweeps.build_loop_case(s)) for s in specs]
-    passes = []
+    gauges = calibrate.sentinel_cases()
+    passes, sentinel = [], []
     for seed in (1, 2):
-        out, _, disp = timing.time_in_loop(looped, repeats=repeats, seed=seed)
-        passes.append({k: max(per.median_us, 0.1) for k, (per, _) in out.items()})
-    return passes[0], passes[1], disp.median_us
+        out, _, disp = timing.time_in_loop([*looped, *gauges], repeats=repeats, seed=seed)
+        passes.append({k: max(out[k][0].median_us, 0.1) for k, _ in looped})
+        sentinel.append(calibrate.sentinel_time(out, gauges))
+    return passes[0], passes[1], disp.median_us, math.sqrt(sentinel[0] * sentinel[1])
+
+
+def _at_median_speed(
+    saved: dict[str, dict[str, float]], va: dict[str, float], vb: dict[str, float]
+) -> tuple[dict[str, float], dict[str, float]]:
+    """Both passes' times scaled to the run's median sentinel time (each chunk's A and B by the
+    same factor, so |A - B| / B is unchanged); as measured for a run saved without sentinels."""
+    gauge = saved.get("sentinel")
+    if not gauge:
+        return va, vb
+    keys = list(va)
+    f = dict(zip(keys, speed_factors([gauge[k] for k in keys]), strict=True))
+    return {k: v * f[k] for k, v in va.items()}, {k: v * f[k] for k, v in vb.items()}
 
 
 def _measured(
@@ -181,17 +198,20 @@ def _measured(
     """Passes A and B of `specs` for one check: from a saved run, or measured now in
     chunks of interleaved rounds (and recorded in `saved` when it is a dict to fill)."""
     if saved is not None and check in saved:
-        return saved[check]["a"], saved[check]["b"]
+        return saved[check]
     va: dict[str, float] = {}
     vb: dict[str, float] = {}
+    gauge: dict[str, float] = {}
     for start in range(0, len(specs), chunk):
-        a, b, disp = _two_passes(specs[start : start + chunk], repeats)
+        a, b, disp, sentinel = _two_passes(specs[start : start + chunk], repeats)
         va.update(a)
         vb.update(b)
-        print(f"  ({check}: {min(start + chunk, len(specs))}/{len(specs)} shapes; dispatch {disp:.1f} us per call)")  # fmt: skip
+        gauge.update(dict.fromkeys(a, sentinel))
+        print(f"  ({check}: {min(start + chunk, len(specs))}/{len(specs)} shapes; dispatch {disp:.1f} us per call; sentinel ops {sentinel:.1f} us)")  # fmt: skip
+    run = {"a": va, "b": vb, "sentinel": gauge}
     if saved is not None:
-        saved[check] = {"a": va, "b": vb}
-    return va, vb
+        saved[check] = run
+    return run
 
 
 def host_live(n_per_class: int, repeats: int, saved: dict | None = None) -> None:
@@ -220,7 +240,8 @@ def host_live(n_per_class: int, repeats: int, saved: dict | None = None) -> None
         m, n, k = (int(v) for v in rng.choice([48, 64, 100, 160, 200, 320], 3))
         specs.append(sweeps.Spec("dot_general", "f32", (1, m, n, k)))
     specs = sorted(set(specs))
-    a, b = _measured(saved, "live", specs, repeats, len(specs))
+    run = _measured(saved, "live", specs, repeats, len(specs))
+    a, b = run["a"], run["b"]
     meas = [ew.Measurement(s.op, s.dtype, s.shape, 1.0) for s in specs]
     X = ew.measurement_features(meas)
     cls = np.array([m.model_class for m in meas])
@@ -247,36 +268,48 @@ def host_live(n_per_class: int, repeats: int, saved: dict | None = None) -> None
 def host_same_run(repeats: int, folds: int, saved: dict | None = None, draws: int = 3) -> None:
     """The quick f32 sweep measured twice in this run (passes A, B): models fitted on A at
     some sizes predict B at the others, against the same-run floor |A - B| / B (medians
-    over `draws` random assignments of sizes to folds, and the ratio's range over them)."""
+    over `draws` random assignments of sizes to folds, and the ratio's range over them).
+    Chunks of the sweep are minutes apart and the machine's speed moves between them: the
+    times are put at the run's median speed by the sentinel ops timed in each chunk's rounds
+    (`_at_median_speed`, as the calibration's readers do); "raw" is the ratio without that."""
     from stablehlo_perf.runtime import sweeps
 
     # Without sorts: their large shapes alone take ~10 min a pass here; the CV table scores them.
     specs = [s for s in sweeps.sweep(quick=True, dtypes=("f32",)) if s.op != "sort"]
-    va, vb = _measured(saved, "same_run", specs, repeats, 64)
+    run = _measured(saved, "same_run", specs, repeats, 64)
+    va, vb = _at_median_speed(run, run["a"], run["b"])
     specs = [s for s in specs if s.key in va]  # a saved run from an older sweep has fewer
-    rows_a = [ew.Measurement(s.op, s.dtype, s.shape, va[s.key]) for s in specs]
-    preds = [_cv_predict(rows_a, folds, seed) for seed in range(draws)]
-    y_a = np.array([r.latency_us for r in rows_a])
     y_b = np.array([vb[s.key] for s in specs])
-    cls = np.array([r.model_class for r in rows_a])
+    y_b_raw = np.array([run["b"][s.key] for s in specs])
+    scored = []
+    for a, y in ((va, y_b), (run["a"], y_b_raw)):
+        rows_a = [ew.Measurement(s.op, s.dtype, s.shape, a[s.key]) for s in specs]
+        preds = [_cv_predict(rows_a, folds, seed) for seed in range(draws)]
+        scored.append((np.array([r.latency_us for r in rows_a]), y, preds))
+        if va is run["a"]:
+            break  # no sentinels: the raw times are all there is
+    cls = np.array([ew.Measurement(s.op, s.dtype, s.shape, 1.0).model_class for s in specs])
     print(f"host same-run check: {len(specs)} f32 shapes (quick sweep), passes A and B of "
           f"{repeats} interleaved rounds; fit on A, {folds}-fold split by size, scored on B")  # fmt: skip
     print(
-        "| host class (same run)       | rows |   R² vs B | med rel err vs B | floor |A-B|/B | ratio | over draws |"
+        "| host class (same run)       | rows |   R² vs B | med rel err vs B | floor |A-B|/B | ratio | over draws | raw ratio |"
     )
     print(
-        "|-----------------------------|------|-----------|------------------|----------------|-------|------------|"
+        "|-----------------------------|------|-----------|------------------|----------------|-------|------------|-----------|"
     )
     for c in sorted(set(cls)):
         m = cls == c
-        errs = [float(np.median(np.abs(p[m] - y_b[m]) / y_b[m])) for p in preds]
-        floor = float(np.median(np.abs(y_a[m] - y_b[m]) / y_b[m]))
+        cells = []
+        for y_a, y, preds in scored:
+            errs = [float(np.median(np.abs(p[m] - y[m]) / y[m])) for p in preds]
+            floor = float(np.median(np.abs(y_a[m] - y[m]) / y[m]))
+            cells.append((errs, floor, float(np.median(errs)) / floor if floor > 0 else math.inf))
+        (errs, floor, ratio), raw = cells[0], cells[-1][2] if len(cells) > 1 else math.nan
         err = float(np.median(errs))
-        ratio = err / floor if floor > 0 else math.inf
         lo, hi = (min(errs) / floor, max(errs) / floor) if floor > 0 else (math.inf, math.inf)
-        r2 = float(np.median([r2_score(y_b[m], p[m]) for p in preds]))
+        r2 = float(np.median([r2_score(y_b[m], p[m]) for p in scored[0][2]]))
         print(
-            f"| {c:<27} | {m.sum():>4} | {r2:>9.3f} | {100 * err:>15.1f}% | {100 * floor:>13.1f}% | {ratio:5.2f} | {lo:.2f}-{hi:.2f}  |"
+            f"| {c:<27} | {m.sum():>4} | {r2:>9.3f} | {100 * err:>15.1f}% | {100 * floor:>13.1f}% | {ratio:5.2f} | {lo:.2f}-{hi:.2f}  | {raw:9.2f} |"
         )
     print()
 

@@ -21,7 +21,10 @@ the per-call overhead) and a second table compares the two parts with the pipeli
 kernel sum and its predicted call overhead. `--predict-from RUN.json` measures nothing
 and scores the current predictions against a run saved with `--json`: model changes
 compared on one measurement, without the VM's run-to-run drift (which moved the whole
-zoo by 20% between two runs of the same code).
+zoo by 20% between two runs of the same code). The calibration's sentinel ops
+(`runtime/calibrate.py: SENTINELS`) are timed before and after the zoo: their time over
+their median in the host calibration is the machine's speed now against then, printed
+with the pipeline's error were its predictions scaled by it (a diagnostic).
 
     python benchmarks/end_to_end.py [--scales 1 2 4] [--rounds 5] [--json out/e2e.json]
         [--save-lasso analysis/data/cc4cs_lasso_host.json] [--split]
@@ -388,6 +391,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "(compares model changes on one measurement, free of run-to-run drift)",
     )
     a = p.parse_args(argv)
+    from stablehlo_perf.runtime.calibrate import sentinel_us
+    from stablehlo_perf.runtime.calibration_check import machine_speed
     from stablehlo_perf.runtime.cc4cs_host import result_features
 
     t_start = time.perf_counter()
@@ -414,10 +419,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if a.predict_from is not None:
         method, noise, dispatch_ns = load_saved_run(rows, a.predict_from)
         a.split = all(row.in_loop_ns is not None for row in rows)
+        saved_summary = json.loads(a.predict_from.read_text())["summary"]
+        sentinels = saved_summary.get("sentinel_us_before_after")
     else:
+        before = sentinel_us()
         method, noise, dispatch_ns = measure_zoo(rows, runs, a.rounds, a.stat)
         if a.split:
             measure_in_loop(rows, runs, a.rounds)
+        sentinels = [before, sentinel_us()]
 
     feats = sorted({k for row in rows for k in (row.features or {})})
     X = np.array([[row.features[k] for k in feats] for row in rows])
@@ -449,6 +458,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "cpus": os.cpu_count(),
         "load_average_1min": os.getloadavg()[0],
     }
+    if sentinels:
+        summary["sentinel_us_before_after"] = sentinels
+        summary["machine_speed_vs_calibration"] = speed = machine_speed(sentinels)
+        if math.isfinite(speed):  # a diagnostic: the model does not know the speed it meets
+            summary["pipeline_at_measured_speed"] = error_metrics(y, pred * speed)
+            summary["pipeline_at_measured_speed_kendall_tau"] = summary["pipeline_kendall_tau"]
     if all(row.rounds_ns and len(row.rounds_ns) >= 2 for row in rows):
         # The measurement's own ceiling: even rounds' medians "predicting" odd rounds'.
         even = np.array([np.median(row.rounds_ns[0::2]) for row in rows])
@@ -520,8 +535,15 @@ def _print_table(rows: list[Row], summary: dict[str, Any]) -> None:
             f"measurement ceiling (even rounds' medians vs odd rounds'): MAPE "
             f"{s['split_half_mape']:.1f}%, Kendall τ {s['split_half_kendall_tau']:.3f}"
         )
+    if "machine_speed_vs_calibration" in s:
+        b, a = s["sentinel_us_before_after"]
+        print(
+            f"machine speed: sentinel ops {b:.1f} us before, {a:.1f} us after the zoo; "
+            f"{s['machine_speed_vs_calibration']:.2f}x their time in the calibration"
+        )
     for key, label in (("pipeline", "pipeline (target host)"), ("cc4cs_sum", "CC4CS op sum"),
-                       ("lasso_heldout_by_family", "LASSO, held out by family")):  # fmt: skip
+                       ("lasso_heldout_by_family", "LASSO, held out by family"),
+                       ("pipeline_at_measured_speed", "pipeline x machine speed")):  # fmt: skip
         if key in s:
             m = s[key]
             tau = s.get(key.split("_heldout")[0] + "_kendall_tau", s.get(f"{key}_kendall_tau"))

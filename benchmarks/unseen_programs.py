@@ -11,7 +11,9 @@ with `--json` instead: model changes compared on one measurement). Prints per pr
 predicted, measured, their ratio, the measurement's spread, and unmodelled ops; then the
 geometric mean of the error factor (max(r, 1/r)) and how many programs land within 1.5x
 and 2x. The 2-vCPU development VM
-moves these timings by up to 2x between runs: compare ratios, repeat, quote medians.
+moves these timings by up to 2x between runs: compare ratios, repeat, quote medians. The
+calibration's sentinel ops timed before and after the programs say how fast the machine
+ran against its calibration (`runtime/calibration_check.py: machine_speed`).
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ import numpy as np
 from jax import lax
 from stablehlo_perf import perf_jit
 from stablehlo_perf.runtime.timing import Case, time_cases
+from stablehlo_perf.runtime.calibrate import sentinel_us
+from stablehlo_perf.runtime.calibration_check import machine_speed
 
 _KEY = jax.random.key(0)
 
@@ -171,14 +175,22 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
             jax.block_until_ready(step(*args))  # compile before the timed rounds
             runs.append((step, args))
     if a.predict_from is not None:
-        measured = json.loads(a.predict_from.read_text())["measured"]
+        saved = json.loads(a.predict_from.read_text())
+        measured, sentinels = saved["measured"], saved.get("sentinel_us_before_after")
         source = f"saved run {a.predict_from.name}"
     else:
+        before = sentinel_us()
         measured = _measure(list(predicted), runs, a.rounds)
+        sentinels = [before, sentinel_us()]
         source = f"this run, {a.rounds} interleaved rounds"
     if a.json is not None:
         a.json.parent.mkdir(parents=True, exist_ok=True)
-        a.json.write_text(json.dumps({"measured": measured, "predicted_ns": predicted}, indent=1))
+        saved = {
+            "measured": measured,
+            "predicted_ns": predicted,
+            "sentinel_us_before_after": sentinels,
+        }
+        a.json.write_text(json.dumps(saved, indent=1))
     print(f"measured: {source} (runtime/timing.py, median net of dispatch)\n")
     print("| program | predicted µs | measured µs | ratio | spread | unmodelled |")
     print("|---|---:|---:|---:|---:|---|")
@@ -200,6 +212,15 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
             f"within 2x: {(factor <= 2).sum()}; worst: "
             f"{max(ratios, key=lambda k: abs(math.log(ratios[k])))}"
         )
+        speed = machine_speed(sentinels) if sentinels else math.nan
+        if math.isfinite(speed):
+            # A diagnostic: what the error would be had the model known the machine's speed.
+            scaled = np.exp(np.abs(np.log(np.array(list(ratios.values())) * speed)))
+            print(
+                f"machine speed: sentinel ops {speed:.2f}x their time in the calibration; "
+                f"predictions x that: error factor geometric mean "
+                f"{np.exp(np.log(scaled).mean()):.2f}, within 1.5x: {(scaled <= 1.5).sum()}"
+            )
     return ratios
 
 

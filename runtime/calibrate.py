@@ -1,6 +1,6 @@
 """`stablehlo-perf-calibrate`: measure this machine's op latencies, store and fit them.
 
-    stablehlo-perf-calibrate --target host [--ops add,exponential,...] [--quick]
+    stablehlo-perf-calibrate --target host [--ops add,exponential,...] [--quick] [--check]
 
 Measures the sweep (runtime.sweeps) on JAX's default backend with the timing
 harness: each op inside a runtime-trip-count loop, so that what is stored is its
@@ -40,10 +40,14 @@ from tqdm import tqdm
 __all__ = [
     "COLUMNS",
     "RESOLUTION_US",
+    "SENTINELS",
     "main",
     "measure",
     "read_partial",
     "refit",
+    "sentinel_cases",
+    "sentinel_time",
+    "sentinel_us",
     "write_calibration",
 ]
 
@@ -57,6 +61,16 @@ COLUMNS = (
     "call_us_median",
     "dispatch_us",
     "repeats",
+    cf.SENTINEL_COLUMN,
+)
+# Timed in every chunk's rounds beside the chunk's rows (in a loop, as they are): a gauge of
+# the machine's speed at that moment. A memory-bound add, a compute-bound exp and a library
+# GEMM, so that a change in any of the three shows; their geometric mean is the row's
+# sentinel_us (`analysis.calibration_files.speed_factors`).
+SENTINELS = (
+    sweeps.Spec("add", "f32", (512, 1024)),
+    sweeps.Spec("exponential", "f32", (256, 1024)),
+    sweeps.Spec("dot_general", "f32", (1, 256, 256, 256)),
 )
 # Per-iteration times below this are indistinguishable from zero (the difference of two
 # programs' times, each with microseconds of jitter); they are recorded as this value.
@@ -72,13 +86,15 @@ def read_partial(path: Path) -> dict[str, list[str]]:
         if line.startswith(("#", "op,")):
             continue
         fields = line.split(",")
+        if len(fields) == len(COLUMNS) - 1:
+            fields.append("nan")  # measured before sentinels: taken as at the median speed
         if len(fields) != len(COLUMNS):
             continue
         try:
             nums = [float(v) for v in fields[3:]]
         except ValueError:
             continue
-        if all(math.isfinite(v) for v in nums) and nums[1] > 0:
+        if all(math.isfinite(v) for v in nums[:-1]) and nums[1] > 0:
             rows[",".join(fields[:3])] = fields
     return rows
 
@@ -93,6 +109,7 @@ def measure(
     """Measure the specs not yet in `partial`, a chunk at a time (interleaved within a chunk)."""
     done = read_partial(partial)
     todo = [s for s in specs if s.key not in done]
+    gauges = sentinel_cases() if todo else []
     partial.parent.mkdir(parents=True, exist_ok=True)
     if not partial.is_file() or partial.stat().st_size == 0:
         partial.write_text(",".join(COLUMNS) + "\n")
@@ -106,7 +123,10 @@ def measure(
             part = todo[start : start + chunk]
             looped = [(s.key, sweeps.build_loop_case(s)) for s in part]
             alone = [sweeps.build_case(s) for s in part]
-            results, programs, disp = timing.time_in_loop(looped, repeats=repeats, extra=alone)
+            results, programs, disp = timing.time_in_loop(
+                [*looped, *gauges], repeats=repeats, extra=alone
+            )
+            sentinel = sentinel_time(results, gauges)
             lines = []
             for s in part:
                 per, _ = results[s.key]
@@ -118,6 +138,7 @@ def measure(
                     f"{programs[s.key].median_us:.4f}",
                     f"{disp.median_us:.4f}",
                     str(repeats),
+                    f"{sentinel:.4f}",
                 ]
                 done[s.key] = row
                 lines.append(",".join(row) + "\n")
@@ -125,6 +146,33 @@ def measure(
                 f.writelines(lines)
             bar.update(len(part))
     return done
+
+
+def sentinel_cases() -> list[tuple[str, sweeps.LoopCase]]:
+    """The sentinel ops compiled in loops, for `timing.time_in_loop` beside other cases (keys
+    apart from any sweep row's)."""
+    cases = []
+    for s in SENTINELS:
+        # Renamed after compiling: its timing cases must not share a key with a sweep row's
+        # (the sweep measures dot_general 1x256x256x256 too).
+        lc = sweeps.build_loop_case(s)
+        gauge = dataclasses.replace(lc, spec=sweeps.Spec(f"__sentinel__{s.op}", s.dtype, s.shape))
+        cases.append((gauge.spec.key, gauge))
+    return cases
+
+
+def sentinel_time(
+    results: dict[str, tuple[timing.Timing, timing.Timing]],
+    cases: Sequence[tuple[str, sweeps.LoopCase]],
+) -> float:
+    """Geometric mean in-loop time (us) of the sentinel `cases` in `time_in_loop` results."""
+    return math.exp(float(np.mean([math.log(results[k][0].median_us) for k, _ in cases])))
+
+
+def sentinel_us(repeats: int = 7) -> float:
+    """The sentinel ops' in-loop time now (us, geometric mean), as a calibration chunk times them."""
+    cases = sentinel_cases()
+    return sentinel_time(timing.time_in_loop(cases, repeats=repeats)[0], cases)
 
 
 def header(target: str, note: str = "") -> list[str]:
@@ -141,7 +189,10 @@ def header(target: str, note: str = "") -> list[str]:
             f"jaxlib {jaxlib.__version__}, numpy {np.__version__}"
         ),
         f"# method: {timing.LOOP_METHOD}; median over rounds; call_us_median is the op as a"
-        f" program of its own, timed in the same rounds ({timing.METHOD})",
+        f" program of its own, timed in the same rounds ({timing.METHOD}); {cf.SENTINEL_COLUMN}"
+        f" is the geometric mean in-loop time of {' '.join(s.key for s in SENTINELS)} in the"
+        " row's rounds; readers scale a row's times by the file's median sentinel_us over"
+        " the row's",
     ]
 
 
@@ -159,15 +210,19 @@ def write_calibration(
     body = ",".join(COLUMNS) + "\n" + "".join(",".join(r) + "\n" for r in sorted(rows))
     digest = hashlib.sha256(body.encode()).hexdigest()
     disp = np.median([float(r[COLUMNS.index("dispatch_us")]) for r in rows])
+    sentinels = [float(r[-1]) for r in rows]
+    speed = cf.speed_factors(sentinels)
     params = fit_host_params(
         [
-            (r[0], r[1], tuple(int(d) for d in r[2].split("x")), float(r[4]), float(r[6]))
-            for r in rows
+            (r[0], r[1], tuple(int(d) for d in r[2].split("x")), f * float(r[4]), f * float(r[6]))
+            for r, f in zip(rows, speed, strict=True)
         ]
     )
     if probes:
         base = params.program_overhead_ns if math.isfinite(params.program_overhead_ns) else 0.0
-        fit = program_probes.fit_probes(list(probes), base)
+        known = [v for v in sentinels if math.isfinite(v)]
+        ref = float(np.median(known)) if known else math.nan
+        fit = program_probes.fit_probes([p.at_speed(ref) for p in probes], base)
         params = dataclasses.replace(
             params, multi_kernel_ns=fit.multi_kernel_ns, kernel_dispatch_ns=fit.kernel_dispatch_ns
         )
@@ -231,13 +286,35 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="measure nothing: fit the header's parameters again from the file's rows and probes",
     )
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="measure a few rows of each class of the calibration in use (or --out) and say"
+        " whether it still describes this machine (exit 1 if not)",
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     return p
+
+
+def _check(args: argparse.Namespace) -> int:
+    from stablehlo_perf.runtime import calibration_check
+
+    found = (args.out, True) if args.out else cf.training_files(args.target)
+    if found is None or not found[0].is_file() or not cf.checksum_ok(found[0]):
+        where = args.out or f"target {args.target}"
+        print(f"stablehlo-perf-calibrate: error: {where}: no valid calibration to check",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    report = calibration_check.check(found[0], repeats=args.repeats, progress=not args.no_progress)
+    print(report.table())
+    return 0 if report.within_tolerance else 1
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of `stablehlo-perf-calibrate`."""
     args = _parser().parse_args(argv)
+    if args.check:
+        return _check(args)
     path: Path = args.out or cf.calibration_path(args.target)
     if args.refit:
         if not path.is_file() or not cf.checksum_ok(path):
@@ -267,9 +344,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     earlier_probes = [p for ln in text.splitlines() if (p := program_probes.Probe.parse(ln))]
     rows = measure(specs, partial, repeats=args.repeats, progress=not args.no_progress)
     now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    probes = program_probes.pooled(
-        earlier_probes, program_probes.measure_probes(args.repeats, measured=now)
-    )
+    before = sentinel_us(args.repeats)
+    fresh = program_probes.measure_probes(args.repeats, measured=now)
+    gauge = math.sqrt(before * sentinel_us(args.repeats))
+    fresh = [dataclasses.replace(p, sentinel_us=gauge) for p in fresh]
+    probes = program_probes.pooled(earlier_probes, fresh)
     bf16 = fused_probes.measure_bf16_fused(repeats=args.repeats)
     head = earlier + [ln for ln in header(args.target, args.note) if ln not in earlier]
     write_calibration(list(rows.values()), path, head, probes, bf16)

@@ -22,8 +22,9 @@ per kernel where the long programs pay 1-3).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import jax
 import jax.numpy as jnp
@@ -95,13 +96,17 @@ class Probe:
     program_ns: float
     step_loop_ns: float
     measured: str = ""
+    # The calibration's sentinel ops timed around the probes (runtime.calibrate.SENTINELS);
+    # NaN for probes measured before sentinels.
+    sentinel_us: float = math.nan
 
     def line(self) -> str:
         """`# probe: ...` header line; `parse` reads it back exactly (times in full
         precision, so a refit from the lines gives what the fit from the measurement gave)."""
+        gauge = f" {float(self.sentinel_us)!r}" if math.isfinite(self.sentinel_us) else ""
         return (
             f"# {PROBE_KEY}: {self.measured} {self.kind} {self.steps} {self.kernels} "
-            f"{float(self.program_ns)!r} {float(self.step_loop_ns)!r}"
+            f"{float(self.program_ns)!r} {float(self.step_loop_ns)!r}{gauge}"
         )
 
     @classmethod
@@ -111,10 +116,21 @@ class Probe:
         if not line.startswith(head):
             return None
         try:
-            when, kind, steps, kernels, program, step = line[len(head) :].split()
-            return cls(kind, int(steps), int(kernels), float(program), float(step), when)
+            when, kind, steps, kernels, program, step, *gauge = line[len(head) :].split()
+            sentinel = float(gauge[0]) if len(gauge) == 1 else math.nan
+            if len(gauge) > 1:
+                return None
+            return cls(kind, int(steps), int(kernels), float(program), float(step), when, sentinel)
         except ValueError:
             return None
+
+    def at_speed(self, sentinel_us: float) -> Probe:
+        """This probe's times as if measured when the sentinels took `sentinel_us` (itself
+        where either is unknown)."""
+        if not (math.isfinite(sentinel_us) and math.isfinite(self.sentinel_us)):
+            return self
+        f = sentinel_us / self.sentinel_us
+        return replace(self, program_ns=self.program_ns * f, step_loop_ns=self.step_loop_ns * f)
 
 
 def pooled(earlier: list[Probe], new: list[Probe], keep: int = 8) -> list[Probe]:

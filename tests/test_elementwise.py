@@ -90,6 +90,22 @@ def test_primary_column_keeps_primary_rows_only(tmp_path: Path) -> None:
     assert ew.load_measurements(p) == [ew.Measurement("add", "f16", (8,), 1.0)]
 
 
+def test_sentinel_column_puts_every_row_at_the_files_median_speed(tmp_path: Path) -> None:
+    # Sentinels 10, 20, 15 us: median 15, so the row timed while the machine ran the
+    # sentinels in 20 us (slow) is scaled by 0.75, the one at 10 us by 1.5; a row without a
+    # sentinel (measured before them) is kept as it is.
+    p = _write(
+        tmp_path,
+        "op,dtype,shape,measured_us_median,sentinel_us\n"
+        "add,f32,8,2.0,10\nadd,f32,16,4.0,20\nadd,f32,32,3.0,15\nadd,f32,64,5.0,nan\n",
+    )
+    got = {m.shape: m.latency_us for m in ew.load_measurements(p)}
+    assert got == {(8,): 3.0, (16,): 3.0, (32,): 3.0, (64,): 5.0}
+    bad = _write(tmp_path, "op,dtype,shape,measured_us_median,sentinel_us\nadd,f32,8,2.0,x\n")
+    with pytest.raises(ew.CalibrationError, match=r":2: sentinel_us 'x' is not a number"):
+        ew.load_measurements(bad)
+
+
 def test_shipped_tpu_csv_loads_one_row_per_shape() -> None:
     rows = ew.load_measurements(TPU_CSV)
     # 852 rows, of which 708 are primary (README: one primary row per (op, dtype, shape)).

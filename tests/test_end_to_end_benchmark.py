@@ -18,6 +18,10 @@ def test_predict_from_a_saved_run_reproduces_its_scores(tmp_path: Path) -> None:
     assert again["noise_floor_mape"] == measured["noise_floor_mape"]
     for key in ("mape", "pe", "r2"):
         assert again["pipeline"][key] == pytest.approx(measured["pipeline"][key], rel=1e-9)
+    # The sentinel ops were timed around the zoo, and the saved run keeps them.
+    assert len(measured["sentinel_us_before_after"]) == 2
+    assert min(measured["sentinel_us_before_after"]) > 0
+    assert again["machine_speed_vs_calibration"] == measured["machine_speed_vs_calibration"]
     # A saved run that lacks a program drops it rather than scoring it against nothing.
     fewer = e2e.main(
         ["--only", "mlp_fwd", "fori_loop", "--scales", "1", "--predict-from", str(saved)]
@@ -31,6 +35,8 @@ def test_unseen_programs_score_a_saved_run_without_measuring(
     """`--predict-from` divides today's prediction by the saved measurement: a run saved at
     half the prediction scores 2.0, and a program the run lacks is left out."""
     from stablehlo_perf import perf_jit
+    from stablehlo_perf.analysis.calibration_files import training_files
+    from stablehlo_perf.runtime.calibration_check import calibration_sentinel_us
 
     unseen = benchmark_module("unseen_programs")
     fn, args = unseen.programs()["argmax_rows"]
@@ -42,3 +48,12 @@ def test_unseen_programs_score_a_saved_run_without_measuring(
     ratios = unseen.main(["--only", "argmax_rows", "norm", "--predict-from", str(saved)])
     assert ratios == pytest.approx({"argmax_rows": 2.0})
     assert "| argmax_rows |" in capsys.readouterr().out
+    # Saved with the sentinel ops at half their time in the calibration (the machine ran
+    # twice as fast): predictions scaled by 0.5 meet the measurement exactly.
+    half = calibration_sentinel_us(training_files("host")[0]) / 2
+    run = json.loads(saved.read_text()) | {"sentinel_us_before_after": [half, half]}
+    saved.write_text(json.dumps(run))
+    unseen.main(["--only", "argmax_rows", "--predict-from", str(saved)])
+    out = capsys.readouterr().out
+    assert "sentinel ops 0.50x their time in the calibration" in out
+    assert "predictions x that: error factor geometric mean 1.00" in out

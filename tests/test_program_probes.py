@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 from stablehlo_perf.runtime import program_probes as pp
 
@@ -60,3 +62,17 @@ def test_probe_lines_round_trip_and_pool_the_last_dates() -> None:
         "2026-11-30"
     ]
     assert pp.pooled(earlier, new, keep=1) == new
+
+
+def test_probe_times_are_put_at_the_calibrations_speed() -> None:
+    """Probes timed while the sentinel ops took 200 us, read for a calibration whose rows'
+    median sentinel is 150 us: every time scaled by 0.75; probes or files without sentinels
+    are left as measured."""
+    p = pp.Probe("dense", 4, 8, 100e3, 10e3, "2026-12-01T00:00Z", 200.0)
+    assert pp.Probe.parse(p.line()) == p
+    fast = p.at_speed(150.0)
+    assert (fast.program_ns, fast.step_loop_ns) == pytest.approx((75e3, 7.5e3))
+    assert (fast.kind, fast.steps, fast.kernels) == ("dense", 4, 8)
+    old = pp.Probe("dense", 4, 8, 100e3, 10e3, "2026-11-30T00:00Z")
+    assert old.at_speed(150.0) is old and p.at_speed(math.nan) is p
+    assert pp.Probe.parse(p.line() + " 1.0") is None

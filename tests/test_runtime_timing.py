@@ -19,7 +19,14 @@ from stablehlo_perf.analysis import elementwise as ew
 from stablehlo_perf.analysis.host_params import HOST_PARAMS_KEY, HostParams
 from stablehlo_perf.analysis.opinfo import OpInfo, TensorType
 from stablehlo_perf.analysis.targets import load_target
-from stablehlo_perf.runtime import calibrate, fused_probes, program_probes, sweeps, timing
+from stablehlo_perf.runtime import (
+    calibrate,
+    calibration_check,
+    fused_probes,
+    program_probes,
+    sweeps,
+    timing,
+)
 
 TINY = [
     sweeps.Spec("add", "f32", (256, 256)),
@@ -188,18 +195,22 @@ def test_measure_is_resumable_and_drops_broken_lines(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     partial = tmp_path / "p.csv"
-    specs = TINY[:3]
+    # The first is also a sentinel op: timed twice in one chunk under keys of their own.
+    specs = [calibrate.SENTINELS[0], *TINY[:2]]
     rows = calibrate.measure(specs[:2], partial, repeats=3, progress=False)
     assert set(rows) == {s.key for s in specs[:2]}
     assert all(float(r[4]) >= calibrate.RESOLUTION_US for r in rows.values())
+    # Both rows were timed in one chunk, beside the same sentinel ops (a positive gauge).
+    sentinels = {r[-1] for r in rows.values()}
+    assert len(sentinels) == 1 and float(sentinels.pop()) > 0
     # A run killed mid-write leaves a truncated line: it is re-measured, not trusted.
     with partial.open("a") as f:
-        f.write("convert,bf16,8x128,1024,0.5")
+        f.write("exponential,f32,64x512,32768,0.5")
     built: list[str] = []
     real = sweeps.build_loop_case
     monkeypatch.setattr(sweeps, "build_loop_case", lambda s: built.append(s.key) or real(s))
     rows = calibrate.measure(specs, partial, repeats=3, progress=False)
-    assert built == [specs[2].key]
+    assert built == [*(s.key for s in calibrate.SENTINELS), specs[2].key]
     assert set(calibrate.read_partial(partial)) == {s.key for s in specs}
     assert len(rows) == 3
 
@@ -236,7 +247,8 @@ def test_calibrate_cli_end_to_end_and_corrupted_cache(
         params.bandwidth_gbps, rel=1e-5
     )
     # Corrupt one value: detected, reported, re-measured.
-    path.write_text(text.replace(",3\n", ",4\n", 1))
+    assert "\nadd,f32,4096,4096," in text
+    path.write_text(text.replace("\nadd,f32,4096,4096,", "\nadd,f32,4096,4097,", 1))
     assert not cf.checksum_ok(path)
     built: list[str] = []
     real = sweeps.build_loop_case
@@ -244,15 +256,18 @@ def test_calibrate_cli_end_to_end_and_corrupted_cache(
     remeasure = ["--target", "host", "--repeats", "3", "--no-progress", "--note", "re-measured"]
     assert calibrate.main(remeasure) == 0
     assert "corrupted calibration" in capsys.readouterr().err
-    assert sorted(built) == sorted(s.key for s in specs)
+    gauges = {s.key for s in calibrate.SENTINELS}  # timed with every chunk and the probes
+    assert sorted(k for k in built if k not in gauges) == sorted(s.key for s in specs)
     assert cf.checksum_ok(path)
     probe_lines = [ln for ln in path.read_text().splitlines() if ln.startswith("# probe: ")]
     assert len(probe_lines) == 3 + 3 + 1  # chains of 1-3 of two kinds, two branches
+    # Each probe carries the sentinel time measured around the probes (a positive gauge).
+    assert all(float(ln.split()[-1]) > 0 and len(ln.split()) == 9 for ln in probe_lines)
     # A valid cache entry is reused: nothing is measured again, and its notes are kept.
     built.clear()
     again = ["--target", "host", "--repeats", "3", "--no-progress", "--note", "again"]
     assert calibrate.main(again) == 0
-    assert built == []
+    assert set(built) <= gauges  # no row: only the sentinels timed around the probes
     notes = [ln for ln in path.read_text().splitlines() if ln.startswith("# note: ")]
     assert notes == ["# note: re-measured", "# note: again"]
     # The probes were measured again and fitted with the earlier measurement.
@@ -260,6 +275,7 @@ def test_calibrate_cli_end_to_end_and_corrupted_cache(
     assert len(now) == 2 * len(probe_lines) and set(probe_lines) < set(now)
     # --refit measures nothing: same rows, probes and date, the parameters written again.
     before = path.read_text()
+    built.clear()
     monkeypatch.setattr(program_probes, "measure_probes", lambda *a, **k: pytest.fail("measured"))
     monkeypatch.setattr(fused_probes, "measure_bf16_fused", lambda *a, **k: pytest.fail("measured"))
     path.write_text(before.replace(cf.header_value(path, HOST_PARAMS_KEY), "bandwidth_gbps=1"))
@@ -270,3 +286,51 @@ def test_calibrate_cli_end_to_end_and_corrupted_cache(
         and path.read_text() == before.replace("# note: again\n", "# note: again\n# note: refit\n")
     )
     assert calibrate.main(["--target", "host", "--refit", "--out", str(tmp_path / "no.csv")]) == 2
+
+
+def _cal_row(op: str, dtype: str, shape: str, us: float) -> list[str]:
+    numel = math.prod(int(d) for d in shape.split("x"))
+    return [
+        op,
+        dtype,
+        shape,
+        str(numel),
+        f"{us:.4f}",
+        "0.05",
+        f"{us + 20:.4f}",
+        "15.0",
+        "7",
+        "80.0",
+    ]
+
+
+def test_check_sample_spreads_over_each_class_and_keeps_resolvable_f32_rows() -> None:
+    adds = [_cal_row("add", "f32", f"{64 * (i + 1)}", 10.0 * (i + 1)) for i in range(10)]
+    rows = [
+        *adds,
+        _cal_row("add", "bf16", "64", 50.0),  # bf16: not sampled
+        _cal_row("exponential", "f32", "32", 1.0),  # below the timer's resolution band
+        _cal_row("exponential", "f32", "8192", 9000.0),  # too slow for a quick check
+        _cal_row("exponential", "f32", "4096", 40.0),
+    ]
+    picked = calibration_check.sample(rows, per_class=3)
+    # binary: the 2nd, 5th and 9th of ten rows in time order; transcendental: its one usable row.
+    assert [r[2] for r in picked] == ["128", "320", "576", "4096"]
+
+
+def test_check_flags_a_calibration_the_machine_no_longer_matches(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Times 100x-1000x what a 2-core machine takes for these ops: the check must say so.
+    rows = [
+        _cal_row("add", "f32", "256x256", 4000.0),
+        _cal_row("exponential", "f32", "64x512", 3000.0),
+    ]
+    path = tmp_path / "stale.csv"
+    calibrate.write_calibration(rows, path, calibrate.header("host"))
+    report = calibration_check.check(path, repeats=3)
+    assert [c.cls for c in report.classes] == ["binary", "transcendental"]
+    assert report.kernel_ratio < 0.1 and not report.within_tolerance
+    assert calibrate.main(["--check", "--out", str(path), "--repeats", "3", "--no-progress"]) == 1
+    assert "rerun stablehlo-perf-calibrate" in capsys.readouterr().out
+    assert calibrate.main(["--check", "--out", str(tmp_path / "none.csv")]) == 2

@@ -1,0 +1,179 @@
+"""Does a calibration still describe this machine? Re-measure a sample of its rows and compare.
+
+A shared or virtual machine's speed moves (other tenants, host migration, frequency
+policy): on the project's 2-vCPU VM the same programs ran at 0.62x their earlier times a
+day later, which no model fitted on the earlier rows can know. `check` re-times a few rows
+of every model class with the calibration's own harness (`calibrate.measure`) and reports
+measured / calibrated per class, for the kernels in a loop and for the op as a program,
+and the sentinel ops (`calibrate.SENTINELS`) now over their median in the file.
+"""
+
+from __future__ import annotations
+
+import math
+import tempfile
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from stablehlo_perf.analysis import calibration_files as cf
+from stablehlo_perf.analysis.elementwise import Measurement
+from stablehlo_perf.runtime import calibrate, sweeps
+
+__all__ = [
+    "ClassDrift",
+    "DriftReport",
+    "calibration_sentinel_us",
+    "check",
+    "machine_speed",
+    "sample",
+]
+
+# Rows shorter than this are mostly timer jitter; longer ones make the check slow
+# (the loop harness runs each row ~1 ms x trips x rounds).
+_MIN_US, _MAX_US = 5.0, 5000.0
+# Within this band of 1.0 the calibration is taken to still describe the machine: wider than
+# the same-run repeat spread of a row (median ~3-10% on the VM), narrower than a slow spell.
+TOLERANCE = (0.8, 1.25)
+
+
+@dataclass(frozen=True)
+class ClassDrift:
+    """One model class: rows re-measured, median calibrated time, median ratios now / then."""
+
+    cls: str
+    rows: int
+    calibrated_us: float
+    kernel_ratio: float
+    call_ratio: float
+
+
+@dataclass(frozen=True)
+class DriftReport:
+    """Per-class drift and the median over all re-measured rows (kernel and program)."""
+
+    path: Path
+    classes: list[ClassDrift]
+    kernel_ratio: float
+    kernel_ratio_iqr: tuple[float, float]
+    call_ratio: float
+    sentinel_ratio: float  # the sentinel ops now over the file's median (NaN: none recorded)
+
+    @property
+    def within_tolerance(self) -> bool:
+        lo, hi = TOLERANCE
+        return lo <= self.kernel_ratio <= hi and lo <= self.call_ratio <= hi
+
+    def table(self) -> str:
+        """Markdown table of the classes, then the overall line and the verdict."""
+        lines = [
+            "| class | rows | calibrated µs (median) | kernel now/then | program now/then |",
+            "|---|---:|---:|---:|---:|",
+        ]
+        for c in self.classes:
+            lines.append(
+                f"| {c.cls} | {c.rows} | {c.calibrated_us:,.1f} | {c.kernel_ratio:.2f}"
+                f" | {c.call_ratio:.2f} |"
+            )
+        lo, hi = self.kernel_ratio_iqr
+        lines.append(
+            f"\nall rows: kernel {self.kernel_ratio:.2f} (IQR {lo:.2f}-{hi:.2f}),"
+            f" program {self.call_ratio:.2f}; sentinel ops {self.sentinel_ratio:.2f}"
+        )
+        if self.within_tolerance:
+            lines.append(f"{self.path}: still describes this machine (within {TOLERANCE})")
+        else:
+            lines.append(
+                f"{self.path}: this machine now runs at {self.kernel_ratio:.2f}x the calibrated"
+                " kernel times; predictions from it are off by that much: rerun"
+                " stablehlo-perf-calibrate"
+            )
+        return "\n".join(lines)
+
+
+def _row_measurement(fields: Sequence[str]) -> Measurement:
+    shape = tuple(int(d) for d in fields[2].split("x"))
+    return Measurement(fields[0], fields[1], shape, float(fields[4]))
+
+
+def sample(rows: Sequence[Sequence[str]], per_class: int = 3) -> list[list[str]]:
+    """`per_class` f32 rows of each model class, evenly spread over its sizes, whose calibrated
+    time lies in [_MIN_US, _MAX_US]; deterministic (sorted by time, then key)."""
+    by_class: dict[str, list[list[str]]] = defaultdict(list)
+    for r in rows:
+        if r[1] == "f32" and _MIN_US <= float(r[4]) <= _MAX_US:
+            by_class[_row_measurement(r).model_class].append(list(r))
+    picked = []
+    for cls in sorted(by_class):
+        group = sorted(by_class[cls], key=lambda r: (float(r[4]), r[:3]))
+        n = min(per_class, len(group))
+        picked += [group[round((i + 0.5) * len(group) / n - 0.5)] for i in range(n)]
+    return picked
+
+
+def calibration_sentinel_us(path: Path) -> float:
+    """The median sentinel time of a calibration's rows: the speed its models describe (NaN
+    for a file measured without sentinels)."""
+    known = [float(r[-1]) for r in calibrate.read_partial(path).values()]
+    known = [v for v in known if math.isfinite(v)]
+    return float(np.median(known)) if known else math.nan
+
+
+def machine_speed(sentinels: Sequence[float], target: str = "host") -> float:
+    """Sentinel times measured around a benchmark (geometric mean) over their median in the
+    target's calibration in use: > 1 when the machine runs slower than when calibrated.
+    NaN when that calibration has no sentinel column."""
+    src = cf.training_files(target)
+    then = calibration_sentinel_us(src[0]) if src else math.nan
+    return math.exp(float(np.mean(np.log(sentinels)))) / then
+
+
+def _median_ratio(now: Sequence[float], then: Sequence[float]) -> float:
+    return float(np.median(np.asarray(now) / np.asarray(then)))
+
+
+def check(path: Path, per_class: int = 3, repeats: int = 7, progress: bool = False) -> DriftReport:
+    """Re-measure `sample(path's rows)` now and compare with the calibrated values (each at the
+    file's median speed, as the models read them)."""
+    rows = list(calibrate.read_partial(path).values())
+    picked = sample(rows, per_class)
+    if not picked:
+        raise ValueError(f"{path}: no f32 rows between {_MIN_US} and {_MAX_US} us to re-measure")
+    key = ",".join
+    speed = dict(zip((key(r[:3]) for r in rows), cf.speed_factors([float(r[-1]) for r in rows])))
+    specs = [sweeps.Spec(r[0], r[1], tuple(int(d) for d in r[2].split("x"))) for r in picked]
+    with tempfile.TemporaryDirectory() as tmp:
+        fresh = calibrate.measure(specs, Path(tmp) / "check.csv", repeats, progress=progress)
+    K, C = calibrate.COLUMNS.index("measured_us_median"), calibrate.COLUMNS.index("call_us_median")
+
+    def ratios(col: int, group: Sequence[list[str]]) -> np.ndarray:
+        now = [float(fresh[key(r[:3])][col]) for r in group]
+        return np.array(now) / np.array([float(r[col]) * speed[key(r[:3])] for r in group])
+
+    by_class: dict[str, list[list[str]]] = defaultdict(list)
+    for r in picked:
+        by_class[_row_measurement(r).model_class].append(r)
+    classes = [
+        ClassDrift(
+            cls,
+            len(group),
+            float(np.median([float(r[K]) * speed[key(r[:3])] for r in group])),
+            float(np.median(ratios(K, group))),
+            float(np.median(ratios(C, group))),
+        )
+        for cls, group in sorted(by_class.items())
+    ]
+    kernel = ratios(K, picked)
+    q1, q3 = np.percentile(kernel, [25, 75])
+    then_sentinel = calibration_sentinel_us(path)
+    now_sentinel = float(next(iter(fresh.values()))[-1])
+    return DriftReport(
+        path,
+        classes,
+        float(np.median(kernel)),
+        (float(q1), float(q3)),
+        float(np.median(ratios(C, picked))),
+        now_sentinel / then_sentinel,
+    )
