@@ -305,7 +305,9 @@ def _check(args: argparse.Namespace) -> int:
         print(f"stablehlo-perf-calibrate: error: {where}: no valid calibration to check",
               file=sys.stderr)  # fmt: skip
         return 2
-    report = calibration_check.check(found[0], repeats=args.repeats, progress=not args.no_progress)
+    report = calibration_check.check(
+        found[0].resolve(), repeats=args.repeats, progress=not args.no_progress
+    )
     print(report.table())
     return 0 if report.within_tolerance else 1
 
