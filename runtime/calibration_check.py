@@ -80,7 +80,12 @@ class DriftReport:
         lo, hi = self.kernel_ratio_iqr
         lines.append(
             f"\nall rows: kernel {self.kernel_ratio:.2f} (IQR {lo:.2f}-{hi:.2f}),"
-            f" program {self.call_ratio:.2f}; sentinel ops {self.sentinel_ratio:.2f}"
+            f" program {self.call_ratio:.2f}; "
+            + (
+                f"sentinel ops {self.sentinel_ratio:.2f}"
+                if math.isfinite(self.sentinel_ratio)
+                else "no sentinel ops recorded in this calibration"
+            )
         )
         if self.within_tolerance:
             lines.append(f"{self.path}: still describes this machine (within {TOLERANCE})")

@@ -332,5 +332,7 @@ def test_check_flags_a_calibration_the_machine_no_longer_matches(
     assert [c.cls for c in report.classes] == ["binary", "transcendental"]
     assert report.kernel_ratio < 0.1 and not report.within_tolerance
     assert calibrate.main(["--check", "--out", str(path), "--repeats", "3", "--no-progress"]) == 1
-    assert "rerun stablehlo-perf-calibrate" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "rerun stablehlo-perf-calibrate" in out
+    assert "; sentinel ops " in out  # the rows' sentinel (80 us) against today's
     assert calibrate.main(["--check", "--out", str(tmp_path / "none.csv")]) == 2
