@@ -25,6 +25,7 @@ __all__ = [
     "header_value",
     "has_learned_data",
     "SENTINEL_COLUMN",
+    "median_sentinel",
     "speed_factors",
 ]
 
@@ -131,8 +132,14 @@ def speed_factors(sentinel_us: Sequence[float]) -> list[float]:
     A shared VM's speed moves by whole factors while a calibration runs (2026-12-01, the
     project's VM: one 25-minute run switched from 12 to 29 us dispatch and kernels 1.5x
     slower between two chunks), which no feature of a shape can explain."""
-    known = [s for s in sentinel_us if math.isfinite(s) and s > 0]
-    if not known:
+    ref = median_sentinel(sentinel_us)
+    if not math.isfinite(ref):
         return [1.0] * len(sentinel_us)
-    ref = statistics.median(known)
     return [ref / s if math.isfinite(s) and s > 0 else 1.0 for s in sentinel_us]
+
+
+def median_sentinel(sentinel_us: Sequence[float]) -> float:
+    """The median of the rows' known sentinel times: the speed a calibration describes (NaN
+    for rows measured without sentinels)."""
+    known = [s for s in sentinel_us if math.isfinite(s) and s > 0]
+    return statistics.median(known) if known else math.nan

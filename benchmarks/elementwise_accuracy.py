@@ -175,12 +175,10 @@ def _two_passes(
     return passes[0], passes[1], disp.median_us, math.sqrt(sentinel[0] * sentinel[1])
 
 
-def _at_median_speed(
-    saved: dict[str, dict[str, float]], va: dict[str, float], vb: dict[str, float]
-) -> tuple[dict[str, float], dict[str, float]]:
+def _at_median_speed(run: dict[str, dict[str, float]]) -> tuple[dict[str, float], dict[str, float]]:
     """Both passes' times scaled to the run's median sentinel time (each chunk's A and B by the
     same factor, so |A - B| / B is unchanged); as measured for a run saved without sentinels."""
-    gauge = saved.get("sentinel")
+    va, vb, gauge = run["a"], run["b"], run.get("sentinel")
     if not gauge:
         return va, vb
     keys = list(va)
@@ -277,17 +275,15 @@ def host_same_run(repeats: int, folds: int, saved: dict | None = None, draws: in
     # Without sorts: their large shapes alone take ~10 min a pass here; the CV table scores them.
     specs = [s for s in sweeps.sweep(quick=True, dtypes=("f32",)) if s.op != "sort"]
     run = _measured(saved, "same_run", specs, repeats, 64)
-    va, vb = _at_median_speed(run, run["a"], run["b"])
-    specs = [s for s in specs if s.key in va]  # a saved run from an older sweep has fewer
-    y_b = np.array([vb[s.key] for s in specs])
-    y_b_raw = np.array([run["b"][s.key] for s in specs])
+    specs = [s for s in specs if s.key in run["a"]]  # a saved run from an older sweep has fewer
+    # Scored at the run's median speed and, where the run has sentinels, also as measured.
+    variants = [_at_median_speed(run)] + ([(run["a"], run["b"])] if run.get("sentinel") else [])
     scored = []
-    for a, y in ((va, y_b), (run["a"], y_b_raw)):
+    for a, b in variants:
         rows_a = [ew.Measurement(s.op, s.dtype, s.shape, a[s.key]) for s in specs]
-        preds = [_cv_predict(rows_a, folds, seed) for seed in range(draws)]
-        scored.append((np.array([r.latency_us for r in rows_a]), y, preds))
-        if va is run["a"]:
-            break  # no sentinels: the raw times are all there is
+        y_a = np.array([r.latency_us for r in rows_a])
+        y_b = np.array([b[s.key] for s in specs])
+        scored.append((y_a, y_b, [_cv_predict(rows_a, folds, seed) for seed in range(draws)]))
     cls = np.array([ew.Measurement(s.op, s.dtype, s.shape, 1.0).model_class for s in specs])
     print(f"host same-run check: {len(specs)} f32 shapes (quick sweep), passes A and B of "
           f"{repeats} interleaved rounds; fit on A, {folds}-fold split by size, scored on B")  # fmt: skip
@@ -297,19 +293,22 @@ def host_same_run(repeats: int, folds: int, saved: dict | None = None, draws: in
     print(
         "|-----------------------------|------|-----------|------------------|----------------|-------|------------|-----------|"
     )
+    (y_a, y_b, preds), raw = scored[0], scored[1] if len(scored) > 1 else None
     for c in sorted(set(cls)):
         m = cls == c
-        cells = []
-        for y_a, y, preds in scored:
-            errs = [float(np.median(np.abs(p[m] - y[m]) / y[m])) for p in preds]
-            floor = float(np.median(np.abs(y_a[m] - y[m]) / y[m]))
-            cells.append((errs, floor, float(np.median(errs)) / floor if floor > 0 else math.inf))
-        (errs, floor, ratio), raw = cells[0], cells[-1][2] if len(cells) > 1 else math.nan
+        errs = [float(np.median(np.abs(p[m] - y_b[m]) / y_b[m])) for p in preds]
+        floor = float(np.median(np.abs(y_a[m] - y_b[m]) / y_b[m]))
         err = float(np.median(errs))
+        ratio = err / floor if floor > 0 else math.inf
         lo, hi = (min(errs) / floor, max(errs) / floor) if floor > 0 else (math.inf, math.inf)
-        r2 = float(np.median([r2_score(y_b[m], p[m]) for p in scored[0][2]]))
+        raw_ratio = math.nan
+        if raw is not None and floor > 0:  # the floor is the same: A and B share each factor
+            raw_ratio = (
+                np.median([np.median(np.abs(p[m] - raw[1][m]) / raw[1][m]) for p in raw[2]]) / floor
+            )
+        r2 = float(np.median([r2_score(y_b[m], p[m]) for p in preds]))
         print(
-            f"| {c:<27} | {m.sum():>4} | {r2:>9.3f} | {100 * err:>15.1f}% | {100 * floor:>13.1f}% | {ratio:5.2f} | {lo:.2f}-{hi:.2f}  | {raw:9.2f} |"
+            f"| {c:<27} | {m.sum():>4} | {r2:>9.3f} | {100 * err:>15.1f}% | {100 * floor:>13.1f}% | {ratio:5.2f} | {lo:.2f}-{hi:.2f}  | {raw_ratio:9.2f} |"
         )
     print()
 

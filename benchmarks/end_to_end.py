@@ -306,9 +306,11 @@ def measure_zoo(
     return f"whole-call wall clock, {stat} of all timed calls", noise, None
 
 
-def load_saved_run(rows: list[Row], path: Path) -> tuple[str, float, float | None]:
+def load_saved_run(
+    rows: list[Row], path: Path
+) -> tuple[str, float, float | None, list[float] | None]:
     """Fill rows' measurements from a run saved with --json (rows it lacks are dropped);
-    returns that run's (method, noise floor %, dispatch ns)."""
+    returns that run's (method, noise floor %, dispatch ns, sentinel us before and after)."""
     saved = json.loads(path.read_text())
     by_key = {(r["family"], r["scale"]): r for r in saved["rows"]}
     rows[:] = [row for row in rows if (row.family, row.scale) in by_key]
@@ -318,7 +320,7 @@ def load_saved_run(rows: list[Row], path: Path) -> tuple[str, float, float | Non
         row.rounds_ns, row.in_loop_ns = r.get("rounds_ns"), r.get("in_loop_ns")
     s = saved["summary"]
     method = f"saved run {path.name} ({s['method']})"
-    return method, s["noise_floor_mape"], s.get("dispatch_ns")
+    return method, s["noise_floor_mape"], s.get("dispatch_ns"), s.get("sentinel_us_before_after")
 
 
 def measure_in_loop(
@@ -417,10 +419,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 jax.block_until_ready(step(*args))  # compile before the timed rounds
                 runs.append((step, args))
     if a.predict_from is not None:
-        method, noise, dispatch_ns = load_saved_run(rows, a.predict_from)
+        method, noise, dispatch_ns, sentinels = load_saved_run(rows, a.predict_from)
         a.split = all(row.in_loop_ns is not None for row in rows)
-        saved_summary = json.loads(a.predict_from.read_text())["summary"]
-        sentinels = saved_summary.get("sentinel_us_before_after")
     else:
         before = sentinel_us()
         method, noise, dispatch_ns = measure_zoo(rows, runs, a.rounds, a.stat)
@@ -537,9 +537,14 @@ def _print_table(rows: list[Row], summary: dict[str, Any]) -> None:
         )
     if "machine_speed_vs_calibration" in s:
         b, a = s["sentinel_us_before_after"]
+        speed = s["machine_speed_vs_calibration"]
         print(
             f"machine speed: sentinel ops {b:.1f} us before, {a:.1f} us after the zoo; "
-            f"{s['machine_speed_vs_calibration']:.2f}x their time in the calibration"
+            + (
+                f"{speed:.2f}x their time in the calibration"
+                if math.isfinite(speed)
+                else "the calibration records no sentinel times"
+            )
         )
     for key, label in (("pipeline", "pipeline (target host)"), ("cc4cs_sum", "CC4CS op sum"),
                        ("lasso_heldout_by_family", "LASSO, held out by family"),

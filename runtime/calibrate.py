@@ -151,14 +151,7 @@ def measure(
 def sentinel_cases() -> list[tuple[str, sweeps.LoopCase]]:
     """The sentinel ops compiled in loops, for `timing.time_in_loop` beside other cases (keys
     apart from any sweep row's)."""
-    cases = []
-    for s in SENTINELS:
-        # Renamed after compiling: its timing cases must not share a key with a sweep row's
-        # (the sweep measures dot_general 1x256x256x256 too).
-        lc = sweeps.build_loop_case(s)
-        gauge = dataclasses.replace(lc, spec=sweeps.Spec(f"__sentinel__{s.op}", s.dtype, s.shape))
-        cases.append((gauge.spec.key, gauge))
-    return cases
+    return [(f"__sentinel__{s.key}", sweeps.build_loop_case(s)) for s in SENTINELS]
 
 
 def sentinel_time(
@@ -212,6 +205,7 @@ def write_calibration(
     disp = np.median([float(r[COLUMNS.index("dispatch_us")]) for r in rows])
     sentinels = [float(r[-1]) for r in rows]
     speed = cf.speed_factors(sentinels)
+    ref = cf.median_sentinel(sentinels)
     params = fit_host_params(
         [
             (r[0], r[1], tuple(int(d) for d in r[2].split("x")), f * float(r[4]), f * float(r[6]))
@@ -220,8 +214,6 @@ def write_calibration(
     )
     if probes:
         base = params.program_overhead_ns if math.isfinite(params.program_overhead_ns) else 0.0
-        known = [v for v in sentinels if math.isfinite(v)]
-        ref = float(np.median(known)) if known else math.nan
         fit = program_probes.fit_probes([p.at_speed(ref) for p in probes], base)
         params = dataclasses.replace(
             params, multi_kernel_ns=fit.multi_kernel_ns, kernel_dispatch_ns=fit.kernel_dispatch_ns

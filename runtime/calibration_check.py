@@ -121,9 +121,7 @@ def sample(rows: Sequence[Sequence[str]], per_class: int = 3) -> list[list[str]]
 def calibration_sentinel_us(path: Path) -> float:
     """The median sentinel time of a calibration's rows: the speed its models describe (NaN
     for a file measured without sentinels)."""
-    known = [float(r[-1]) for r in calibrate.read_partial(path).values()]
-    known = [v for v in known if math.isfinite(v)]
-    return float(np.median(known)) if known else math.nan
+    return cf.median_sentinel([float(r[-1]) for r in calibrate.read_partial(path).values()])
 
 
 def machine_speed(sentinels: Sequence[float], target: str = "host") -> float:
@@ -135,10 +133,6 @@ def machine_speed(sentinels: Sequence[float], target: str = "host") -> float:
     return math.exp(float(np.mean(np.log(sentinels)))) / then
 
 
-def _median_ratio(now: Sequence[float], then: Sequence[float]) -> float:
-    return float(np.median(np.asarray(now) / np.asarray(then)))
-
-
 def check(path: Path, per_class: int = 3, repeats: int = 7, progress: bool = False) -> DriftReport:
     """Re-measure `sample(path's rows)` now and compare with the calibrated values (each at the
     file's median speed, as the models read them)."""
@@ -147,15 +141,19 @@ def check(path: Path, per_class: int = 3, repeats: int = 7, progress: bool = Fal
     if not picked:
         raise ValueError(f"{path}: no f32 rows between {_MIN_US} and {_MAX_US} us to re-measure")
     key = ",".join
-    speed = dict(zip((key(r[:3]) for r in rows), cf.speed_factors([float(r[-1]) for r in rows])))
-    specs = [sweeps.Spec(r[0], r[1], tuple(int(d) for d in r[2].split("x"))) for r in picked]
+    sentinels = [float(r[-1]) for r in rows]
+    speed = dict(zip((key(r[:3]) for r in rows), cf.speed_factors(sentinels), strict=True))
+    specs = [sweeps.Spec(m.op, m.dtype, m.shape) for m in map(_row_measurement, picked)]
     with tempfile.TemporaryDirectory() as tmp:
         fresh = calibrate.measure(specs, Path(tmp) / "check.csv", repeats, progress=progress)
     K, C = calibrate.COLUMNS.index("measured_us_median"), calibrate.COLUMNS.index("call_us_median")
 
+    def then(col: int, group: Sequence[list[str]]) -> np.ndarray:
+        """The calibrated times, at the file's median speed as the models read them."""
+        return np.array([float(r[col]) * speed[key(r[:3])] for r in group])
+
     def ratios(col: int, group: Sequence[list[str]]) -> np.ndarray:
-        now = [float(fresh[key(r[:3])][col]) for r in group]
-        return np.array(now) / np.array([float(r[col]) * speed[key(r[:3])] for r in group])
+        return np.array([float(fresh[key(r[:3])][col]) for r in group]) / then(col, group)
 
     by_class: dict[str, list[list[str]]] = defaultdict(list)
     for r in picked:
@@ -164,7 +162,7 @@ def check(path: Path, per_class: int = 3, repeats: int = 7, progress: bool = Fal
         ClassDrift(
             cls,
             len(group),
-            float(np.median([float(r[K]) * speed[key(r[:3])] for r in group])),
+            float(np.median(then(K, group))),
             float(np.median(ratios(K, group))),
             float(np.median(ratios(C, group))),
         )
@@ -172,7 +170,6 @@ def check(path: Path, per_class: int = 3, repeats: int = 7, progress: bool = Fal
     ]
     kernel = ratios(K, picked)
     q1, q3 = np.percentile(kernel, [25, 75])
-    then_sentinel = calibration_sentinel_us(path)
     now_sentinel = float(next(iter(fresh.values()))[-1])
     return DriftReport(
         path,
@@ -180,5 +177,5 @@ def check(path: Path, per_class: int = 3, repeats: int = 7, progress: bool = Fal
         float(np.median(kernel)),
         (float(q1), float(q3)),
         float(np.median(ratios(C, picked))),
-        now_sentinel / then_sentinel,
+        now_sentinel / cf.median_sentinel(sentinels),
     )

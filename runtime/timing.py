@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 import jax
@@ -155,11 +155,15 @@ def time_in_loop(
     """
     plan: list[tuple[str, Case, Case, int]] = []
     for key, lc in looped:
-        one, nine = lc.at(1), lc.at(9)
+        # Keyed by the caller's key, apart from `extra`: two entries may loop the same op.
+        def at(trips: int, key: str = key, lc: Looped = lc) -> Case:
+            return replace(lc.at(trips), key=f"{key}@loop{trips}")
+
+        one, nine = at(1), at(9)
         t1, t9 = _probe_us(one), _probe_us(nine)
         per = max((t9 - t1) / 8, 0.25)
         trips = int(np.clip(math.ceil(max(loop_us, 2 * t1) / per), 9, max_trips))
-        plan.append((key, one, nine if trips == 9 else lc.at(trips), trips))
+        plan.append((key, one, nine if trips == 9 else at(trips), trips))
     cases = [c for _, one, many, _ in plan for c in (one, many)]
     timed, dispatch = time_cases([*cases, *extra], repeats=repeats, seed=seed)
     out = {}
