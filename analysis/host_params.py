@@ -9,13 +9,18 @@ program), and these follow from it:
   two reads and one write per element), median;
 - matrix f32 rate: FLOPs / time of the eight f32 dot_general rows with the most
   FLOPs, median;
-- kernel overhead: median time of elementwise ops of ≤ 4096 elements, where the
-  work itself is a few hundred nanoseconds at most;
+- kernel overhead: median time of elementwise ops of ≤ 1024 elements, where the
+  work itself is a few nanoseconds: on XLA:CPU a kernel inside a loop costs no more than
+  the measurement resolves (0.1 us). Rows up to 4096 elements, as first fitted, put
+  1.06 us here (2-3 us of tanh or exp work on the largest), which every fused group of a
+  loop body or program then paid on top of its work: 20-trip loops of small kernels were
+  predicted 35-75% above their in-loop times, a 186-kernel program ~20% above;
 - what a call costs beyond its kernels, from the same ops timed as programs of
   their own (overhead = program time − in-loop time, both net of dispatch). On
   XLA:CPU it is a step: a program whose kernels are all short pays a few
   microseconds, one with a kernel long enough for XLA to split it over the
-  thread pool also pays for waking the pool (~0.2 ms on a 2-vCPU VM). Fitted as
+  thread pool, or with a library call (a dot, a convolution, an FFT) of any size, also
+  pays for waking the pool (~0.2 ms on a 2-vCPU VM). Fitted as
   overhead = base + wake · [kernel time ≥ threshold], the threshold chosen among
   the measured kernel times by least absolute error (programs writing < 1 MiB);
 - per MiB of the program's output, what is left of that overhead for the
@@ -47,12 +52,13 @@ __all__ = [
     "HostParams",
     "fit_host_params",
     "splits_over_threads",
+    "wakes_pool",
 ]
 
 HOST_PARAMS_KEY = "host_params"
 _BINARY = ("add", "multiply", "subtract", "divide")
 
-_SMALL = 4096
+_SMALL = 1024
 
 SPLIT_OUTPUT_BYTES = 256 * 1024
 """Output size from which XLA:CPU's parallel task assignment splits a loop kernel
@@ -65,10 +71,29 @@ and pays the wake-up: 220 us of call overhead measured."""
 _LOOP_CLASSES = ELEMENTWISE_CLASSES | {"movement", "constant"}
 
 
+LIBRARY_CALLS = frozenset({"dot_general", "convolution", "fft"})
+"""Ops XLA:CPU runs as library calls (Eigen contractions, DUCC FFT) handed to its thread pool
+whatever their size: in the shipped host calibration, 58 dot_general rows with in-loop kernels
+under the wake threshold (down to 1x1x32x32) pay a median 82 us of call overhead and 74% of
+them over 50 us, against 4.5 us for binary rows of the same kernel times; convolution 75 us,
+fft 62-114 us from its smallest row. Programs whose only dot is small (a 20-trip fori_loop
+over a 128x128 @ 128x16 dot, a scan over 8x128 @ 128x128) paid 145 us more than the
+pipeline's 4-13 us on five saved end-to-end runs."""
+
+
 def splits_over_threads(op_classes: Sequence[str], output_bytes: float) -> bool:
     """Whether XLA:CPU splits a kernel of ops of these classes writing `output_bytes` over
     its thread pool (`SPLIT_OUTPUT_BYTES`)."""
     return output_bytes >= SPLIT_OUTPUT_BYTES and set(op_classes) <= _LOOP_CLASSES
+
+
+def wakes_pool(op_names: Sequence[str], op_classes: Sequence[str], output_bytes: float) -> bool:
+    """Whether a kernel of these ops (short names, e.g. `dot_general`) wakes XLA:CPU's thread
+    pool whatever its time: a library call (`LIBRARY_CALLS`) or a loop kernel split over
+    threads by its output size (`splits_over_threads`)."""
+    return bool(LIBRARY_CALLS.intersection(op_names)) or splits_over_threads(
+        op_classes, output_bytes
+    )
 
 
 @dataclass(frozen=True)
@@ -103,13 +128,14 @@ class HostParams:
 
 
 def _step_fit(
-    kernel_us: np.ndarray, overhead_us: np.ndarray, split: np.ndarray
+    kernel_us: np.ndarray, overhead_us: np.ndarray, wakes: np.ndarray
 ) -> tuple[float, float, float]:
     """(base, wake, threshold) minimising Σ|overhead − base − wake·[kernel ≥ threshold or
-    split]|: a kernel XLA splits over threads (`split`) wakes the pool whatever its time."""
+    wakes]|: a library call or a kernel XLA splits over threads (`wakes`) wakes the pool
+    whatever its time."""
     best = (np.inf, float(np.median(overhead_us)), 0.0, math.inf)
     for tau in np.unique(np.quantile(kernel_us, np.linspace(0.05, 0.95, 37))):
-        woke = (kernel_us >= tau) | split
+        woke = (kernel_us >= tau) | wakes
         below, above = overhead_us[~woke], overhead_us[woke]
         if len(below) == 0 or len(above) == 0:
             continue
@@ -121,11 +147,11 @@ def _step_fit(
     return best[1], best[2], best[3]
 
 
-def _row_splits(op: str, dtype: str, shape: tuple[int, ...]) -> bool:
-    """Whether a calibration row's program is a loop kernel XLA:CPU splits over threads
-    (a gather row is (table rows, width, indices): it writes width x indices)."""
+def _row_wakes(op: str, dtype: str, shape: tuple[int, ...]) -> bool:
+    """Whether a calibration row's program wakes the thread pool whatever its time
+    (`wakes_pool`; a gather row is (table rows, width, indices): it writes width x indices)."""
     out = math.prod(shape[1:]) if op == "gather" else math.prod(shape)
-    return splits_over_threads([op_class(f"stablehlo.{op}")], out * element_bytes(dtype))
+    return wakes_pool([op], [op_class(f"stablehlo.{op}")], out * element_bytes(dtype))
 
 
 def _output_mib(op: str, dtype: str, shape: tuple[int, ...]) -> float:
@@ -151,13 +177,13 @@ def fit_host_params(
 ) -> HostParams:
     """Fit from (op, dtype, shape, in-loop time, standalone program time) rows, times in µs
     (the program time may be NaN: then the call overhead stays unknown)."""
-    bw, rate, small, kernel, program, mib, split = [], [], [], [], [], [], []
+    bw, rate, small, kernel, program, mib, wakes = [], [], [], [], [], [], []
     for op, dtype, shape, t_us, program_us in rows:
         if math.isfinite(program_us) and t_us > 0:
             kernel.append(t_us)
             program.append(program_us)
             mib.append(_output_mib(op, dtype, shape))
-            split.append(_row_splits(op, dtype, shape))
+            wakes.append(_row_wakes(op, dtype, shape))
         if t_us <= 0:
             continue
         numel = math.prod(shape)
@@ -172,7 +198,7 @@ def fit_host_params(
     top = [r for _, r in rate[-8:]]
     base = wake = tau = per_mib = math.nan
     if len(kernel) >= 8:
-        k, out_mib, woke = np.array(kernel), np.array(mib), np.array(split, dtype=bool)
+        k, out_mib, woke = np.array(kernel), np.array(mib), np.array(wakes, dtype=bool)
         overhead = np.array(program) - k
         small_out = ~(out_mib >= 1.0)  # NaN (not elementwise) counts as small
         base, wake, tau = _step_fit(k[small_out], overhead[small_out], woke[small_out])

@@ -8,7 +8,7 @@ from typing import ClassVar
 
 from jaxlib.mlir import ir
 from stablehlo_perf.analysis.critical_path import topological_order
-from stablehlo_perf.analysis.host_params import splits_over_threads
+from stablehlo_perf.analysis.host_params import wakes_pool
 from stablehlo_perf.analysis.schedule import ScheduledBlock, list_schedule
 from stablehlo_perf.analysis.targets import DEFAULT_TARGET, load_target
 from stablehlo_perf.passes.base import AnalysisCache
@@ -35,7 +35,8 @@ class CriticalPathPass:
     `perf.total_latency_ns` = makespan, `perf.critical_path_ns` = dataflow
     bound, `perf.work_ns` = sum of latencies). Where the target charges a call
     overhead beyond its kernels (`Target.call_overhead_ns`: a fixed part, the larger of a
-    thread-pool wake-up once a kernel is long enough to be split over threads and a
+    thread-pool wake-up once a kernel is long enough to be split over threads or is a
+    library call, and a
     one-off cost once the entry runs two kernels or more, a dispatch cost per entry
     kernel and a cost per MiB the entry returns), it is added to the first two and
     written as `perf.call_overhead_ns`.
@@ -50,11 +51,11 @@ class CriticalPathPass:
         kind = target.kind
         schedules: dict[tuple[int, ...], tuple[ScheduledBlock, list[list[int]]]] = {}
         longest_kernel = 0.0
-        splits = False
+        wakes = False
         top_kernels: dict[tuple[int, ...], int] = {}
 
         def schedule(ids: Sequence[int], offset: float) -> None:
-            nonlocal longest_kernel, splits
+            nonlocal longest_kernel, wakes
             nodes, deps = _nodes(view, cache, ids)
             latency = [sum(read_latency(cache, i) for i in node) for node in nodes]
             classes = [_node_class(view, node) for node in nodes]
@@ -65,8 +66,8 @@ class CriticalPathPass:
                 if t > 0 and all(view.records[i].info.op_class != "control" for i in node)
             ]
             longest_kernel = max([longest_kernel, *kernels])
-            splits = splits or any(
-                _splits(view, node) for t, node in zip(latency, nodes, strict=True) if t > 0
+            wakes = wakes or any(
+                _wakes(view, node) for t, node in zip(latency, nodes, strict=True) if t > 0
             )
             top_kernels[tuple(ids)] = len(kernels)
             sb = list_schedule(latency, deps, classes, kind)
@@ -91,7 +92,7 @@ class CriticalPathPass:
                 if func is entry:
                     sb = schedules[tuple(func.top)][0]
                     call = target.call_overhead_ns(
-                        longest_kernel, top_kernels[tuple(func.top)], func.result_bytes, splits
+                        longest_kernel, top_kernels[tuple(func.top)], func.result_bytes, wakes
                     )
                     cache.totals = {
                         "total_latency_ns": sb.makespan_ns + call,
@@ -158,12 +159,12 @@ def _nodes(
     return [members[g] for g in order], [sorted(position[d] for d in deps[g]) for g in order]
 
 
-def _splits(view: ModuleView, node: list[int]) -> bool:
-    """Whether XLA:CPU would split this kernel over its thread pool (a loop kernel by its
-    largest result: `host_params.splits_over_threads`)."""
+def _wakes(view: ModuleView, node: list[int]) -> bool:
+    """Whether this kernel wakes XLA:CPU's thread pool whatever its time: a library call, or
+    a loop kernel split over threads by its largest result (`host_params.wakes_pool`)."""
     infos = [view.records[i].info for i in node]
     out = max((t.nbytes or 0 for info in infos for t in info.results), default=0)
-    return splits_over_threads([info.op_class for info in infos], out)
+    return wakes_pool([info.short_name for info in infos], [info.op_class for info in infos], out)
 
 
 def _node_class(view: ModuleView, node: list[int]) -> str:

@@ -12,9 +12,11 @@ import pytest
 from stablehlo_perf.analysis import calibration_files as cf
 from stablehlo_perf.analysis.host_params import (
     HOST_PARAMS_KEY,
+    SPLIT_OUTPUT_BYTES,
     HostParams,
     fit_host_params,
     splits_over_threads,
+    wakes_pool,
 )
 from stablehlo_perf.analysis.targets import load_target
 
@@ -25,10 +27,11 @@ ROWS = [
     ("multiply", "f32", (1024, 1024), 200.0, NAN),
     ("add", "f32", (1 << 21,), 420.0, NAN),  # 25.17 MB / 420 us = 59.92 GB/s
     ("add", "bf16", (1 << 22,), 900.0, NAN),  # not f32: ignored for bandwidth
-    # Small elementwise ops: the per-kernel overhead is their median, 400 ns.
+    # Small elementwise ops (<= 1024 elements): the per-kernel overhead is their median,
+    # 400 ns; 4096 elements do work beyond it.
     ("add", "f32", (32,), 0.3, NAN),
     ("exponential", "f32", (1024,), 0.5, NAN),
-    ("maximum", "bf16", (4096,), 0.4, NAN),
+    ("maximum", "bf16", (4096,), 3.0, NAN),
     ("transpose", "f32", (32, 32), 5.0, NAN),  # movement: not an overhead sample
     ("fft", "f32", (1024,), 12.0, NAN),  # nor library calls and comparator reduces
     ("argmax", "f32", (1024,), 3.0, NAN),
@@ -76,7 +79,25 @@ def test_a_loop_kernel_split_over_threads_wakes_the_pool_whatever_its_time() -> 
     host = replace(
         load_target("host"), threadpool_wake_ns=200e3, parallel_kernel_ns=20e3, multi_kernel_ns=0.0
     )
-    assert host.call_overhead_ns(4e3, splits=True) - host.call_overhead_ns(4e3) == 200e3
+    assert host.call_overhead_ns(4e3, wakes=True) - host.call_overhead_ns(4e3) == 200e3
+
+
+def test_a_library_call_wakes_the_pool_whatever_its_time() -> None:
+    """Dots, convolutions and FFTs run as library calls on XLA:CPU's pool: 3 us dots pay the
+    200 us wake-up that 3 us adds do not, so they count as woken in the fit (without it
+    they sat among the short kernels, and the base and threshold moved to them)."""
+    small = [("add", "f32", (256,), k, k + 5.0) for k in (2.0, 3.0, 4.0, 5.0)]
+    dots = [("dot_general", "f32", (1, 8, 8, 8), k, k + 205.0) for k in (2.0, 3.0, 4.0, 5.0, 6.0)]
+    fft = [("fft", "f32", (64,), 3.0, 208.0)]
+    long = [("exponential", "f32", (2048,), k, k + 205.0) for k in (300.0, 400.0)]
+    p = fit_host_params([*small, *dots, *fft, *long])
+    assert p.program_overhead_ns == pytest.approx(5000.0)
+    assert p.threadpool_wake_ns == pytest.approx(200000.0)
+    assert p.parallel_kernel_ns > 5000.0
+    assert wakes_pool(["dot_general"], ["matmul"], 64)
+    assert wakes_pool(["convolution"], ["matmul"], 64)
+    assert not wakes_pool(["add", "tanh"], ["binary", "transcendental"], 64)
+    assert wakes_pool(["add"], ["binary"], SPLIT_OUTPUT_BYTES)
 
 
 def test_split_rule_matches_the_compiled_hlo() -> None:
@@ -225,7 +246,8 @@ def test_call_overhead_joins_the_module_total(
 
 def test_a_loop_is_not_a_kernel_of_the_call(tmp_path: Path) -> None:
     """fori_loop's entry runs one while (its constant operand grouped with it): the loop's
-    total is no kernel, so it neither wakes the pool nor counts as an entry kernel."""
+    total is no kernel, so it neither wakes the pool by its time nor counts as an entry
+    kernel. A dot in its body is a library call, which wakes the pool whatever its size."""
     import stablehlo_perf as sp
 
     target = tmp_path / "unit_cpu_calls.toml"
@@ -235,7 +257,17 @@ def test_a_loop_is_not_a_kernel_of_the_call(tmp_path: Path) -> None:
         + "parallel_kernel_ns = 1000.0\nmulti_kernel_ns = 40.0\nkernel_dispatch_ns = 3.0\n"
     )
     corpus = Path(__file__).resolve().parents[1] / "test_ir" / "corpus" / "fori_loop.mlir"
-    rep = sp.analyze(corpus.read_text(), target=str(target)).report
+    text = corpus.read_text()
+    rep = sp.analyze(text, target=str(target)).report
     loop = next(o for o in rep.ops if o.name == "stablehlo.while")
     assert loop.latency_ns > 1000.0  # ten trips of the body: above the parallel threshold
+    assert rep.call_overhead_ns == pytest.approx(7.0 + 150.0)  # the body's dot, no entry kernel
+    no_dot = text.replace(
+        "%2 = stablehlo.dot_general %arg0, %arg1, contracting_dims = [1] x [0], "
+        "precision = [DEFAULT, DEFAULT] : (tensor<32x32xf32>, tensor<32xf32>) -> tensor<32xf32>",
+        "%2 = stablehlo.exponential %arg1 : tensor<32xf32>",
+    )
+    assert no_dot != text
+    rep = sp.analyze(no_dot, target=str(target)).report
+    assert next(o for o in rep.ops if o.name == "stablehlo.while").latency_ns > 1000.0
     assert rep.call_overhead_ns == pytest.approx(7.0)

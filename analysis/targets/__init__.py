@@ -54,9 +54,9 @@ class Target:
     l2_bandwidth_gbps: float = 0.0
     # What one call of a compiled program costs beyond its kernels (and the dispatch a
     # 1-element program pays): a fixed part; on a CPU the larger of the thread pool's
-    # wake-up, paid once a call runs a kernel of at least `parallel_kernel_ns` (library
-    # calls thread only long ones) or a loop kernel XLA splits over threads by its output
-    # size, and `multi_kernel_ns`, paid once it runs more than one kernel;
+    # wake-up, paid once a call runs a kernel of at least `parallel_kernel_ns`, a library
+    # call (a dot, a convolution, an FFT) or a loop kernel XLA splits over threads by its
+    # output size, and `multi_kernel_ns`, paid once it runs more than one kernel;
     # `kernel_dispatch_ns` per kernel of the entry function; and
     # `output_ns_per_mib` per MiB the call returns (fresh output buffers' first-touch
     # pages). Zero where unknown.
@@ -79,13 +79,13 @@ class Target:
         longest_kernel_ns: float,
         kernels: int = 1,
         output_bytes: int = 0,
-        splits: bool = False,
+        wakes: bool = False,
     ) -> float:
         """Per-call cost beyond the kernels' own for a program whose longest kernel takes
         this long, whose entry function runs `kernels` kernels (one pool wake-up at most),
-        returns `output_bytes` and, with `splits`, runs a loop kernel XLA:CPU splits over
-        threads (`analysis.host_params.splits_over_threads`)."""
-        woke = splits or longest_kernel_ns >= self.parallel_kernel_ns
+        returns `output_bytes` and, with `wakes`, runs a kernel that wakes XLA:CPU's thread
+        pool whatever its time (`analysis.host_params.wakes_pool`)."""
+        woke = wakes or longest_kernel_ns >= self.parallel_kernel_ns
         wake = self.threadpool_wake_ns if woke else 0.0
         multi = self.multi_kernel_ns if kernels >= 2 else 0.0
         return (
