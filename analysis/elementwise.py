@@ -330,6 +330,8 @@ FEATURE_NAMES = (
     "vector_tail",
     "operand_layout",
     "lane_padded_bytes",
+    "tail_fraction",
+    "last_mod_unroll",
     "op_code",
 )
 _IDX = {n: i for i, n in enumerate(FEATURE_NAMES)}
@@ -349,7 +351,12 @@ FEATURE_SETS: Mapping[str, tuple[int, ...]] = {
     "size": tuple(_IDX[n] for n in ("numel", "log2_numel", "tensor_bytes", "elem_bytes")),
     "shape": tuple(range(_IDX["d3"] + 1)),
     "tile": tuple(range(_IDX["lane_padded_bytes"])),
-    "tile+op": (*range(_IDX["lane_padded_bytes"]), _IDX["op_code"]),
+    "tile+op": (
+        *range(_IDX["lane_padded_bytes"]),
+        _IDX["tail_fraction"],
+        _IDX["last_mod_unroll"],
+        _IDX["op_code"],
+    ),
 }
 _BASE_FEATURE = _IDX["tensor_bytes"]
 _LANE_BASE = _IDX["lane_padded_bytes"]
@@ -390,6 +397,18 @@ def _op_code(op: str) -> float:
 # err: convert 19.6 -> 13.4%, binary 20.1 -> 19.2%, compare_select 25.0 -> 23.7%; transposes
 # (set by strided reads of two minor dims) fit worse with it and keep 0.
 _VECTOR_BYTES = 32
+# How much of each row that tail is (tail_fraction) and the last dim modulo two vectors
+# (last_mod_unroll: LLVM unrolls the vector loop by two) tell the trees what the last dim
+# alone does not: one run of add / tanh f32 over 49,152 elements in rows of C (2026-12-01,
+# this VM) took per element, add: C = 1, 2, 4, 8, 16, 32, 48, 64 0.15-0.31 ns, C = 3, 5,
+# 6, 7 1.0-2.3 ns, 9, 10, 12, 20, 24 0.5-0.8 ns; tanh: 8, 16, 32, 64 0.5-0.6 ns, 20 and 24
+# 1.6-1.7 ns. Same-run check ratios (benchmarks/elementwise_accuracy.py on two saved runs):
+# transcendental 2.01 / 1.95 -> 1.81 / 1.81, convert 1.67 / 1.39 -> 1.54 / 1.35, binary
+# 1.16 / 1.82 -> 1.17 / 1.51. Elementwise loop classes only: the reductions, FFTs and
+# transposes whose kernels are other loops fit worse with them.
+_ROW_TAIL_CLASSES = frozenset(
+    {"binary", "compare_select", "convert", "transcendental", "unary", "movement"}
+)
 
 
 def shape_features(shape: Sequence[int], elem_bytes: float) -> list[float]:
@@ -406,6 +425,7 @@ def shape_features(shape: Sequence[int], elem_bytes: float) -> list[float]:
     dims[0] *= math.prod(lead_shape)
     n = math.prod(shape)
     second, last = dims[-2], dims[-1]
+    vec = max(1, round(_VECTOR_BYTES / elem_bytes))
     lead = math.prod(dims[:-2])
     p8 = lead * _round_up(second, 8) * _round_up(last, 128)
     p16 = lead * _round_up(second, 16) * _round_up(last, 128)
@@ -424,9 +444,11 @@ def shape_features(shape: Sequence[int], elem_bytes: float) -> list[float]:
         p8 / n,
         _pow2(last),
         _pow2(n),
-        float(last % max(1, round(_VECTOR_BYTES / elem_bytes))),
+        float(last % vec),
         0.0,
         _lane_padded(shape) * elem_bytes,
+        (last % vec) / max(last, 1),
+        float(last % (2 * vec)),
     ]
 
 
@@ -517,6 +539,8 @@ def matmul_features(
         0.0,
         float(layout),
         flops,
+        0.0,
+        0.0,
     ]
 
 
@@ -562,6 +586,8 @@ def window_features(
         0.0,
         0.0,
         work * elem_bytes,
+        0.0,
+        0.0,
     ]
 
 
@@ -672,10 +698,19 @@ def features(ops: Sequence[OpInfo]) -> np.ndarray:
             t = op_tensor(op)
             row = shape_features(t.shape or (), t.elem_bytes)  # type: ignore[arg-type]
         cls = op_model_class(op)
-        if cls == "transpose":
-            row[_IDX["vector_tail"]] = 0.0
+        _class_slots(row, cls)
         rows.append([*row, _op_code("argmax" if cls == "reduce_variadic" else op.short_name)])
     return np.array(rows, dtype=float).reshape(len(rows), len(FEATURE_NAMES))
+
+
+def _class_slots(row: list[float], cls: str) -> None:
+    """Clear the tail slots where a class's kernel is not a vectorised loop over the last dim:
+    a transpose's time is set by strided reads of two minor dims, so it keeps no tail; the
+    row-tail features (`_ROW_TAIL_CLASSES`) are for elementwise loops only."""
+    if cls == "transpose":
+        row[_IDX["vector_tail"]] = 0.0
+    if cls not in _ROW_TAIL_CLASSES:
+        row[_IDX["tail_fraction"]] = row[_IDX["last_mod_unroll"]] = 0.0
 
 
 def measurement_features(rows: Sequence[Measurement]) -> np.ndarray:
@@ -703,8 +738,7 @@ def measurement_features(rows: Sequence[Measurement]) -> np.ndarray:
             row = reduce_features(r.shape, (_REDUCE_ROWS[r.op] % len(r.shape),), eb)
         else:
             row = shape_features(r.shape, eb)
-        if r.model_class == "transpose":
-            row[_IDX["vector_tail"]] = 0.0
+        _class_slots(row, r.model_class)
         out.append(
             [*row, _op_code("argmax" if r.op in _VARIADIC_ROWS else ROW_OPS.get(r.op, r.op))]
         )

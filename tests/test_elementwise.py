@@ -141,6 +141,39 @@ def test_vector_tail_counts_elements_past_the_last_whole_register(
     assert f["vector_tail"] == tail
 
 
+@pytest.mark.parametrize(
+    ("shape", "elem_bytes", "fraction", "mod_unroll"),
+    [((16384, 3), 4.0, 1.0, 3), ((2457, 20), 4.0, 0.2, 4), ((2048, 24), 4.0, 0.0, 8),
+     ((3072, 16), 4.0, 0.0, 0), ((100, 20), 2.0, 0.2, 20)],
+)  # fmt: skip
+def test_row_tail_features(
+    shape: tuple[int, ...], elem_bytes: float, fraction: float, mod_unroll: int
+) -> None:
+    """Tail elements over the row, and the row modulo two vectors (8 f32 or 16 bf16 lanes)."""
+    f = dict(zip(ew.FEATURE_NAMES[:-1], ew.shape_features(shape, elem_bytes), strict=True))
+    assert f["tail_fraction"] == pytest.approx(fraction)
+    assert f["last_mod_unroll"] == mod_unroll
+
+
+def test_row_tail_features_only_for_elementwise_loops() -> None:
+    """A reduce, a transpose or a dot of the same shape carries no row tail; an add, a
+    convert and a copy do."""
+    cols = [ew.FEATURE_NAMES.index(n) for n in ("tail_fraction", "last_mod_unroll")]
+    rows = [ew.Measurement(op, "f32", (16384, 3), 1.0) for op in ("add", "convert", "copy")]
+    rows += [ew.Measurement(op, "f32", (16384, 3), 1.0) for op in ("reduce", "transpose")]
+    rows.append(ew.Measurement("dot_general", "f32", (1, 8, 8, 8), 1.0))
+    X = ew.measurement_features(rows)[:, cols]
+    assert X.tolist() == [[1.0, 3.0]] * 3 + [[0.0, 0.0]] * 3
+    reduce = OpInfo.build(
+        0, "stablehlo.reduce", [TensorType((64, 3), "f32")], [TensorType((64,), "f32")],
+        {"dimensions": (1,)},
+    )  # fmt: skip
+    assert ew.features([_op("add", (64, 3), "f32"), reduce])[:, cols].tolist() == [
+        [1.0, 3.0],
+        [0.0, 0.0],
+    ]
+
+
 def test_transposes_carry_no_vector_tail() -> None:
     tr = OpInfo.build(
         0, "stablehlo.transpose", [TensorType((127, 64), "f32")], [TensorType((64, 127), "f32")]
