@@ -170,7 +170,7 @@ def _two_passes(
     passes, sentinel = [], []
     for seed in (1, 2):
         out, _, disp = timing.time_in_loop([*looped, *gauges], repeats=repeats, seed=seed)
-        passes.append({k: max(out[k][0].median_us, 0.1) for k, _ in looped})
+        passes.append({k: max(out[k][0].median_us, calibrate.RESOLUTION_US) for k, _ in looped})
         sentinel.append(calibrate.sentinel_time(out, gauges))
     return passes[0], passes[1], disp.median_us, math.sqrt(sentinel[0] * sentinel[1])
 

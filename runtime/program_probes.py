@@ -117,9 +117,9 @@ class Probe:
             return None
         try:
             when, kind, steps, kernels, program, step, *gauge = line[len(head) :].split()
-            sentinel = float(gauge[0]) if len(gauge) == 1 else math.nan
             if len(gauge) > 1:
                 return None
+            sentinel = float(gauge[0]) if gauge else math.nan
             return cls(kind, int(steps), int(kernels), float(program), float(step), when, sentinel)
         except ValueError:
             return None
