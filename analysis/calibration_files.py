@@ -71,7 +71,11 @@ def _shipped_file(name: str) -> Path:
     return Path(__file__).resolve().parent / "data" / name
 
 
-_SHIPPED = {"tpu-v4": "tpu_v4_elementwise.csv", "host": "host_reference.csv"}
+_SHIPPED: dict[str, tuple[str, ...]] = {
+    "tpu-v4": ("tpu_v4_elementwise.csv",),
+    # One reference per machine the project has run on; the first answers for any other.
+    "host": ("host_reference.csv", "host_reference_xeon.csv"),
+}
 
 
 def checksum_ok(path: Path) -> bool:
@@ -88,7 +92,8 @@ def checksum_ok(path: Path) -> bool:
 
 def training_files(target: str) -> tuple[Path, bool] | None:
     """(CSV, measured on this machine?) for a target: a valid user calibration first, then the
-    shipped one; None if neither exists."""
+    shipped reference measured on this machine, then the target's first shipped one; None if
+    there is none."""
     cached = calibration_path(target)
     if cached.is_file():
         if checksum_ok(cached):
@@ -98,10 +103,16 @@ def training_files(target: str) -> tuple[Path, bool] | None:
             f"rerun stablehlo-perf-calibrate --target {target}",
             stacklevel=2,
         )
-    shipped = _shipped_file(_SHIPPED.get(target, f"{target}.csv"))
-    if shipped.is_file():
-        return shipped, _header_machine(shipped) == machine_fingerprint()
-    return None
+    shipped = [
+        path
+        for name in _SHIPPED.get(target, (f"{target}.csv",))
+        if (path := _shipped_file(name)).is_file()
+    ]
+    here = machine_fingerprint()
+    for path in shipped:
+        if _header_machine(path) == here:
+            return path, True
+    return (shipped[0], False) if shipped else None
 
 
 def header_value(path: Path, key: str) -> str:

@@ -265,6 +265,7 @@ class TargetCharacterisation:
     source: str
     classes: Mapping[str, ClassDistribution]
     program_floor_ns: float = 0.0
+    machine: str = ""  # `calibration_files.machine_fingerprint()` of a measured host
 
     def to_json(self) -> str:
         d = asdict(self)
@@ -277,7 +278,9 @@ class TargetCharacterisation:
             for k, v in d["classes"].items()
         }
         floor = float(d.get("program_floor_ns", 0.0))
-        return cls(d["target"], float(d["clock_ghz"]), d["source"], classes, floor)
+        return cls(
+            d["target"], float(d["clock_ghz"]), d["source"], classes, floor, d.get("machine", "")
+        )
 
     def distribution(self, op: OpInfo) -> ClassDistribution | None:
         """The op's class distribution (`metric_class`); a convolution where only dots were
@@ -400,13 +403,27 @@ def tpu_v4_records(folder: str | Path) -> list[MeasuredOp]:
     return out
 
 
+def _stored_json(stem: str) -> dict[str, Any] | None:
+    """`analysis/data/<stem>_<tag>.json` whose "machine" is this machine (a host has one per
+    reference calibration), else `<stem>.json`; None if neither exists."""
+    from stablehlo_perf.analysis.calibration_files import machine_fingerprint
+
+    data = resources.files("stablehlo_perf.analysis.data")
+    stored = {
+        p.name: json.loads(p.read_text())
+        for p in sorted(data.iterdir(), key=lambda p: p.name)
+        if p.name == f"{stem}.json" or (p.name.startswith(f"{stem}_") and p.name.endswith(".json"))
+    }
+    here = machine_fingerprint()
+    mine = [d for d in stored.values() if d.get("machine") == here]
+    return mine[0] if mine else stored.get(f"{stem}.json")
+
+
 @cache
 def load_characterisation(target: str) -> TargetCharacterisation | None:
-    """The stored characterisation `analysis/data/cc4cs_<target>.json`, or None if there is none."""
-    path = resources.files("stablehlo_perf.analysis.data") / f"cc4cs_{target}.json"
-    if not path.is_file():
-        return None
-    return TargetCharacterisation.from_dict(json.loads(path.read_text()))
+    """The stored characterisation of `target` (`_stored_json`), or None if there is none."""
+    d = _stored_json(f"cc4cs_{target}")
+    return None if d is None else TargetCharacterisation.from_dict(d)
 
 
 # ---------------------------------------------------------------- per-op service
@@ -567,6 +584,7 @@ class ModuleEstimate:
     model: str
     trained_on: str
     cv_metrics: Mapping[str, float]
+    machine: str = ""  # `calibration_files.machine_fingerprint()` of the machine measured
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -582,6 +600,7 @@ class StoredLasso:
     intercept: float
     trained_on: str
     cv_metrics: Mapping[str, float]
+    machine: str = ""  # `calibration_files.machine_fingerprint()` of the machine measured
 
     def estimate(self, feats: Mapping[str, float]) -> ModuleEstimate:
         x = np.array([feats.get(f, 0.0) for f in self.features])
@@ -594,14 +613,14 @@ class StoredLasso:
 
 @cache
 def load_module_lasso(target: str) -> StoredLasso | None:
-    """The stored module-level LASSO for `target`, or None when none was trained."""
-    path = resources.files("stablehlo_perf.analysis.data") / f"cc4cs_lasso_{target}.json"
-    if not path.is_file():
+    """The stored module-level LASSO for `target` (`_stored_json`), or None when none was
+    trained."""
+    d = _stored_json(f"cc4cs_lasso_{target}")
+    if d is None:
         return None
-    d = json.loads(path.read_text())
     return StoredLasso(
         d["target"], tuple(d["features"]), tuple(d["coef"]), float(d["intercept"]),
-        d["trained_on"], d["cv_metrics"],
+        d["trained_on"], d["cv_metrics"], d.get("machine", ""),
     )  # fmt: skip
 
 

@@ -51,6 +51,7 @@ import numpy as np
 from _corpus import corpus_programs
 from jax import lax
 from scipy import stats
+from stablehlo_perf.analysis.calibration_files import machine_fingerprint
 from stablehlo_perf.analysis.cc4cs import (
     CLRA,
     StoredLasso,
@@ -489,6 +490,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 f"{a.rounds} interleaved rounds"
             ),
             cv_metrics=summary["lasso_heldout_by_family"],
+            machine=machine_fingerprint(),
         )
         a.save_lasso.write_text(stored.to_json() + "\n")
     if a.json is not None:

@@ -7,7 +7,11 @@ The LASSO features (`analysis.cc4cs.module_features`) are executed op counts
 The host characterisation comes from the host calibration (each op's cost inside a
 program); usage (writes `analysis/data/cc4cs_host.json` and the records beside it)::
 
-    python -m stablehlo_perf.runtime.cc4cs_host --out analysis/data [--calibration CSV]
+    python -m stablehlo_perf.runtime.cc4cs_host --out analysis/data [--calibration CSV] [--tag T]
+
+A reference calibration of another machine gets `--tag` (`cc4cs_host_T.json`): the
+characterisation records the machine, and `analysis.cc4cs.load_characterisation` takes the
+one measured on the machine it runs on.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import argparse
 import csv
 import math
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -94,12 +99,19 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument(
         "--calibration", type=Path, help="host calibration CSV (default: the one in use)"
     )
+    p.add_argument(
+        "--tag",
+        default="",
+        help="name the outputs cc4cs_host_TAG.json and cc4cs_host_ops_TAG.csv (a reference "
+        "calibration of another machine)",
+    )
     a = p.parse_args(argv)
+    suffix = f"_{a.tag}" if a.tag else ""
     path = a.calibration or (training_files("host") or (None,))[0]
     if path is None:
         raise SystemExit("no host calibration: run stablehlo-perf-calibrate --target host")
     records = calibration_records(path)
-    with open(a.out / "cc4cs_host_ops.csv", "w", newline="") as f:
+    with open(a.out / f"cc4cs_host_ops{suffix}.csv", "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["target", "op_class", "work", "latency_ns", "source"])
         for r in records:
@@ -117,7 +129,8 @@ def main(argv: list[str] | None = None) -> None:
         min_samples=5,
         program_floor_ns=floor,
     )
-    (a.out / "cc4cs_host.json").write_text(ch.to_json() + "\n")
+    ch = replace(ch, machine=header_value(path, "machine"))
+    (a.out / f"cc4cs_host{suffix}.json").write_text(ch.to_json() + "\n")
     for cls, d in ch.classes.items():
         print(
             f"{cls:15s} {d.family:12s} n={d.n:3d} floor={d.floor_cycles:9.0f} cyc params={d.params}"

@@ -48,7 +48,7 @@ __all__ = [
     "sweep",
 ]
 
-_JNP = {"f32": jnp.float32, "bf16": jnp.bfloat16, "f16": jnp.float16}
+_JNP = {"f32": jnp.float32, "bf16": jnp.bfloat16, "f16": jnp.float16, "i8": jnp.int8}
 DTYPES = ("f32", "bf16")
 
 
@@ -106,6 +106,7 @@ loop timing runs it ~200 times."""
 _CAPPED = frozenset({"sort", "argmax", "argmax_axis0", "fft"})
 _FIRST_DTYPE_ONLY = frozenset({"argmax", "argmax_axis0", "fft"})
 _RANK_2 = frozenset({"transpose", "sum_axis0", "argmax_axis0"})
+_NARROW_GEMM = ("bf16", "i8")
 _POSITIVE_INPUTS = frozenset({"rsqrt", "sqrt", "log"})
 _QUICK_OPS = (
     "add",
@@ -254,6 +255,18 @@ def matmul_specs(quick: bool) -> list[Spec]:
             for stride in (1, 2):
                 conv.add((1, hw, hw, c, 3, 3, c, stride, g))
     specs = [Spec("dot_general", "f32", s) for s in sorted(gemm)]
+    # bf16 and int8 (int32-accumulating, as quantised models call it) products run on other
+    # code paths at other rates, and int8 ones on AMX/VNNI units gain more from longer N
+    # and K (Xeon VM, 2026-12-01, int8: 4x64x64x64 6.4 us, a 4x64x256 @ 4x256x128
+    # program 32 us, f32 of it 190 us): a cube and batched products of each.
+    narrow = {(1, m, n, k) for m in thin for n in thin for k in thin}
+    narrow |= {(b, m, m, k) for b in (4, 16) for m in (16, 64) for k in (16, 64)}
+    narrow |= {
+        (b, m, n, k)
+        for b in (4, 16) for m in (16, 64, 256) for n in (64, 256) for k in (64, 256)
+        if b * m * n * k <= 2**24
+    }  # fmt: skip
+    specs += [Spec("dot_general", dt, s) for dt in _NARROW_GEMM for s in sorted(narrow)]
     return specs + [Spec("convolution", "f32", s) for s in sorted(conv)]
 
 
@@ -368,10 +381,15 @@ def op_and_inputs(
         b, m, n, k, *layout = spec.shape
         lhs_t, rhs_t = divmod(layout[0] if layout else 0, 2)
         lhs, rhs = ("bkm" if lhs_t else "bmk"), ("bnk" if rhs_t else "bkn")
-        x = jax.random.normal(key, tuple(dict(b=b, m=m, k=k)[c] for c in lhs), dt)
-        y = jax.random.normal(key, tuple(dict(b=b, n=n, k=k)[c] for c in rhs), dt)
+        x, y = (
+            _random(key, tuple(dict(b=b, m=m, n=n, k=k)[c] for c in dims), dt)
+            for dims in (lhs, rhs)
+        )
         eq = f"{lhs},{rhs}->bmn"
-        fn: Callable[..., jax.Array] = lambda p, q: jnp.einsum(eq, p, q)  # noqa: E731
+        acc = jnp.int32 if spec.dtype == "i8" else None
+        fn: Callable[..., jax.Array] = lambda p, q: jnp.einsum(  # noqa: E731
+            eq, p, q, preferred_element_type=acc
+        )
         args: tuple[jax.Array, ...] = (x, y)
     elif spec.op == "convolution":
         nb, h, w, c, kh, kw, o, stride, *grouped = spec.shape
@@ -436,6 +454,13 @@ def op_and_inputs(
             args = tuple(jnp.abs(a) + 0.5 for a in args)
     jax.block_until_ready(args)
     return fn, args
+
+
+def _random(key: jax.Array, shape: tuple[int, ...], dt: Any) -> jax.Array:
+    """Normal samples, or small integers for an integer dtype."""
+    if jnp.issubdtype(dt, jnp.integer):
+        return jax.random.randint(key, shape, -8, 8, dt)
+    return jax.random.normal(key, shape, dt)
 
 
 def build_case(spec: Spec, seed: int = 0) -> Case:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
@@ -44,3 +45,21 @@ def ctx():
     from stablehlo_perf.passes.ir import make_context
 
     return make_context()
+
+
+@pytest.fixture
+def amd_reference_host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """Target `host` as on the machine of the shipped AMD reference calibration
+    (`analysis/data/host_reference.csv`), whichever machine runs the tests: for expected
+    values read off that reference. No user calibration; the CC4CS caches start empty."""
+    from stablehlo_perf.analysis import calibration_files as cf
+    from stablehlo_perf.analysis import cc4cs
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    ref = cf._shipped_file("host_reference.csv")
+    monkeypatch.setattr(cf, "machine_fingerprint", lambda: cf.header_value(ref, "machine"))
+    cc4cs.load_characterisation.cache_clear()
+    cc4cs.load_module_lasso.cache_clear()
+    yield ref
+    cc4cs.load_characterisation.cache_clear()
+    cc4cs.load_module_lasso.cache_clear()

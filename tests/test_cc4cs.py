@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
 import stablehlo_perf as sp
+from stablehlo_perf.analysis import calibration_files as cf
 from stablehlo_perf.analysis import cc4cs
 from stablehlo_perf.analysis.opinfo import OpInfo, TensorType
 from stablehlo_perf.analysis.targets import load_target
@@ -122,6 +125,37 @@ def test_service_and_intervals_on_a_characterised_target():
     lo, hi = ivs[0]
     assert lo < 2000.0 < hi and ivs[2] is None
     assert cc4cs.intervals_for([big], "tpu-v5e", [1.0]) == [None]
+
+
+def test_stored_characterisation_and_lasso_are_this_machines(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The host ships one characterisation (and LASSO) per reference calibration: the one
+    recording this machine answers, the untagged file any other machine."""
+    ch = cc4cs.load_characterisation("host")
+    lasso = cc4cs.load_module_lasso("host")
+    assert ch is not None and lasso is not None
+    for tag, cpu, clock in (("", "CPU A", 1.5), ("_b", "CPU B", 3.0)):
+        (tmp_path / f"cc4cs_host{tag}.json").write_text(
+            replace(ch, machine=cpu, clock_ghz=clock).to_json()
+        )
+        (tmp_path / f"cc4cs_lasso_host{tag}.json").write_text(
+            replace(lasso, machine=cpu, intercept=clock).to_json()
+        )
+    (tmp_path / "cc4cs_host_ops.csv").write_text("not a characterisation")
+    monkeypatch.setattr(cc4cs.resources, "files", lambda package: tmp_path)
+    try:
+        for cpu, clock in (("CPU B", 3.0), ("CPU C", 1.5)):
+            monkeypatch.setattr(cf, "machine_fingerprint", lambda cpu=cpu: cpu)
+            cc4cs.load_characterisation.cache_clear()
+            cc4cs.load_module_lasso.cache_clear()
+            got, got_lasso = cc4cs.load_characterisation("host"), cc4cs.load_module_lasso("host")
+            assert got is not None and got.clock_ghz == clock
+            assert got_lasso is not None and got_lasso.intercept == clock
+            assert cc4cs.load_characterisation("tpu-v5e") is None
+    finally:
+        cc4cs.load_characterisation.cache_clear()
+        cc4cs.load_module_lasso.cache_clear()
 
 
 def test_host_characterisation_keeps_ops_with_models_of_their_own_apart():

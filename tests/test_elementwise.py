@@ -489,13 +489,33 @@ def test_corrupted_cache_entry_is_never_used(
     assert src is not None and src[0].name == "tpu_v4_elementwise.csv"
 
 
+def test_host_takes_the_shipped_reference_measured_on_this_machine(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One reference ships per machine the project ran on: this machine's answers, as measured
+    here; any other machine gets the first, as measured elsewhere."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    refs = {}
+    for name, cpu in (("a.csv", "CPU A"), ("b.csv", "CPU B")):
+        refs[cpu] = _write(
+            tmp_path, f"# machine: {cpu}, 2 cores, x86_64\n{HEADER}add,f32,8,1\n", name
+        )
+    monkeypatch.setattr(cf, "_SHIPPED", {"host": ("a.csv", "b.csv")})
+    monkeypatch.setattr(cf, "_shipped_file", lambda name: tmp_path / name)
+    monkeypatch.setattr(cf, "machine_fingerprint", lambda: "CPU B, 2 cores, x86_64")
+    assert cf.training_files("host") == (refs["CPU B"], True)
+    monkeypatch.setattr(cf, "machine_fingerprint", lambda: "CPU C, 64 cores, aarch64")
+    assert cf.training_files("host") == (refs["CPU A"], False)
+    assert cf.training_files("tpu-v5e") is None
+
+
 def test_host_uses_the_shipped_reference_with_a_matmul_class(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     host = load_target("host")
     src = cf.training_files("host")
-    assert src is not None and src[0].name == "host_reference.csv"
+    assert src is not None and src[0].name.startswith("host_reference")
     assert "# note: reference host calibration" in src[0].read_text()
     svc = ew.LearnedLatencyModel()
     dot = OpInfo.build(

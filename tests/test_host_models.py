@@ -62,6 +62,8 @@ def test_pool_and_scan_work_by_hand() -> None:
         sweeps.Spec("dot_general", "f32", (1, 64, 32, 48)),
         sweeps.Spec("dot_general", "f32", (1, 64, 32, 48, 2)),
         sweeps.Spec("dot_general", "f32", (1, 64, 32, 48, 3)),
+        sweeps.Spec("dot_general", "bf16", (4, 16, 64, 32)),
+        sweeps.Spec("dot_general", "i8", (4, 16, 64, 32)),
         sweeps.Spec("convolution", "f32", (1, 14, 14, 32, 3, 3, 32, 2, 32)),
     ],
     ids=lambda s: s.key,
@@ -217,7 +219,7 @@ def test_unseen_gather_costs_what_measured_neighbours_do_per_byte() -> None:
     assert 0.7 * min(per) < pred < 1.3 * max(per)
 
 
-def test_a_gather_fused_into_a_reduce_is_priced_per_element() -> None:
+def test_a_gather_fused_into_a_reduce_is_priced_per_element(amd_reference_host: Path) -> None:
     """An embedding lookup summed over its ids (64x8 rows of 128 f32): perf-fusion puts the
     gather into the reduce's kernel, which reads it one element at a time; priced as the
     reference's single-element gathers (65,536 elements: 50-54 us), not as 512 row copies
@@ -381,6 +383,23 @@ def test_convolutions_have_models_apart_from_dots_and_grouped_ones_apart_from_de
     assert (c_dense.model, c_dw.model) == ("hgb-host-convolution", "hgb-host-grouped_conv")
     # 1/32 of the FLOPs, yet not cheaper: the depthwise path runs ~175x fewer FLOPs per ns.
     assert c_dw.latency_ns > c_dense.latency_ns
+
+
+def test_narrow_products_are_priced_from_their_own_rows() -> None:
+    """int8 (int32-accumulating) and bf16 products run at rates of their own (AMX/VNNI on the
+    project's Xeon VM: a 4x64x256 @ 4x256x128 int8 program 32 us, f32 190 us): fitted on f32
+    rows at 20 FLOP/ns and int8 rows at 120, an unseen int8 product costs ~1/6 of its f32."""
+    rows = [
+        ew.Measurement("dot_general", dt, (b, m, n, k), 1.0 + 2 * b * m * n * k / rate / 1e3)
+        for dt, rate in (("f32", 20.0), ("i8", 120.0))
+        for b in (1, 4) for m in (16, 64, 256) for n in (32, 128, 512) for k in (64, 256)
+    ]  # fmt: skip
+    model = ew.fit_class_models(rows)["matmul"]
+    unseen = [ew.Measurement("dot_general", dt, (2, 128, 256, 128), 1.0) for dt in ("f32", "i8")]
+    f32, i8 = model.predict(ew.measurement_features(unseen))
+    flops = 2 * 2 * 128 * 256 * 128
+    assert f32 == pytest.approx(1.0 + flops / 20e3, rel=0.2)
+    assert i8 == pytest.approx(1.0 + flops / 120e3, rel=0.2)
 
 
 def test_a_calibration_of_copies_alone_prices_transposes_and_gathers_by_them(
