@@ -12,12 +12,13 @@ branches ~2.9 us). The probes are chains of 1..64 steps of two kinds and 1..32
 independent branches; each probe's time net of dispatch is fitted as
 
     call overhead(single kernel, from the sweep) + multi · [kernels >= 2]
-    + dispatch · kernels + steps · (the step's in-loop time),
+    + dispatch · kernels + (the program's in-loop time),
 
 with kernels counted by the pipeline's own fusion plan, so the pass that adds the
 overhead counts them the same way. Up to 128 kernels, so the per-kernel slope is
 not confused with the one-off step (the first probes stopped at 32 and put 6.2 us
-per kernel where the long programs pay 1-3).
+per kernel where the long programs pay 1-3). Probes measured before 2026-12-01 (the
+AMD reference's) took steps x one step's in-loop time instead (see `measure_probes`).
 """
 
 from __future__ import annotations
@@ -94,7 +95,7 @@ class Probe:
     steps: int
     kernels: int
     program_ns: float
-    step_loop_ns: float
+    step_loop_ns: float  # the program's in-loop time / steps (one step's, before 2026-12-01)
     measured: str = ""
     # The calibration's sentinel ops timed around the probes (runtime.calibrate.SENTINELS);
     # NaN for probes measured before sentinels.
@@ -161,39 +162,45 @@ def _kernels(fn: Callable[..., jax.Array], args: tuple[jax.Array, ...]) -> int:
 
 
 def measure_probes(repeats: int = 7, passes: int = 5, measured: str = "") -> list[Probe]:
-    """Time every probe program and each step kind inside a loop, in the same rounds, in
-    `passes` independent passes; each probe keeps the median of its passes (the
-    single-pass fits of one machine moved the multi-kernel term by 3x). Programs are
-    compiled, and their kernels counted, once."""
+    """Time every probe program as a call and inside a loop, in the same rounds, in `passes`
+    independent passes; each probe keeps the median of its passes (the single-pass fits of
+    one machine moved the multi-kernel term by 3x). Programs are compiled, and their kernels
+    counted, once.
+
+    The in-loop time is the whole program's, not its steps' times added up: XLA recomputes
+    a cheap producer in every kernel that reads it, so a chain of `_center` steps runs k
+    copies of the first subtract in its last kernel (jax 0.10.2's compiled HLO: each
+    subtract_multiply_fusion takes x and every earlier mean), and one step's in-loop time x k
+    counted that extra work as per-call cost: 7.4 us per kernel on the project's Xeon VM
+    where the other kinds pay 0.03-0.4 (2026-12-01)."""
     key = jax.random.key(0)
     programs, looped, meta = [], [], []
     for kind, (step, build, (m, d)) in STEPS.items():
         x = jax.random.normal(key, (m, d)) * 0.1
         w = jnp.eye(d) + 0.01 * jax.random.normal(key, (d, d))
-        spec = sweeps.Spec(f"probe-{kind}", "f32", (m, d))
-        lc = sweeps.LoopCase(
-            spec, jax.jit(sweeps.in_loop(step)).lower(jnp.int32(1), x, w).compile(), (x, w)
-        )
-        looped.append((kind, lc))
         for k in CHAIN_LENGTHS if build is _chain else BRANCH_COUNTS:
             fn = build(step, k)
-            programs.append(timing.Case(f"{kind}@{k}", jax.jit(fn).lower(x, w).compile(), (x, w)))
+            name = f"{kind}@{k}"
+            spec = sweeps.Spec(f"probe-{name}", "f32", (m, d))
+            loop = jax.jit(sweeps.in_loop(fn)).lower(jnp.int32(1), x, w).compile()
+            looped.append((name, sweeps.LoopCase(spec, loop, (x, w))))
+            programs.append(timing.Case(name, jax.jit(fn).lower(x, w).compile(), (x, w)))
             meta.append((kind, k, _kernels(fn, (x, w))))
     program_ns: dict[str, list[float]] = {c.key: [] for c in programs}
-    step_ns: dict[str, list[float]] = {kind: [] for kind, _ in looped}
+    loop_ns: dict[str, list[float]] = {name: [] for name, _ in looped}
     for seed in range(passes):
-        per_step, timed, _ = timing.time_in_loop(looped, repeats=repeats, seed=seed, extra=programs)
+        per_iter, timed, _ = timing.time_in_loop(looped, repeats=repeats, seed=seed, extra=programs)
         for c in programs:
             program_ns[c.key].append(timed[c.key].median_us * 1e3)
-        for kind in step_ns:
-            step_ns[kind].append(per_step[kind][0].median_us * 1e3)
+        for name in loop_ns:
+            loop_ns[name].append(per_iter[name][0].median_us * 1e3)
     return [
         Probe(
             kind,
             k,
             n,
             float(np.median(program_ns[f"{kind}@{k}"])),
-            float(np.median(step_ns[kind])),
+            float(np.median(loop_ns[f"{kind}@{k}"])) / k,
             measured,
         )
         for kind, k, n in meta
