@@ -43,7 +43,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, fields
 
 import numpy as np
-from stablehlo_perf.analysis.fusion import ELEMENTWISE_CLASSES
+from stablehlo_perf.analysis.fusion import ELEMENTWISE_CLASSES, YNN_REDUCE_MIN_ELEMENTS
 from stablehlo_perf.analysis.opinfo import element_bytes, op_class
 
 __all__ = [
@@ -88,12 +88,24 @@ def splits_over_threads(op_classes: Sequence[str], output_bytes: float) -> bool:
     return output_bytes >= SPLIT_OUTPUT_BYTES and set(op_classes) <= _LOOP_CLASSES
 
 
-def wakes_pool(op_names: Sequence[str], op_classes: Sequence[str], output_bytes: float) -> bool:
+def wakes_pool(
+    op_names: Sequence[str],
+    op_classes: Sequence[str],
+    output_bytes: float,
+    library_reduce: bool = False,
+) -> bool:
     """Whether a kernel of these ops (short names, e.g. `dot_general`) wakes XLA:CPU's thread
-    pool whatever its time: a library call (`LIBRARY_CALLS`) or a loop kernel split over
-    threads by its output size (`splits_over_threads`)."""
-    return bool(LIBRARY_CALLS.intersection(op_names)) or splits_over_threads(
-        op_classes, output_bytes
+    pool whatever its time: a library call (`LIBRARY_CALLS`, or with `library_reduce` a
+    reduction XLA:CPU hands to YNNPACK: `fusion.cpu_reduce_mode`) or a loop kernel split
+    over threads by its output size (`splits_over_threads`).
+
+    YNNPACK reductions pay the wake as its dots do: the AMD reference's reduce rows of
+    5-50 us kernels paid a median 145 us of call overhead (dots 106, adds 71), the Xeon
+    reference's 33 (dots 13, adds 12)."""
+    return (
+        library_reduce
+        or bool(LIBRARY_CALLS.intersection(op_names))
+        or splits_over_threads(op_classes, output_bytes)
     )
 
 
@@ -148,11 +160,20 @@ def _step_fit(
     return best[1], best[2], best[3]
 
 
+_SUM_ROWS = frozenset({"reduce", "sum_axis0"})  # calibration rows of one-input reductions
+_FLOATS = frozenset({"f32", "bf16", "f16"})
+
+
 def _row_wakes(op: str, dtype: str, shape: tuple[int, ...]) -> bool:
     """Whether a calibration row's program wakes the thread pool whatever its time
     (`wakes_pool`; a gather row is (table rows, width, indices): it writes width x indices)."""
     out = math.prod(shape[1:]) if op == "gather" else math.prod(shape)
-    return wakes_pool([op], [op_class(f"stablehlo.{op}")], out * element_bytes(dtype))
+    library_reduce = (
+        op in _SUM_ROWS and dtype in _FLOATS and math.prod(shape) >= YNN_REDUCE_MIN_ELEMENTS
+    )
+    return wakes_pool(
+        [op], [op_class(f"stablehlo.{op}")], out * element_bytes(dtype), library_reduce
+    )
 
 
 def _output_mib(op: str, dtype: str, shape: tuple[int, ...]) -> float:

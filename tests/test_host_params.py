@@ -100,6 +100,48 @@ def test_a_library_call_wakes_the_pool_whatever_its_time() -> None:
     assert wakes_pool(["add"], ["binary"], SPLIT_OUTPUT_BYTES)
 
 
+def test_a_reduction_handed_to_ynnpack_wakes_the_pool_whatever_its_time() -> None:
+    """XLA:CPU hands float reductions of 4096+ elements to YNNPACK (`fusion.cpu_reduce_mode`),
+    a library call: the AMD reference's reduce rows of 5-50 us kernels paid a median 145 us
+    of call overhead where adds paid 71. Counted as woken, 10-20 us sums and adds of the same
+    kernel times no longer pull the threshold down to them."""
+    adds = [("add", "f32", (256 * j,), k, k + 5.0) for j, k in enumerate((2.0, 3, 10, 15, 20))]
+    sums = [("reduce", "f32", (64, 64 * j), k, k + 205.0) for j, k in ((1, 10.0), (2, 15), (4, 20))]
+    tiny = [("reduce", "f32", (8, 64), 2.5, 7.5)]  # 512 elements: a loop kernel of XLA's own
+    long = [("exponential", "f32", (2048,), k, k + 205.0) for k in (300.0, 400.0)]
+    p = fit_host_params([*adds, *sums, *tiny, *long])
+    assert p.program_overhead_ns == pytest.approx(5000.0)
+    assert p.threadpool_wake_ns == pytest.approx(200000.0)
+    assert 20000.0 < p.parallel_kernel_ns <= 300000.0
+
+
+SUM = """
+func.func @main(%a: tensor<{n}xf32>) -> tensor<f32> {{
+  %z = stablehlo.constant dense<0.0> : tensor<f32>
+  %0 = stablehlo.reduce(%a init: %z) applies stablehlo.add across dimensions = [0]
+      : (tensor<{n}xf32>, tensor<f32>) -> tensor<f32>
+  return %0 : tensor<f32>
+}}
+"""
+
+
+def test_a_program_summing_4096_floats_pays_the_wake(tmp_path: Path) -> None:
+    """The pass applies the same rule: a sum of 4,096 f32 (a YNNPACK call) pays the 150 ns
+    wake-up on a target whose parallel-kernel threshold no kernel reaches; of 4,095 not."""
+    import stablehlo_perf as sp
+
+    target = tmp_path / "unit_cpu_calls.toml"
+    target.write_text(
+        UNIT_CPU.read_text()
+        + "\n[program]\noverhead_ns = 7.0\nthreadpool_wake_ns = 150.0\n"
+        + "parallel_kernel_ns = 1e9\nmulti_kernel_ns = 40.0\nkernel_dispatch_ns = 3.0\n"
+    )
+    ynn = sp.analyze(SUM.format(n=4096), target=str(target)).report
+    loop = sp.analyze(SUM.format(n=4095), target=str(target)).report
+    assert ynn.call_overhead_ns == pytest.approx(7.0 + 150.0 + 3.0)
+    assert loop.call_overhead_ns == pytest.approx(7.0 + 3.0)
+
+
 def test_split_rule_matches_the_compiled_hlo() -> None:
     """`splits_over_threads` against XLA:CPU's own choice (`outer_dimension_partitions` in the
     compiled HLO): elementwise kernels split from 256 KiB of output; a reduction does not."""
