@@ -584,7 +584,6 @@ class ModuleEstimate:
     model: str
     trained_on: str
     cv_metrics: Mapping[str, float]
-    machine: str = ""  # `calibration_files.machine_fingerprint()` of the machine measured
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -172,7 +172,7 @@ def measure_probes(repeats: int = 7, passes: int = 5, measured: str = "") -> lis
     copies of the first subtract in its last kernel (jax 0.10.2's compiled HLO: each
     subtract_multiply_fusion takes x and every earlier mean), and one step's in-loop time x k
     counted that extra work as per-call cost: 7.4 us per kernel on the project's Xeon VM
-    where the other kinds pay 0.03-0.4 (2026-12-01)."""
+    where the other kinds pay 0.02-0.4 (2026-12-01)."""
     key = jax.random.key(0)
     programs, looped, meta = [], [], []
     for kind, (step, build, (m, d)) in STEPS.items():
