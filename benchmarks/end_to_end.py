@@ -309,9 +309,10 @@ def measure_zoo(
 
 def load_saved_run(
     rows: list[Row], path: Path
-) -> tuple[str, float, float | None, list[float] | None]:
+) -> tuple[str, float, float | None, list[float] | None, str]:
     """Fill rows' measurements from a run saved with --json (rows it lacks are dropped);
-    returns that run's (method, noise floor %, dispatch ns, sentinel us before and after)."""
+    returns that run's (method, noise floor %, dispatch ns, sentinel us before and after,
+    machine: "" for runs saved before it was recorded)."""
     saved = json.loads(path.read_text())
     by_key = {(r["family"], r["scale"]): r for r in saved["rows"]}
     rows[:] = [row for row in rows if (row.family, row.scale) in by_key]
@@ -321,7 +322,13 @@ def load_saved_run(
         row.rounds_ns, row.in_loop_ns = r.get("rounds_ns"), r.get("in_loop_ns")
     s = saved["summary"]
     method = f"saved run {path.name} ({s['method']})"
-    return method, s["noise_floor_mape"], s.get("dispatch_ns"), s.get("sentinel_us_before_after")
+    return (
+        method,
+        s["noise_floor_mape"],
+        s.get("dispatch_ns"),
+        s.get("sentinel_us_before_after"),
+        s.get("machine", ""),
+    )
 
 
 def measure_in_loop(
@@ -420,9 +427,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 jax.block_until_ready(step(*args))  # compile before the timed rounds
                 runs.append((step, args))
     if a.predict_from is not None:
-        method, noise, dispatch_ns, sentinels = load_saved_run(rows, a.predict_from)
+        method, noise, dispatch_ns, sentinels, machine = load_saved_run(rows, a.predict_from)
         a.split = all(row.in_loop_ns is not None for row in rows)
     else:
+        machine = machine_fingerprint()
         before = sentinel_us()
         method, noise, dispatch_ns = measure_zoo(rows, runs, a.rounds, a.stat)
         if a.split:
@@ -458,6 +466,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "backend": jax.devices()[0].device_kind,
         "cpus": os.cpu_count(),
         "load_average_1min": os.getloadavg()[0],
+        "machine": machine,
     }
     if sentinels:
         summary["sentinel_us_before_after"] = sentinels
@@ -478,6 +487,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if a.split:
         _print_split(rows)
     if a.save_lasso is not None:
+        if not machine:
+            raise SystemExit(f"{a.predict_from}: the saved run records no machine to train for")
+        rounds = len(rows[0].rounds_ns) if rows and rows[0].rounds_ns else a.rounds
         full = CLRA().fit(X, y)
         stored = StoredLasso(
             target="host",
@@ -487,10 +499,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             trained_on=(
                 f"benchmarks/end_to_end.py: {len(rows)} programs ({n_groups} families x scales "
                 f"{a.scales}) measured on this host ({summary['backend']}): {method}, "
-                f"{a.rounds} interleaved rounds"
+                f"{rounds} interleaved rounds"
             ),
             cv_metrics=summary["lasso_heldout_by_family"],
-            machine=machine_fingerprint(),
+            machine=machine,
         )
         a.save_lasso.write_text(stored.to_json() + "\n")
     if a.json is not None:
