@@ -64,6 +64,7 @@ __all__ = [
     "FusionPlan",
     "GroupTraffic",
     "cpu_reduce_mode",
+    "ynn_reduces",
     "elemental_gathers",
     "fuse_block",
     "group_deps",
@@ -195,6 +196,15 @@ TREE_REDUCE_WINDOW = 32
 """XLA's TreeReductionRewriter splits a reduced dimension longer than this into a reduce-window."""
 
 
+def ynn_reduces(element_type: str, elements: int | None) -> bool:
+    """Whether XLA:CPU hands a reduce of `elements` input elements of this type to YNNPACK."""
+    return (
+        element_type in ("f32", "bf16", "f16")
+        and elements is not None
+        and elements >= YNN_REDUCE_MIN_ELEMENTS
+    )
+
+
 def cpu_reduce_mode(op: OpInfo) -> str:
     """How XLA:CPU emits a reduce (measured with jax 0.10.2).
 
@@ -204,9 +214,7 @@ def cpu_reduce_mode(op: OpInfo) -> str:
     "loop": an ordinary loop fusion root that also fuses into consumers.
     """
     src = op.operands[0] if op.operands else None
-    n = src.num_elements if src is not None else None
-    floating = src is not None and src.element_type in ("f32", "bf16", "f16")
-    if floating and n is not None and n >= YNN_REDUCE_MIN_ELEMENTS:
+    if src is not None and ynn_reduces(src.element_type, src.num_elements):
         return "ynn"
     dims = op.attrs.get("dimensions") or ()
     shape = src.shape if src is not None else None

@@ -43,7 +43,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, fields
 
 import numpy as np
-from stablehlo_perf.analysis.fusion import ELEMENTWISE_CLASSES, YNN_REDUCE_MIN_ELEMENTS
+from stablehlo_perf.analysis.fusion import ELEMENTWISE_CLASSES, ynn_reduces
 from stablehlo_perf.analysis.opinfo import element_bytes, op_class
 
 __all__ = [
@@ -73,9 +73,9 @@ _LOOP_CLASSES = ELEMENTWISE_CLASSES | {"movement", "constant"}
 
 LIBRARY_CALLS = frozenset({"dot_general", "convolution", "fft"})
 """Ops XLA:CPU runs as library calls (jax 0.10's compiled HLO puts a dot in a `__ynn_fusion`,
-YNNPACK) handed to its thread pool whatever their size: in the shipped host calibration, 58 dot_general rows with in-loop kernels
-under the wake threshold (down to 1x1x32x32) pay a median 82 us of call overhead and 74% of
-them over 50 us, against 4.5 us for binary rows of the same kernel times; convolution 75 us,
+YNNPACK) handed to its thread pool whatever their size: in the AMD host reference, 58
+dot_general rows with in-loop kernels under the wake threshold (down to 1x1x32x32) pay a
+median 82 us of call overhead and 74% of them over 50 us, against 4.5 us for binary rows of the same kernel times; convolution 75 us,
 fft 62-114 us from its smallest row. Programs whose only dot is small (a 20-trip fori_loop
 over a 128x128 @ 128x16 dot, a scan over 8x128 @ 128x128) paid 145 us more than the
 pipeline's 4-13 us on five saved end-to-end runs. The smallest dots (16x64x64, 1x32x32
@@ -161,16 +161,13 @@ def _step_fit(
 
 
 _SUM_ROWS = frozenset({"reduce", "sum_axis0"})  # calibration rows of one-input reductions
-_FLOATS = frozenset({"f32", "bf16", "f16"})
 
 
 def _row_wakes(op: str, dtype: str, shape: tuple[int, ...]) -> bool:
     """Whether a calibration row's program wakes the thread pool whatever its time
     (`wakes_pool`; a gather row is (table rows, width, indices): it writes width x indices)."""
     out = math.prod(shape[1:]) if op == "gather" else math.prod(shape)
-    library_reduce = (
-        op in _SUM_ROWS and dtype in _FLOATS and math.prod(shape) >= YNN_REDUCE_MIN_ELEMENTS
-    )
+    library_reduce = op in _SUM_ROWS and ynn_reduces(dtype, math.prod(shape))
     return wakes_pool(
         [op], [op_class(f"stablehlo.{op}")], out * element_bytes(dtype), library_reduce
     )
