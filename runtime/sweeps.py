@@ -206,6 +206,14 @@ def narrow_shapes(quick: bool, seed: int = 1) -> list[tuple[int, ...]]:
 _NARROW_SKIP = frozenset({"sort", "fft", "transpose"})
 
 
+# (input, output) channels of the convolution layers swept: equal counts (residual blocks)
+# as well as widening layers (a 1x16x16x32 -> 32 3x3 layer was predicted at 75 us from its
+# neighbours, measured 48; Xeon VM, 2026-12-01).
+_CONV_CHANNELS = (
+    (3, 16), (3, 32), (16, 16), (16, 32), (32, 32), (32, 64), (64, 64), (128, 128),
+)  # fmt: skip
+
+
 def matmul_specs(quick: bool) -> list[Spec]:
     """dot_general (batch, M, N, K) and NHWC convolution layers for the host's matmul model."""
     sizes = (32, 96, 128, 256, 512) if quick else (16, 32, 64, 96, 128, 192, 256, 384, 512, 1024)
@@ -219,6 +227,11 @@ def matmul_specs(quick: bool) -> list[Spec]:
     gemm |= {(1, m, n, k) for m in thin for k in thin for n in (1, 16)}
     gemm |= {(1, m, n, k) for n in thin for k in thin for m in (1, 16)}
     gemm |= {(b, m, m, k) for b in (4, 16) for m in (16, 64) for k in (16, 64)}
+    # A few rows or columns (RNN steps, small-batch inference, narrow heads): between M or
+    # N of 1 and 16 the trees had no rows, and 8x128 @ 128x128 was predicted at 8.0 us
+    # against 2.9 measured, 128x128 @ 128x8 at 5.8 against 2.8 (Xeon VM, 2026-12-01).
+    gemm |= {(1, m, n, k) for m in (2, 4, 8) for n in thin for k in thin}
+    gemm |= {(1, m, n, k) for n in (2, 4, 8) for m in thin for k in thin}
     # Operands stored transposed (einsum chains, gradients): XLA:CPU's library calls run
     # them at other rates (1024x64x256 f32: 0.42 ms as M x K times K x N, 1.27 ms with the
     # left operand K x M; with both transposed 1.3-2.3x; 2026-11-30, this VM).
@@ -232,7 +245,7 @@ def matmul_specs(quick: bool) -> list[Spec]:
     }  # fmt: skip
     conv = set()
     for hw in (14, 28, 56) if quick else (7, 14, 28, 56, 112):
-        for c, o in ((3, 16), (3, 32), (16, 32), (32, 64), (64, 64), (128, 128)):
+        for c, o in _CONV_CHANNELS:
             for k in (1, 3):
                 if hw * hw * c * o * k * k <= 2**27:
                     conv.add((1, hw, hw, c, k, k, o, 1))
