@@ -5,7 +5,9 @@ helpers): it reads its external inputs once, writes its outputs once, and
 its internal tensors never touch memory. Its latency is
 
     max(roofline of the group: FLOPs / peak, (input + output bytes) / bandwidth
-        — on a GPU, inputs the cache-traffic pass found in L2 move at L2 bandwidth —,
+        — on a GPU, inputs the cache-traffic pass found in L2 move at L2 bandwidth; on a
+        CPU, a reduction YNNPACK runs on a tensor smaller than a core's L2 moves its
+        group's bytes at its own measured rate —,
         on a CPU with several members the group's memory time plus every member's
         compute, elsewhere the slowest member priced by a dedicated model less its
         launch overhead)
@@ -31,7 +33,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from stablehlo_perf.analysis.fusion import ELEMENTWISE_CLASSES, FusionPlan, GroupTraffic
+from stablehlo_perf.analysis.fusion import (
+    ELEMENTWISE_CLASSES,
+    FusionPlan,
+    GroupTraffic,
+    cpu_reduce_mode,
+)
 from stablehlo_perf.analysis.opinfo import READS_PART, READS_WHAT_IT_RETURNS, OpInfo
 from stablehlo_perf.analysis.service import OpCost
 from stablehlo_perf.analysis.targets import Target
@@ -77,6 +84,28 @@ def _memory_ns(op: OpInfo, target: Target) -> float:
 # reads: 316 us for each scalar broadcast of 2048x1024 f32 clipped and rounded).
 _INDEX_MOVES = frozenset({"broadcast_in_dim", "broadcast", "reshape", "iota"})
 _PER_ELEMENT_MOVES = _INDEX_MOVES | {"transpose"}
+
+
+def _l2_bytes(target: Target) -> float:
+    """One core's L2 cache in bytes (0 where the target does not know it)."""
+    return target.onchip_mib.get("l2", 0.0) * 2**20
+
+
+def _library_reduce_bandwidth(op: OpInfo, cost: OpCost, overhead_ns: float) -> float | None:
+    """Bytes per second a one-input reduction XLA:CPU hands to YNNPACK moves, from its own
+    measured time (None for any other op). From a core's L2 the library streams faster
+    than XLA's loops, from which the target's bandwidth is fitted (Xeon VM, 2026-12-01:
+    f32 sum rows of 256K+ elements 44 GB/s, large adds 22.7; a 512x512 layer norm's two
+    row reductions were priced 47 us each, measured 14-25); beyond L2 its fused producers
+    make it no faster than the loops (a 4096x256 norm, sum of squares: 347 us measured)."""
+    if op.short_name != "reduce" or len(op.operands) != 2 or cpu_reduce_mode(op) != "ynn":
+        return None
+    if not op.bytes:
+        return None
+    if cost.model in ("roofline", "roofline+l2", "free"):
+        return None
+    t_ns = cost.latency_ns - overhead_ns
+    return op.bytes / t_ns * 1e9 if t_ns > 0 else None
 
 
 def _bf16_floor_ns(op: OpInfo, target: Target) -> float:
@@ -186,8 +215,12 @@ def price_groups(
         peak = target.peak_flops(root.element_type, matrix=matrix)
         hit = _input_hit_rate([ops[i] for i in members[g]])
         dram = t.input_bytes * (1.0 - hit) + t.output_bytes
+        bandwidth = target.memory_bandwidth
+        if target.kind == "cpu" and kind == "input" and t.input_bytes < _l2_bytes(target):
+            found = _library_reduce_bandwidth(root, costs[plan.roots[g]], overhead)
+            bandwidth = found or bandwidth
         l2_bw = target.l2_bandwidth_gbps * 1e9 or target.memory_bandwidth
-        memory_s = dram / target.memory_bandwidth + t.input_bytes * hit / l2_bw
+        memory_s = dram / bandwidth + t.input_bytes * hit / l2_bw
         roofline_ns = max(t.flops / peak, memory_s) * 1e9
         best_ns, model = roofline_ns, "roofline"
         dedicated = [

@@ -496,6 +496,44 @@ def test_cpu_kernel_is_not_floored_by_a_members_own_traffic() -> None:
             assert group.latency_ns == pytest.approx(sub_ns)
 
 
+@pytest.mark.parametrize("l2_mib", [2.0, 0.5])
+def test_cpu_library_reduce_in_l2_moves_its_group_at_its_own_rate(l2_mib: float) -> None:
+    """sum(x * x, axis=1) over f32[512,512] (1 MiB), a reduction XLA:CPU hands to YNNPACK,
+    measured 3x faster than the target's (loop) bandwidth moves its input: with x in a
+    core's L2 the fused group moves its bytes at the reduce's own rate; a larger tensor
+    than L2 moves at the target's bandwidth."""
+    from dataclasses import replace
+
+    from stablehlo_perf.analysis.fusion_cost import price_groups
+    from stablehlo_perf.analysis.service import OpCost
+    from stablehlo_perf.analysis.targets import load_target
+
+    big, col = TensorType((512, 512), "f32"), TensorType((512,), "f32")
+    b = Block()
+    sq = b.op("multiply", [-1, -1], [big, big], big)
+    init = b.op("constant", [], [], SCALAR)
+    red = b.op("reduce", [sq, init], [big, SCALAR], col, dimensions=(1,))
+    plan = b.plan("cpu")
+    assert plan.num_groups == 1 and plan.kinds == ["input"]
+    traffic = group_traffic(b.ops, b.deps, plan, b.sources)
+    base = load_target(str(ROOT / "test_ir" / "Inputs" / "unit_cpu.toml"))
+    target = replace(base, launch_overhead_ns=100.0, onchip_mib={"l2": l2_mib})
+    bw = target.memory_bandwidth_gbps  # B/ns
+    red_bytes = b.ops[red].bytes
+    red_ns = 100.0 + red_bytes / (3 * bw)
+    costs = [
+        OpCost(0, 100.0, 0, "roofline"),
+        OpCost(0, 0.0, 0, "free"),
+        OpCost(0, red_ns, 0, "hgb-x"),
+    ]
+    groups, _, _ = price_groups(b.ops, plan, traffic, costs, target)
+    t = traffic[plan.groups[red]]
+    moved = t.input_bytes + t.output_bytes
+    assert t.input_bytes == big.nbytes
+    rate = 3 * bw if l2_mib * 2**20 > big.nbytes else bw
+    assert groups[plan.groups[red]].latency_ns == pytest.approx(100.0 + moved / rate)
+
+
 @pytest.mark.parametrize("dtype", ["bf16", "f32"])
 def test_cpu_bf16_loop_pays_each_members_rounding(dtype: str) -> None:
     """XLA:CPU widens and rounds per op in a fused bf16 loop: each bf16 member computes at

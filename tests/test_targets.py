@@ -66,6 +66,29 @@ def test_host_describes_this_machine(tmp_path, monkeypatch):
     assert not plain.calibrated and plain.call_overhead_ns(1e9) == 0.0
 
 
+def test_host_l2_size_comes_from_sysfs(tmp_path):
+    """The per-core L2 size is the level-2 data or unified cache's; none without one."""
+    from stablehlo_perf.analysis.targets import _l2_mib
+
+    for name, level, kind, size in [
+        ("index0", 1, "Data", "48K"),
+        ("index1", 1, "Instruction", "32K"),
+        ("index2", 2, "Unified", "2048K"),
+        ("index3", 3, "Unified", "307200K"),
+    ]:
+        d = tmp_path / name
+        d.mkdir()
+        (d / "level").write_text(f"{level}\n")
+        (d / "type").write_text(f"{kind}\n")
+        (d / "size").write_text(f"{size}\n")
+    assert _l2_mib(tmp_path) == 2.0
+    (tmp_path / "index2" / "size").write_text("1M\n")
+    assert _l2_mib(tmp_path) == 1.0
+    (tmp_path / "index2" / "level").write_text("4\n")
+    assert _l2_mib(tmp_path) is None
+    assert _l2_mib(tmp_path / "missing") is None
+
+
 def test_unknown_name_lists_valid_targets():
     with pytest.raises(TargetError) as e:
         load_target("tpu-v9")

@@ -317,6 +317,23 @@ def _host_header(path: str, mtime_ns: int) -> tuple[HostParams | None, str]:
     )
 
 
+def _l2_mib(cache: Path = Path("/sys/devices/system/cpu/cpu0/cache")) -> float | None:
+    """One core's L2 cache in MiB, from sysfs (None where the OS does not say)."""
+    for index in sorted(cache.glob("index*")):
+        try:
+            if (index / "level").read_text().strip() != "2":
+                continue
+            if (index / "type").read_text().strip() == "Instruction":
+                continue
+            size = (index / "size").read_text().strip()
+        except OSError:
+            continue
+        units = {"K": 1 / 1024, "M": 1.0, "G": 1024.0}
+        if size[-1:] in units and size[:-1].isdigit():
+            return int(size[:-1]) * units[size[-1]]
+    return None
+
+
 def _describe_host(base: Target) -> Target:
     """Fill the host target with this machine's core count, clock and SIMD width."""
     cores = os.cpu_count() or 1
@@ -334,9 +351,14 @@ def _describe_host(base: Target) -> Target:
     per_cycle = 64 if "avx512f" in flags else 32 if {"avx2", "fma"} <= flags else 8
     f32 = cores * clock * per_cycle / 1000
     peaks = {"f32": f32, "bf16": f32, "f16": f32, "f64": f32 / 2, "int8": f32, "int32": f32}
+    onchip = dict(base.onchip_mib)
+    l2 = _l2_mib()
+    if l2:
+        onchip["l2"] = l2
     return Target(
         **{
             **base.__dict__,
+            "onchip_mib": onchip,
             "description": f"{base.description} ({platform.machine()}, {cores} cores, "
             f"{clock:.2f} GHz, {per_cycle} FP32 FLOP/cycle/core)",
             "clock_ghz": clock,
