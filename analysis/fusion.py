@@ -504,6 +504,12 @@ class _State:
             return False
         if grp.ynn and len(self.users[i]) > 1:
             return False
+        if grp.ynn and not (
+            f.elementwise or f.free or f.short in ("broadcast_in_dim", "broadcast")
+        ):
+            # YNNPACK takes elementwise producers only: XLA:CPU runs a gather feeding a
+            # row sum as a loop kernel writing the gathered rows (embedding bag, 2048x128).
+            return False
         if kind == "cpu" and grp.has_reduce:
             for u in self.users[i]:
                 if self.facts[u].reduce_mode == "tree" and self.in_group(u, g):

@@ -219,27 +219,27 @@ def test_unseen_gather_costs_what_measured_neighbours_do_per_byte() -> None:
     assert 0.7 * min(per) < pred < 1.3 * max(per)
 
 
-def test_a_gather_fused_into_a_reduce_is_priced_per_element(amd_reference_host: Path) -> None:
-    """An embedding lookup summed over its ids (64x8 rows of 128 f32): perf-fusion puts the
-    gather into the reduce's kernel, which reads it one element at a time; priced as the
-    reference's single-element gathers (65,536 elements: 50-54 us), not as 512 row copies
-    (rows of 128 took 22-32 us per 1,024)."""
+def test_a_gathered_sum_is_a_row_gather_then_a_library_reduce(amd_reference_host: Path) -> None:
+    """An embedding lookup summed over its ids (64x8 rows of 128 f32): XLA:CPU (jax 0.10.2)
+    writes the 512 gathered rows in a loop kernel, then sums them in a YNNPACK reduce, which
+    takes no gather. perf-fusion groups it so, and the gather's kernel costs about the
+    reference's standalone gather of 512 rows (plus its index arithmetic)."""
     import stablehlo_perf as sp
 
     table = jax.ShapeDtypeStruct((5000, 128), jnp.float32)
     ids = jax.ShapeDtypeStruct((64, 8), jnp.int32)
     rep = sp.analyze(jax.jit(lambda t, i: t[i].sum(axis=1)).lower(table, ids), target="host")
     (gather,) = [o for o in rep.report.ops if o.name == "stablehlo.gather"]
+    (reduce,) = [o for o in rep.report.ops if o.name == "stablehlo.reduce"]
     (group,) = [g for g in rep.report.fusion_groups if gather.id in g["ops"]]
-    assert group["kind"] == "input"
+    (summed,) = [g for g in rep.report.fusion_groups if reduce.id in g["ops"]]
+    assert (group["kind"], summed["kind"]) == ("loop", "input") and group is not summed
     (alone,) = _ops(
         lambda t, i: t[i], table, jax.ShapeDtypeStruct((512,), jnp.int32), name="gather"
     )
     svc = ew.LearnedLatencyModel(data={"host": HOST_CSV})
     (rows,) = svc.predict([alone], load_target("host"))
-    assert rows.latency_ns < 30e3  # the reference's 1,024 such rows: 22-32 us
-    assert 40e3 < group["latency_ns"] < 90e3
-    assert group["latency_ns"] > 2 * rows.latency_ns
+    assert rows.latency_ns <= group["latency_ns"] < 1.5 * rows.latency_ns
 
 
 def test_reduce_features_say_whether_the_minor_axis_is_reduced() -> None:
