@@ -57,13 +57,33 @@ def test_host_describes_this_machine(tmp_path, monkeypatch):
     from stablehlo_perf.analysis import calibration_files as cf
 
     host = load_target("host")
-    assert host.cores == os.cpu_count()
+    assert host.cores == len(os.sched_getaffinity(0))
     # Without a calibration of this machine, bandwidth and overheads are placeholders.
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     monkeypatch.setattr(cf, "_shipped_file", lambda name: tmp_path / "none" / name)
     plain = load_target("host")
     assert "uncalibrated" in plain.calibration_note
     assert not plain.calibrated and plain.call_overhead_ns(1e9) == 0.0
+
+
+def test_xla_thread_count_is_part_of_the_machine(monkeypatch):
+    """XLA:CPU sizes its pools from PJRT_NPROC, else NPROC, else the CPUs the process may
+    run on; timings change with it, so the fingerprint and the host's cores follow it."""
+    from stablehlo_perf.analysis import calibration_files as cf
+
+    monkeypatch.delenv("PJRT_NPROC", raising=False)
+    monkeypatch.delenv("NPROC", raising=False)
+    assert cf.xla_cpu_threads() == len(os.sched_getaffinity(0))
+    monkeypatch.setenv("NPROC", "3")
+    assert cf.xla_cpu_threads() == 3
+    monkeypatch.setenv("PJRT_NPROC", "1")
+    assert cf.xla_cpu_threads() == 1
+    assert ", 1 cores, " in cf.machine_fingerprint()
+    assert load_target("host").cores == 1
+    monkeypatch.setenv("PJRT_NPROC", "many")  # not a number: XLA reads the next variable
+    assert cf.xla_cpu_threads() == 3
+    monkeypatch.setenv("PJRT_NPROC", "0")
+    assert cf.xla_cpu_threads() == 1
 
 
 def test_host_l2_size_comes_from_sysfs(tmp_path):

@@ -335,8 +335,11 @@ def _l2_mib(cache: Path = Path("/sys/devices/system/cpu/cpu0/cache")) -> float |
 
 
 def _describe_host(base: Target) -> Target:
-    """Fill the host target with this machine's core count, clock and SIMD width."""
-    cores = os.cpu_count() or 1
+    """Fill the host target with this machine's core count (those XLA:CPU runs on), clock and
+    SIMD width."""
+    from stablehlo_perf.analysis.calibration_files import xla_cpu_threads
+
+    cores = xla_cpu_threads()
     mhz, flags = 0.0, set()
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
