@@ -360,6 +360,11 @@ class _Facts:
     reusing: bool
     reduce_mode: str
 
+    @property
+    def pointwise(self) -> bool:
+        """Elementwise, free or a broadcast: what a group of elementwise ops may hold."""
+        return self.elementwise or self.free or self.short in ("broadcast_in_dim", "broadcast")
+
     @classmethod
     def of(cls, op: OpInfo, kind: str) -> _Facts:
         """Facts of op, shared between ops of one name unless they depend on shapes."""
@@ -484,7 +489,7 @@ class _State:
         grp.ynn |= f.reduce_mode == "ynn"
         if not f.free and i not in self.folded:
             grp.work_ops += 1
-        if not (f.elementwise or f.free or f.short in ("broadcast_in_dim", "broadcast")):
+        if not f.pointwise:
             grp.only_elementwise = False
         if self.users[i]:
             self.reused[(i, g)] = self.reuse_in(i, g)
@@ -504,9 +509,7 @@ class _State:
             return False
         if grp.ynn and len(self.users[i]) > 1:
             return False
-        if grp.ynn and not (
-            f.elementwise or f.free or f.short in ("broadcast_in_dim", "broadcast")
-        ):
+        if grp.ynn and not f.pointwise:
             # YNNPACK takes elementwise producers only: XLA:CPU runs a gather feeding a
             # row sum as a loop kernel writing the gathered rows (embedding bag, 2048x128).
             return False

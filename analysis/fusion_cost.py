@@ -86,6 +86,10 @@ _INDEX_MOVES = frozenset({"broadcast_in_dim", "broadcast", "reshape", "iota"})
 _PER_ELEMENT_MOVES = _INDEX_MOVES | {"transpose"}
 
 
+# Cost models that price an op from its work alone, not from a measurement of it.
+_UNMEASURED = frozenset({"roofline", "roofline+l2", "free"})
+
+
 def _l2_bytes(target: Target) -> float:
     """One core's L2 cache in bytes (0 where the target does not know it)."""
     return target.onchip_mib.get("l2", 0.0) * 2**20
@@ -98,11 +102,9 @@ def _library_reduce_bandwidth(op: OpInfo, cost: OpCost, overhead_ns: float) -> f
     f32 sum rows of 256K+ elements 44 GB/s, large adds 22.7; a 512x512 layer norm's two
     row reductions were priced 47 us each, measured 14-25); beyond L2 its fused producers
     make it no faster than the loops (a 4096x256 norm, sum of squares: 347 us measured)."""
-    if op.short_name != "reduce" or len(op.operands) != 2 or cpu_reduce_mode(op) != "ynn":
+    if op.short_name != "reduce" or len(op.operands) != 2 or not op.bytes:
         return None
-    if not op.bytes:
-        return None
-    if cost.model in ("roofline", "roofline+l2", "free"):
+    if cpu_reduce_mode(op) != "ynn" or cost.model in _UNMEASURED:
         return None
     t_ns = cost.latency_ns - overhead_ns
     return op.bytes / t_ns * 1e9 if t_ns > 0 else None
@@ -223,9 +225,7 @@ def price_groups(
         memory_s = dram / bandwidth + t.input_bytes * hit / l2_bw
         roofline_ns = max(t.flops / peak, memory_s) * 1e9
         best_ns, model = roofline_ns, "roofline"
-        dedicated = [
-            i for i in members[g] if costs[i].model not in ("roofline", "roofline+l2", "free")
-        ]
+        dedicated = [i for i in members[g] if costs[i].model not in _UNMEASURED]
         if target.kind == "cpu" and dedicated and len(members[g]) > 1:
             # Each member's compute: its measured time beyond its launch and beyond moving
             # its own operands and result at the target's bandwidth (which the fused kernel
