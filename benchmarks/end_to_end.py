@@ -269,21 +269,31 @@ def measure_zoo(
     runs: list[tuple[Callable[..., Any], tuple[Any, ...]]],
     rounds: int,
     stat: str,
+    split: bool = False,
 ) -> tuple[str, float, float | None]:
     """Fill each row's measured latency and noise; returns (method, noise floor %, dispatch ns).
 
     With the runtime timing harness the programs and the dispatch floor are timed
     in interleaved rounds and the measured value is the program's time net of
-    dispatch (median over rounds). Without it, every program's calls are timed in
+    dispatch (median over rounds); with `split`, each program inside a while loop
+    (`_looped`) is timed in the same rounds, so the machine's drift cannot pass for
+    per-call overhead. Without the harness, every program's calls are timed in
     interleaved rounds here and the measured value is the `stat` of all calls.
     """
     try:
-        from stablehlo_perf.runtime.timing import METHOD, Case, time_cases
+        from stablehlo_perf.runtime.timing import METHOD, Case, time_cases, time_in_loop
     except ImportError:
         METHOD = None
     if METHOD is not None:
         cases = [Case(str(i), step, tuple(args)) for i, (step, args) in enumerate(runs)]
-        timings, dispatch = time_cases(cases, repeats=rounds)
+        if split:
+            per_iter, timings, dispatch = time_in_loop(
+                _looped(rows, runs), repeats=rounds, extra=cases
+            )
+            for i, row in enumerate(rows):
+                row.in_loop_ns = per_iter[str(i)][0].median_us * 1e3
+        else:
+            timings, dispatch = time_cases(cases, repeats=rounds)
         for i, row in enumerate(rows):
             t = timings[str(i)]
             r = np.asarray(t.rounds_us) * 1e3
@@ -331,13 +341,13 @@ def load_saved_run(
     )
 
 
-def measure_in_loop(
-    rows: list[Row], runs: list[tuple[Callable[..., Any], tuple[Any, ...]]], rounds: int
-) -> None:
-    """Each program's cost per iteration of a while loop around it (`runtime/timing.py:
-    time_in_loop`, all programs in the same rounds): its kernels without the per-call
-    overhead a program of its own pays, which the pipeline predicts apart."""
-    from stablehlo_perf.runtime import sweeps, timing
+def _looped(
+    rows: list[Row], runs: list[tuple[Callable[..., Any], tuple[Any, ...]]]
+) -> list[tuple[str, Any]]:
+    """Each program inside a while loop (`runtime/timing.py: time_in_loop`): its kernels
+    without the per-call overhead a program of its own pays, which the pipeline predicts
+    apart."""
+    from stablehlo_perf.runtime import sweeps
 
     looped = []
     for i, (step, args) in enumerate(runs):
@@ -352,9 +362,7 @@ def measure_in_loop(
         compiled = jax.jit(sweeps.in_loop(on_leaves)).lower(one, *leaves).compile()
         spec = sweeps.Spec(rows[i].family, "f32", (rows[i].scale,))
         looped.append((str(i), sweeps.LoopCase(spec, compiled, tuple(leaves))))
-    per_iter, _, _ = timing.time_in_loop(looped, repeats=rounds)
-    for i, row in enumerate(rows):
-        row.in_loop_ns = per_iter[str(i)][0].median_us * 1e3
+    return looped
 
 
 def _print_split(rows: list[Row]) -> None:
@@ -391,7 +399,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument(
         "--split",
         action="store_true",
-        help="also time each program inside a while loop: kernels vs per-call overhead",
+        help="also time each program inside a while loop, in the programs' rounds: kernels "
+        "vs per-call overhead",
     )
     p.add_argument(
         "--predict-from",
@@ -432,9 +441,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     else:
         machine = machine_fingerprint()
         before = sentinel_us()
-        method, noise, dispatch_ns = measure_zoo(rows, runs, a.rounds, a.stat)
-        if a.split:
-            measure_in_loop(rows, runs, a.rounds)
+        method, noise, dispatch_ns = measure_zoo(rows, runs, a.rounds, a.stat, a.split)
         sentinels = [before, sentinel_us()]
 
     feats = sorted({k for row in rows for k in (row.features or {})})

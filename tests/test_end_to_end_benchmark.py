@@ -13,9 +13,11 @@ def test_predict_from_a_saved_run_reproduces_its_scores(tmp_path: Path) -> None:
     e2e = benchmark_module("end_to_end")
     saved = tmp_path / "run.json"
     args = ["--only", "mlp_fwd", "layer_norm", "cond", "--scales", "1", "--rounds", "2"]
-    measured = e2e.main([*args, "--json", str(saved)])
+    measured = e2e.main([*args, "--split", "--json", str(saved)])
     again = e2e.main([*args, "--predict-from", str(saved)])
     assert again["programs"] == measured["programs"] == 3
+    # --split timed each program inside a loop in the programs' own rounds.
+    assert all(r["in_loop_ns"] > 0 for r in json.loads(saved.read_text())["rows"])
     assert again["noise_floor_mape"] == measured["noise_floor_mape"]
     for key in ("mape", "pe", "r2"):
         assert again["pipeline"][key] == pytest.approx(measured["pipeline"][key], rel=1e-9)
