@@ -20,6 +20,7 @@ __all__ = [
     "cache_dir",
     "machine_fingerprint",
     "xla_cpu_threads",
+    "cpu_of",
     "calibration_path",
     "checksum_ok",
     "training_files",
@@ -109,8 +110,8 @@ def checksum_ok(path: Path) -> bool:
 
 def training_files(target: str) -> tuple[Path, bool] | None:
     """(CSV, measured on this machine?) for a target: a valid user calibration first, then the
-    shipped reference measured on this machine, then the target's first shipped one; None if
-    there is none."""
+    shipped reference measured on this machine, then one of the same CPU, then the target's
+    first shipped one; None if there is none."""
     cached = calibration_path(target)
     if cached.is_file():
         if checksum_ok(cached):
@@ -129,7 +130,15 @@ def training_files(target: str) -> tuple[Path, bool] | None:
     for path in shipped:
         if _header_machine(path) == here:
             return path, True
-    return (shipped[0], False) if shipped else None
+    # Another machine: one of the same CPU (run on other threads) is nearer than the first.
+    same_cpu = [p for p in shipped if cpu_of(_header_machine(p)) == cpu_of(here)]
+    return ((same_cpu or shipped)[0], False) if shipped else None
+
+
+def cpu_of(fingerprint: str) -> tuple[str, str]:
+    """(CPU model, arch) of a `machine_fingerprint`, without its thread count."""
+    parts = [p.strip() for p in fingerprint.split(",")]
+    return (", ".join(parts[:-2]), parts[-1]) if len(parts) >= 3 else (fingerprint, "")
 
 
 def header_value(path: Path, key: str) -> str:

@@ -405,8 +405,9 @@ def tpu_v4_records(folder: str | Path) -> list[MeasuredOp]:
 
 def _stored_json(stem: str) -> dict[str, Any] | None:
     """`analysis/data/<stem>_<tag>.json` whose "machine" is this machine (a host has one per
-    reference calibration), else `<stem>.json`; None if neither exists."""
-    from stablehlo_perf.analysis.calibration_files import machine_fingerprint
+    reference calibration), else one of this machine's CPU on other threads, else
+    `<stem>.json`; None if none exists."""
+    from stablehlo_perf.analysis.calibration_files import cpu_of, machine_fingerprint
 
     data = resources.files("stablehlo_perf.analysis.data")
     stored = {
@@ -416,6 +417,7 @@ def _stored_json(stem: str) -> dict[str, Any] | None:
     }
     here = machine_fingerprint()
     mine = [d for d in stored.values() if d.get("machine") == here]
+    mine = mine or [d for d in stored.values() if cpu_of(d.get("machine", "")) == cpu_of(here)]
     return mine[0] if mine else stored.get(f"{stem}.json")
 
 

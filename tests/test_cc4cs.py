@@ -131,11 +131,15 @@ def test_stored_characterisation_and_lasso_are_this_machines(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The host ships one characterisation (and LASSO) per reference calibration: the one
-    recording this machine answers, the untagged file any other machine."""
+    recording this machine answers, else one of its CPU on other threads, else the untagged
+    file."""
     ch = cc4cs.load_characterisation("host")
     lasso = cc4cs.load_module_lasso("host")
     assert ch is not None and lasso is not None
-    for tag, cpu, clock in (("", "CPU A", 1.5), ("_b", "CPU B", 3.0)):
+    for tag, cpu, clock in (
+        ("", "CPU A, 2 cores, x86_64", 1.5),
+        ("_b", "CPU B, 2 cores, x86_64", 3.0),
+    ):
         (tmp_path / f"cc4cs_host{tag}.json").write_text(
             replace(ch, machine=cpu, clock_ghz=clock).to_json()
         )
@@ -145,7 +149,11 @@ def test_stored_characterisation_and_lasso_are_this_machines(
     (tmp_path / "cc4cs_host_ops.csv").write_text("not a characterisation")
     monkeypatch.setattr(cc4cs.resources, "files", lambda package: tmp_path)
     try:
-        for cpu, clock in (("CPU B", 3.0), ("CPU C", 1.5)):
+        for cpu, clock in (
+            ("CPU B, 2 cores, x86_64", 3.0),
+            ("CPU B, 1 cores, x86_64", 3.0),
+            ("CPU C, 2 cores, x86_64", 1.5),
+        ):
             monkeypatch.setattr(cf, "machine_fingerprint", lambda cpu=cpu: cpu)
             cc4cs.load_characterisation.cache_clear()
             cc4cs.load_module_lasso.cache_clear()

@@ -493,7 +493,8 @@ def test_host_takes_the_shipped_reference_measured_on_this_machine(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """One reference ships per machine the project ran on: this machine's answers, as measured
-    here; any other machine gets the first, as measured elsewhere."""
+    here; another machine gets one of its CPU (other threads), else the first, as measured
+    elsewhere."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     refs = {}
     for name, cpu in (("a.csv", "CPU A"), ("b.csv", "CPU B")):
@@ -506,6 +507,9 @@ def test_host_takes_the_shipped_reference_measured_on_this_machine(
     assert cf.training_files("host") == (refs["CPU B"], True)
     monkeypatch.setattr(cf, "machine_fingerprint", lambda: "CPU C, 64 cores, aarch64")
     assert cf.training_files("host") == (refs["CPU A"], False)
+    # CPU B run on another number of threads: CPU B's reference, as another machine's.
+    monkeypatch.setattr(cf, "machine_fingerprint", lambda: "CPU B, 3 cores, x86_64")
+    assert cf.training_files("host") == (refs["CPU B"], False)
     assert cf.training_files("tpu-v5e") is None
 
 
