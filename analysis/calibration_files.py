@@ -20,7 +20,7 @@ __all__ = [
     "cache_dir",
     "machine_fingerprint",
     "xla_cpu_threads",
-    "cpu_of",
+    "nearest_machine",
     "calibration_path",
     "checksum_ok",
     "training_files",
@@ -126,16 +126,25 @@ def training_files(target: str) -> tuple[Path, bool] | None:
         for name in _SHIPPED.get(target, (f"{target}.csv",))
         if (path := _shipped_file(name)).is_file()
     ]
+    if not shipped:
+        return None
+    k, exact = nearest_machine([_header_machine(p) for p in shipped]) or (0, False)
+    return shipped[k], exact
+
+
+def nearest_machine(machines: Sequence[str]) -> tuple[int, bool] | None:
+    """Which of these `machine_fingerprint`s answers for this machine, and whether it is this
+    machine: the first equal to it, else the first of its CPU on other threads; None if
+    none is of its CPU."""
     here = machine_fingerprint()
-    for path in shipped:
-        if _header_machine(path) == here:
-            return path, True
-    # Another machine: one of the same CPU (run on other threads) is nearer than the first.
-    same_cpu = [p for p in shipped if cpu_of(_header_machine(p)) == cpu_of(here)]
-    return ((same_cpu or shipped)[0], False) if shipped else None
+    for k, m in enumerate(machines):
+        if m == here:
+            return k, True
+    same_cpu = [k for k, m in enumerate(machines) if _cpu_of(m) == _cpu_of(here)]
+    return (same_cpu[0], False) if same_cpu else None
 
 
-def cpu_of(fingerprint: str) -> tuple[str, str]:
+def _cpu_of(fingerprint: str) -> tuple[str, str]:
     """(CPU model, arch) of a `machine_fingerprint`, without its thread count."""
     parts = [p.strip() for p in fingerprint.split(",")]
     return (", ".join(parts[:-2]), parts[-1]) if len(parts) >= 3 else (fingerprint, "")

@@ -407,7 +407,7 @@ def _stored_json(stem: str) -> dict[str, Any] | None:
     """`analysis/data/<stem>_<tag>.json` whose "machine" is this machine (a host has one per
     reference calibration), else one of this machine's CPU on other threads, else
     `<stem>.json`; None if none exists."""
-    from stablehlo_perf.analysis.calibration_files import cpu_of, machine_fingerprint
+    from stablehlo_perf.analysis.calibration_files import nearest_machine
 
     data = resources.files("stablehlo_perf.analysis.data")
     stored = {
@@ -415,10 +415,8 @@ def _stored_json(stem: str) -> dict[str, Any] | None:
         for p in sorted(data.iterdir(), key=lambda p: p.name)
         if p.name == f"{stem}.json" or (p.name.startswith(f"{stem}_") and p.name.endswith(".json"))
     }
-    here = machine_fingerprint()
-    mine = [d for d in stored.values() if d.get("machine") == here]
-    mine = mine or [d for d in stored.values() if cpu_of(d.get("machine", "")) == cpu_of(here)]
-    return mine[0] if mine else stored.get(f"{stem}.json")
+    found = nearest_machine([d.get("machine", "") for d in stored.values()])
+    return list(stored.values())[found[0]] if found else stored.get(f"{stem}.json")
 
 
 @cache

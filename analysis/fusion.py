@@ -64,6 +64,7 @@ __all__ = [
     "FusionPlan",
     "GroupTraffic",
     "cpu_reduce_mode",
+    "library_reduce",
     "ynn_reduces",
     "elemental_gathers",
     "fuse_block",
@@ -221,6 +222,11 @@ def cpu_reduce_mode(op: OpInfo) -> str:
     if shape and any((shape[d] or 0) > TREE_REDUCE_WINDOW for d in dims if d < len(shape)):
         return "tree"
     return "loop"
+
+
+def library_reduce(op: OpInfo) -> bool:
+    """Whether op is a one-input reduce XLA:CPU hands to YNNPACK (a library call)."""
+    return op.short_name == "reduce" and len(op.operands) == 2 and cpu_reduce_mode(op) == "ynn"
 
 
 def _is_reduce(op: OpInfo) -> bool:

@@ -37,7 +37,7 @@ from stablehlo_perf.analysis.fusion import (
     ELEMENTWISE_CLASSES,
     FusionPlan,
     GroupTraffic,
-    cpu_reduce_mode,
+    library_reduce,
 )
 from stablehlo_perf.analysis.opinfo import READS_PART, READS_WHAT_IT_RETURNS, OpInfo
 from stablehlo_perf.analysis.service import OpCost
@@ -102,9 +102,7 @@ def _library_reduce_bandwidth(op: OpInfo, cost: OpCost, overhead_ns: float) -> f
     f32 sum rows of 256K+ elements 44 GB/s, large adds 22.7; a 512x512 layer norm's two
     row reductions were priced 47 us each, measured 14-25); beyond L2 its fused producers
     make it no faster than the loops (a 4096x256 norm, sum of squares: 347 us measured)."""
-    if op.short_name != "reduce" or len(op.operands) != 2 or not op.bytes:
-        return None
-    if cpu_reduce_mode(op) != "ynn" or cost.model in _UNMEASURED:
+    if not library_reduce(op) or not op.bytes or cost.model in _UNMEASURED:
         return None
     t_ns = cost.latency_ns - overhead_ns
     return op.bytes / t_ns * 1e9 if t_ns > 0 else None

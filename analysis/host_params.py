@@ -75,11 +75,12 @@ LIBRARY_CALLS = frozenset({"dot_general", "convolution", "fft"})
 """Ops XLA:CPU runs as library calls (jax 0.10's compiled HLO puts a dot in a `__ynn_fusion`,
 YNNPACK) handed to its thread pool whatever their size: in the AMD host reference, 58
 dot_general rows with in-loop kernels under the wake threshold (down to 1x1x32x32) pay a
-median 82 us of call overhead and 74% of them over 50 us, against 4.5 us for binary rows of the same kernel times; convolution 75 us,
-fft 62-114 us from its smallest row. Programs whose only dot is small (a 20-trip fori_loop
-over a 128x128 @ 128x16 dot, a scan over 8x128 @ 128x128) paid 145 us more than the
-pipeline's 4-13 us on five saved end-to-end runs. The smallest dots (16x64x64, 1x32x32
-standalone) wake in some rounds and not others; the rule follows the reference's majority."""
+median 82 us of call overhead and 74% of them over 50 us, against 4.5 us for binary rows
+of the same kernel times; convolution 75 us, fft 62-114 us from its smallest row.
+Programs whose only dot is small (a 20-trip fori_loop over a 128x128 @ 128x16 dot, a scan
+over 8x128 @ 128x128) paid 145 us more than the pipeline's 4-13 us on five saved
+end-to-end runs. The smallest dots (16x64x64, 1x32x32 standalone) wake in some rounds and
+not others; the rule follows the reference's majority."""
 
 
 def splits_over_threads(op_classes: Sequence[str], output_bytes: float) -> bool:

@@ -8,7 +8,7 @@ from typing import ClassVar
 
 from jaxlib.mlir import ir
 from stablehlo_perf.analysis.critical_path import topological_order
-from stablehlo_perf.analysis.fusion import cpu_reduce_mode
+from stablehlo_perf.analysis.fusion import library_reduce
 from stablehlo_perf.analysis.host_params import wakes_pool
 from stablehlo_perf.analysis.schedule import ScheduledBlock, list_schedule
 from stablehlo_perf.analysis.targets import DEFAULT_TARGET, load_target
@@ -165,12 +165,11 @@ def _wakes(view: ModuleView, node: list[int]) -> bool:
     a loop kernel split over threads by its largest result (`host_params.wakes_pool`)."""
     infos = [view.records[i].info for i in node]
     out = max((t.nbytes or 0 for info in infos for t in info.results), default=0)
-    library_reduce = any(
-        info.short_name == "reduce" and len(info.operands) == 2 and cpu_reduce_mode(info) == "ynn"
-        for info in infos
-    )
     return wakes_pool(
-        [info.short_name for info in infos], [info.op_class for info in infos], out, library_reduce
+        [info.short_name for info in infos],
+        [info.op_class for info in infos],
+        out,
+        any(library_reduce(info) for info in infos),
     )
 
 
