@@ -23,6 +23,15 @@ program), and these follow from it:
   pays for waking the pool (~0.2 ms on a 2-vCPU VM). Fitted as
   overhead = base + wake · [kernel time ≥ threshold], the threshold chosen among
   the measured kernel times by least absolute error (programs writing < 1 MiB);
+- what a long call pays on top, growing with its kernels' time: on the Xeon VM,
+  single-op programs whose in-loop kernel takes under 200 us pay 10-17 us beyond it
+  (median per doubling of kernel time), 200-400 us ones 58, 400-800 us 168, 0.8-6.4 ms
+  240-290 (2,500 rows of `host_reference_xeon.csv`, 2026-12-01). In a call, the
+  entry's kernels run on the PjRt client thread beside the pool's workers (three
+  runnable threads on two vCPUs); in a loop, on a pool thread. Fitted as
+  min(slope · max(kernel time − start, 0), cap), by least relative error on what the
+  step leaves (programs writing < 1 MiB); the pass applies it to the entry's kernel
+  time (its schedule's makespan), which is the row's kernel time for one op;
 - per MiB of the program's output, what is left of that overhead for the
   elementwise rows writing at least 1 MiB (size-weighted median of residual / MiB):
   a call writes its outputs to freshly allocated buffers, and the first touch of
@@ -51,6 +60,7 @@ __all__ = [
     "SPLIT_OUTPUT_BYTES",
     "HostParams",
     "fit_host_params",
+    "long_call_ns",
     "splits_over_threads",
     "wakes_pool",
 ]
@@ -126,6 +136,16 @@ class HostParams:
     kernel_dispatch_ns: float = math.nan
     # From the fused bf16 chain probe (runtime/fused_probes.py): ns per element per op.
     bf16_fused_ns_per_elem: float = math.nan
+    # The long-call ramp (`long_call_ns`).
+    long_call_start_ns: float = math.nan
+    long_call_slope: float = math.nan
+    long_call_cap_ns: float = math.nan
+
+    def long_call(self, kernels_ns: float) -> float:
+        """`long_call_ns` with these parameters (0 where they are unknown)."""
+        return long_call_ns(
+            kernels_ns, self.long_call_start_ns, self.long_call_slope, self.long_call_cap_ns
+        )
 
     def header(self) -> str:
         """`key=value` pairs for the calibration header."""
@@ -158,6 +178,36 @@ def _step_fit(
         cost = np.abs(below - base).sum() + np.abs(above - base - wake).sum()
         if cost < best[0]:
             best = (cost, base, wake, float(tau))
+    return best[1], best[2], best[3]
+
+
+def long_call_ns(kernels_ns: float, start_ns: float, slope: float, cap_ns: float) -> float:
+    """What a call whose kernels take `kernels_ns` pays beyond the step's terms:
+    min(slope · max(kernels − start, 0), cap); 0 where a parameter is unknown (NaN)."""
+    if math.isnan(start_ns) or math.isnan(slope) or math.isnan(cap_ns):
+        return 0.0
+    return min(slope * max(kernels_ns - start_ns, 0.0), cap_ns)
+
+
+def _ramp_fit(kernel_us: np.ndarray, residual_us: np.ndarray) -> tuple[float, float, float]:
+    """(start, slope, cap) minimising Σ|residual − min(slope · max(kernel − start, 0), cap)|
+    / kernel over a grid: starts at the kernel times' quantiles, slopes 0-1 by 0.025, caps
+    at the residuals' quantiles (or none); a zero slope (no ramp) is among the candidates.
+    Relative, not absolute: the few rows of milliseconds scatter by ±1 ms and an absolute
+    fit let them set a 2.5% slope from 22 us where the rows' medians by kernel time step
+    from ~0 below 150 us to 240-290 us beyond 1 ms (Xeon reference, 2026-12-01)."""
+    starts = np.unique(np.quantile(kernel_us, np.linspace(0.5, 0.99, 50)))
+    slopes = np.arange(0.0, 1.0001, 0.025)
+    caps = np.r_[np.unique(np.quantile(residual_us, np.linspace(0.5, 0.995, 40))), np.inf]
+    weight = 1.0 / kernel_us
+    best = (float((weight * np.abs(residual_us)).sum()), 0.0, 0.0, 0.0)
+    for start in starts:
+        over = np.maximum(kernel_us - start, 0.0)
+        ramp = np.minimum(slopes[:, None, None] * over[None, None, :], caps[None, :, None])
+        cost = (weight * np.abs(residual_us[None, None, :] - ramp)).sum(axis=2)
+        i, j = np.unravel_index(np.argmin(cost), cost.shape)
+        if cost[i, j] < best[0]:
+            best = (float(cost[i, j]), float(start), float(slopes[i]), float(caps[j]))
     return best[1], best[2], best[3]
 
 
@@ -216,13 +266,16 @@ def fit_host_params(
             small.append(t_us * 1e3)
     rate.sort()
     top = [r for _, r in rate[-8:]]
-    base = wake = tau = per_mib = math.nan
+    base = wake = tau = per_mib = start = slope = cap = math.nan
     if len(kernel) >= 8:
         k, out_mib, woke = np.array(kernel), np.array(mib), np.array(wakes, dtype=bool)
         overhead = np.array(program) - k
         small_out = ~(out_mib >= 1.0)  # NaN (not elementwise) counts as small
         base, wake, tau = _step_fit(k[small_out], overhead[small_out], woke[small_out])
-        per_mib = _per_mib(out_mib, overhead - base - wake * ((k >= tau) | woke))
+        left = overhead - base - wake * ((k >= tau) | woke)
+        start, slope, cap = _ramp_fit(k[small_out], left[small_out])
+        ramp = np.array([long_call_ns(t * 1e3, start * 1e3, slope, cap * 1e3) for t in k]) / 1e3
+        per_mib = _per_mib(out_mib, left - ramp)
     return HostParams(
         bandwidth_gbps=float(np.median(bw)) if bw else math.nan,
         f32_tflops=float(np.median(top)) if top else math.nan,
@@ -231,4 +284,7 @@ def fit_host_params(
         threadpool_wake_ns=wake * 1e3,
         parallel_kernel_ns=tau * 1e3,
         output_ns_per_mib=per_mib,
+        long_call_start_ns=start * 1e3,
+        long_call_slope=slope,
+        long_call_cap_ns=cap * 1e3,
     )

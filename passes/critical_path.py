@@ -93,7 +93,11 @@ class CriticalPathPass:
                 if func is entry:
                     sb = schedules[tuple(func.top)][0]
                     call = target.call_overhead_ns(
-                        longest_kernel, top_kernels[tuple(func.top)], func.result_bytes, wakes
+                        longest_kernel,
+                        top_kernels[tuple(func.top)],
+                        func.result_bytes,
+                        wakes,
+                        sb.makespan_ns,
                     )
                     cache.totals = {
                         "total_latency_ns": sb.makespan_ns + call,

@@ -214,7 +214,7 @@ def write_calibration(
     )
     if probes:
         base = params.program_overhead_ns if math.isfinite(params.program_overhead_ns) else 0.0
-        fit = program_probes.fit_probes([p.at_speed(ref) for p in probes], base)
+        fit = program_probes.fit_probes([p.at_speed(ref) for p in probes], base, params.long_call)
         params = dataclasses.replace(
             params, multi_kernel_ns=fit.multi_kernel_ns, kernel_dispatch_ns=fit.kernel_dispatch_ns
         )

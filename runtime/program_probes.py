@@ -207,15 +207,25 @@ def measure_probes(repeats: int = 7, passes: int = 5, measured: str = "") -> lis
     ]
 
 
-def fit_probes(probes: list[Probe], base_ns: float = 0.0) -> ProbeFit:
+def fit_probes(
+    probes: list[Probe],
+    base_ns: float = 0.0,
+    long_call: Callable[[float], float] = lambda kernels_ns: 0.0,
+) -> ProbeFit:
     """Least absolute deviations, both terms non-negative, of program time minus the steps'
     in-loop time minus `base_ns` (the single-kernel call overhead, fitted from the sweep's
     own programs: every probe runs two kernels or more, so the probes alone cannot tell it
-    from the multi-kernel term) on [kernels >= 2, kernels]. Absolute, not squared: the
+    from the multi-kernel term) and minus `long_call` of that in-loop time (the long-call
+    ramp, also the sweep's) on [kernels >= 2, kernels]. Absolute, not squared: the
     kinds' per-kernel costs differ several-fold (0.7-9 us on the project's VM) and
     squares let the costliest long probe set the slope for all."""
     a = np.array([[float(p.kernels >= 2), float(p.kernels)] for p in probes])
-    y = np.array([p.program_ns - p.steps * p.step_loop_ns - base_ns for p in probes])
+    y = np.array(
+        [
+            p.program_ns - p.steps * p.step_loop_ns - base_ns - long_call(p.steps * p.step_loop_ns)
+            for p in probes
+        ]
+    )
     n = len(y)
     # min Σ(u + v) subject to a·coef + u − v = y; coef, u, v >= 0.
     res = linprog(

@@ -7,6 +7,7 @@ import math
 import re
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 from stablehlo_perf.analysis import calibration_files as cf
@@ -179,9 +180,68 @@ def test_output_cost_per_mib_from_large_elementwise_rows() -> None:
     assert math.isnan(fit_host_params(short).output_ns_per_mib)
 
 
+def test_a_long_call_pays_a_ramp_in_its_kernel_time() -> None:
+    """Beyond the step (base 5 us, wake 200 us), programs whose kernel runs longer than 150 us
+    pay 0.3 us per us beyond it, at most 250 us (the shape of the Xeon reference's rows):
+    the fit recovers the ramp, one outlier aside, and the per-MiB term sees only what it
+    leaves (40 us per MiB, as in the test above)."""
+    short = [("add", "f32", (256,), k, k + 5.0) for k in (1.0, 2.0, 3.0, 4.0, 6.0, 8.0)]
+
+    def ramp(k: float) -> float:
+        return min(0.3 * max(k - 150.0, 0.0), 250.0)
+
+    long = [
+        ("dot_general", "f32", (1, 64, 64, 64), k, k + 205.0 + ramp(k))
+        for k in (10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 80.0, 100.0, 120.0, 150.0)
+        + (200.0, 300.0, 500.0, 800.0, 1000.0, 2000.0, 4000.0)
+    ]
+    outlier = [("dot_general", "f32", (1, 64, 64, 64), 3000.0, 3000.0 - 800.0)]
+    mib = [
+        ("add", "f32", (m << 18,), 400.0, 400.0 + 205.0 + ramp(400.0) + 40.0 * m) for m in (1, 2, 4)
+    ]
+    p = fit_host_params([*short, *long, *outlier, *mib])
+    assert p.threadpool_wake_ns == pytest.approx(200000.0)
+    for k in (100.0, 250.0, 400.0, 600.0, 3000.0):
+        assert p.long_call(k * 1e3) == pytest.approx(ramp(k) * 1e3, abs=1e3), k
+    assert p.output_ns_per_mib == pytest.approx(40000.0, rel=0.01)  # the ramp is on a grid
+    host = replace(
+        load_target("host"),
+        program_overhead_ns=0.0,
+        threadpool_wake_ns=0.0,
+        multi_kernel_ns=0.0,
+        kernel_dispatch_ns=0.0,
+        output_ns_per_mib=0.0,
+        long_call_start_ns=150e3,
+        long_call_slope=0.3,
+        long_call_cap_ns=250e3,
+    )
+    assert host.call_overhead_ns(50e3, kernels_ns=400e3) == pytest.approx(75e3)
+    assert host.call_overhead_ns(50e3, kernels_ns=5e6) == pytest.approx(250e3)
+    assert host.call_overhead_ns(50e3, kernels_ns=100e3) == 0.0
+
+
 def test_header_round_trip_and_missing_rows() -> None:
-    p = HostParams(51.25, 0.125, 380.0, 4500.0, 180000.0, 25000.0, 41000.0, 20000.0, 7000.0, 0.2)
+    p = HostParams(
+        51.25,
+        0.125,
+        380.0,
+        4500.0,
+        180000.0,
+        25000.0,
+        41000.0,
+        20000.0,
+        7000.0,
+        0.2,
+        1.5e5,
+        0.3,
+        9e4,
+    )
     assert HostParams.parse(p.header()) == p
+    assert p.long_call(1e9) == 9e4
+    assert replace(p, long_call_cap_ns=math.nan).long_call(1e9) == 0.0  # a term unknown: none
+    ramp = replace(p, long_call_cap_ns=math.inf)
+    assert HostParams.parse(ramp.header()) == ramp
+    assert ramp.long_call(1.15e6) == pytest.approx(3e5)
     assert HostParams.parse("bandwidth_gbps=3") is None
     assert HostParams.parse("bandwidth_gbps=x f32_tflops=1 kernel_overhead_ns=2") is None
     old = HostParams.parse("bandwidth_gbps=3 f32_tflops=1 kernel_overhead_ns=2")
@@ -284,6 +344,31 @@ def test_call_overhead_joins_the_module_total(
     longest = max(g["latency_ns"] for g in kernels)
     assert two.call_overhead_ns == pytest.approx(t.call_overhead_ns(longest, 2, 4004))
     assert two.total_latency_ns == pytest.approx(two.work_ns + two.call_overhead_ns)
+
+
+def test_the_pass_ramps_the_call_on_its_kernels_time(tmp_path: Path) -> None:
+    """The 220 ns add (unit-cpu) runs 120 ns past a ramp starting at 100 ns: 0.5 ns per ns
+    adds 60 ns to the call; the cap (30 ns) bounds it; TWO's ramp runs on both kernels'
+    time (its schedule's makespan), not the longest's."""
+    import stablehlo_perf as sp
+
+    def report(cap: float) -> Any:
+        target = tmp_path / f"ramp_{cap:g}.toml"
+        target.write_text(
+            UNIT_CPU.read_text()
+            + "\n[program]\nlong_call_start_ns = 100.0\nlong_call_slope = 0.5\n"
+            + f"long_call_cap_ns = {cap}\n"
+        )
+        return sp.analyze(ADD, target=str(target)).report, sp.analyze(TWO, target=str(target))
+
+    (add, two), (capped, _) = report(1000.0), report(30.0)
+    assert add.work_ns == pytest.approx(220.0)
+    assert add.call_overhead_ns == pytest.approx(60.0)
+    assert add.total_latency_ns == pytest.approx(280.0)
+    assert capped.call_overhead_ns == pytest.approx(30.0)
+    kernels = [g["latency_ns"] for g in two.report.fusion_groups if g["latency_ns"] > 0]
+    assert len(kernels) == 2 and two.report.work_ns == pytest.approx(sum(kernels))
+    assert two.report.call_overhead_ns == pytest.approx(0.5 * (sum(kernels) - 100.0))
 
 
 def test_a_loop_is_not_a_kernel_of_the_call(tmp_path: Path) -> None:

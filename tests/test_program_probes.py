@@ -20,6 +20,23 @@ def test_fit_recovers_the_per_call_terms() -> None:
     assert fit.base_ns == 3e3
 
 
+def test_the_fit_leaves_the_long_call_ramp_to_the_sweep() -> None:
+    """The same programs as above, each also paying the sweep's long-call ramp of its in-loop
+    time (0.5 ns per ns beyond 20 us): given the ramp, the fit finds the same terms."""
+
+    def ramp(loop_ns: float) -> float:
+        return 0.5 * max(loop_ns - 20e3, 0.0)
+
+    probes = [
+        pp.Probe("a", k, 2 * k, 3e3 + 40e3 + 7e3 * 2 * k + k * 5e3 + ramp(k * 5e3), 5e3)
+        for k in (1, 2, 4, 8)
+    ] + [pp.Probe("b", 3, 3, 3e3 + 40e3 + 21e3 + 6e3, 2e3)]
+    fit = pp.fit_probes(probes, base_ns=3e3, long_call=ramp)
+    assert fit.multi_kernel_ns == pytest.approx(40e3, rel=1e-6)
+    assert fit.kernel_dispatch_ns == pytest.approx(7e3, rel=1e-6)
+    assert pp.fit_probes(probes, base_ns=3e3).kernel_dispatch_ns > 7.5e3  # without it: more
+
+
 def test_fit_is_not_pulled_by_one_costly_kind() -> None:
     """Four probe kinds pay 1 us per kernel, one pays 9: the absolute-error fit keeps 1 us
     (a squared-error fit of the same probes lands well above it)."""

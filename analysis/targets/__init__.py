@@ -59,13 +59,17 @@ class Target:
     # output size, and `multi_kernel_ns`, paid once it runs more than one kernel;
     # `kernel_dispatch_ns` per kernel of the entry function; and
     # `output_ns_per_mib` per MiB the call returns (fresh output buffers' first-touch
-    # pages). Zero where unknown.
+    # pages); and a long call's ramp in its kernels' time
+    # (`analysis.host_params.long_call_ns`). Zero where unknown.
     program_overhead_ns: float = 0.0
     threadpool_wake_ns: float = 0.0
     parallel_kernel_ns: float = math.inf
     multi_kernel_ns: float = 0.0
     kernel_dispatch_ns: float = 0.0
     output_ns_per_mib: float = 0.0
+    long_call_start_ns: float = math.inf
+    long_call_slope: float = 0.0
+    long_call_cap_ns: float = 0.0
     # ns per element each op of a fused bf16 loop costs at least (XLA:CPU widens to f32 and
     # rounds back per op: runtime/fused_probes.py). Zero where unknown.
     bf16_fused_ns_per_element: float = 0.0
@@ -80,11 +84,15 @@ class Target:
         kernels: int = 1,
         output_bytes: int = 0,
         wakes: bool = False,
+        kernels_ns: float = 0.0,
     ) -> float:
         """Per-call cost beyond the kernels' own for a program whose longest kernel takes
         this long, whose entry function runs `kernels` kernels (one pool wake-up at most),
-        returns `output_bytes` and, with `wakes`, runs a kernel that wakes XLA:CPU's thread
-        pool whatever its time (`analysis.host_params.wakes_pool`)."""
+        returns `output_bytes`, with `wakes` runs a kernel that wakes XLA:CPU's thread
+        pool whatever its time (`analysis.host_params.wakes_pool`), and whose kernels take
+        `kernels_ns` in all."""
+        from stablehlo_perf.analysis.host_params import long_call_ns
+
         woke = wakes or longest_kernel_ns >= self.parallel_kernel_ns
         wake = self.threadpool_wake_ns if woke else 0.0
         multi = self.multi_kernel_ns if kernels >= 2 else 0.0
@@ -93,6 +101,9 @@ class Target:
             + max(wake, multi)
             + self.kernel_dispatch_ns * kernels
             + self.output_ns_per_mib * output_bytes / 2**20
+            + long_call_ns(
+                kernels_ns, self.long_call_start_ns, self.long_call_slope, self.long_call_cap_ns
+            )
         )
 
     def peak_flops(self, element_type: str, matrix: bool) -> float:
@@ -148,6 +159,9 @@ _SCHEMA: dict[str, tuple[type | tuple[type, ...], bool]] = {
     "program.multi_kernel_ns": ((int, float), False),
     "program.kernel_dispatch_ns": ((int, float), False),
     "program.output_ns_per_mib": ((int, float), False),
+    "program.long_call_start_ns": ((int, float), False),
+    "program.long_call_slope": ((int, float), False),
+    "program.long_call_cap_ns": ((int, float), False),
     "sources": (dict, True),
 }
 _TABLES = {"compute", "memory", "l2", "program"}
@@ -223,6 +237,9 @@ def _from_mapping(data: Mapping[str, Any], where: str) -> Target:
         multi_kernel_ns=float(flat.get("program.multi_kernel_ns", 0.0)),
         kernel_dispatch_ns=float(flat.get("program.kernel_dispatch_ns", 0.0)),
         output_ns_per_mib=float(flat.get("program.output_ns_per_mib", 0.0)),
+        long_call_start_ns=float(flat.get("program.long_call_start_ns", math.inf)),
+        long_call_slope=float(flat.get("program.long_call_slope", 0.0)),
+        long_call_cap_ns=float(flat.get("program.long_call_cap_ns", 0.0)),
         calibrated=flat.get("calibrated", False),
         calibration_note=flat.get("calibration_note", ""),
         sources=dict(flat["sources"]),
@@ -292,6 +309,10 @@ def _calibrated_host(base: Target) -> Target:
         change["parallel_kernel_ns"] = params.parallel_kernel_ns
     if math.isfinite(params.output_ns_per_mib):
         change["output_ns_per_mib"] = params.output_ns_per_mib
+    if math.isfinite(params.long_call_start_ns) and params.long_call_slope > 0.0:
+        change["long_call_start_ns"] = params.long_call_start_ns
+        change["long_call_slope"] = params.long_call_slope
+        change["long_call_cap_ns"] = params.long_call_cap_ns
     if math.isfinite(params.multi_kernel_ns) and math.isfinite(params.kernel_dispatch_ns):
         change["multi_kernel_ns"] = params.multi_kernel_ns
         change["kernel_dispatch_ns"] = params.kernel_dispatch_ns
