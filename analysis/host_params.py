@@ -24,9 +24,10 @@ program), and these follow from it:
   overhead = base + wake · [kernel time ≥ threshold], the threshold chosen among
   the measured kernel times by least absolute error (programs writing < 1 MiB);
 - what a long call pays on top, growing with its kernels' time: on the Xeon VM,
-  single-op programs whose in-loop kernel takes under 200 us pay 10-17 us beyond it
-  (median per doubling of kernel time), 200-400 us ones 58, 400-800 us 168, 0.8-6.4 ms
-  240-290 (2,500 rows of `host_reference_xeon.csv`, 2026-12-01). In a call, the
+  single-op programs whose in-loop kernel takes under 200 us pay a median 10-17 us
+  beyond it, 200-400 us ones 58 us, 400-800 us ones 168 us, 0.8-6.4 ms ones 240-290 us
+  (2,500 rows of `host_reference_xeon.csv`, medians by doubling of kernel time,
+  2026-12-01). In a call, the
   entry's kernels run on the PjRt client thread beside the pool's workers (three
   runnable threads on two vCPUs); in a loop, on a pool thread. Fitted as
   min(slope · max(kernel time − start, 0), cap), by least relative error on what the

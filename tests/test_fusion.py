@@ -17,6 +17,8 @@ import pytest
 from conftest import benchmark_module, corpus_files, corpus_programs
 from stablehlo_perf.analysis.fusion import (
     KINDS,
+    FusionPlan,
+    GroupTraffic,
     cpu_reduce_mode,
     fuse_block,
     group_deps,
@@ -25,6 +27,7 @@ from stablehlo_perf.analysis.fusion import (
     while_init_copies,
 )
 from stablehlo_perf.analysis.opinfo import OpInfo, TensorType
+from stablehlo_perf.analysis.targets import Target
 
 ROOT = Path(__file__).resolve().parents[1]
 T = TensorType((4, 8), "f32")
@@ -567,16 +570,30 @@ def test_cpu_bf16_loop_pays_each_members_rounding(dtype: str) -> None:
     assert group.latency_ns == pytest.approx(100.0 + once_ns + rounding)
 
 
+def _one_cpu_kernel(b: Block) -> tuple[FusionPlan, list[GroupTraffic], Target, float]:
+    """`b` planned for a CPU as one group: its plan, traffic, unit-cpu with a 100 ns launch,
+    and that target's bandwidth in B/ns."""
+    from dataclasses import replace
+
+    from stablehlo_perf.analysis.targets import load_target
+
+    plan = b.plan("cpu")
+    assert plan.num_groups == 1
+    traffic = group_traffic(b.ops, b.deps, plan, b.sources)
+    target = replace(
+        load_target(str(ROOT / "test_ir" / "Inputs" / "unit_cpu.toml")), launch_overhead_ns=100.0
+    )
+    return plan, traffic, target, target.memory_bandwidth_gbps
+
+
 @pytest.mark.parametrize("move", ["broadcast_in_dim", "transpose"])
 def test_cpu_kernel_pays_no_compute_for_a_broadcast_but_does_for_a_transpose(move: str) -> None:
     """`clip(x) * 127` broadcasts scalars over f32[2048,1024]: priced alone by the copy data
     a broadcast costs a tensor's read and write, but the fused loop only computes an index.
     A fused transpose reads across rows (one element per cache line), which it pays."""
-    from dataclasses import replace
 
     from stablehlo_perf.analysis.fusion_cost import price_groups
     from stablehlo_perf.analysis.service import OpCost
-    from stablehlo_perf.analysis.targets import load_target
 
     big = TensorType((1024, 1024), "f32")
     src = TensorType((), "f32") if move == "broadcast_in_dim" else big
@@ -584,13 +601,7 @@ def test_cpu_kernel_pays_no_compute_for_a_broadcast_but_does_for_a_transpose(mov
     b = Block()
     mv = b.op(move, [-2], [src], big, **attrs)
     b.op("multiply", [-1, mv], [big, big], big)
-    plan = b.plan("cpu")
-    assert plan.num_groups == 1
-    traffic = group_traffic(b.ops, b.deps, plan, b.sources)
-    target = replace(
-        load_target(str(ROOT / "test_ir" / "Inputs" / "unit_cpu.toml")), launch_overhead_ns=100.0
-    )
-    bw = target.memory_bandwidth_gbps  # B/ns
+    plan, traffic, target, bw = _one_cpu_kernel(b)
     move_ns = 100.0 + 2 * big.nbytes / bw + 7_000.0  # launch, a copy's traffic, 7 us more
     mul_ns = 100.0 + 3 * big.nbytes / bw + 50.0
     costs = [OpCost(0, move_ns, 0, "hgb-x"), OpCost(0, mul_ns, 0, "hgb-x")]
@@ -651,20 +662,12 @@ def test_a_fused_gather_reads_only_the_gathered_part_of_its_producers_inputs() -
     """The group evaluates logp at the 128 gathered positions, so it reads 128 of x's
     128,000 elements (and of the broadcast's 128) plus the indices, not all of x: priced by
     roofline, its memory time is that read and the 512 B it writes."""
-    from dataclasses import replace
 
     from stablehlo_perf.analysis.fusion_cost import price_groups
     from stablehlo_perf.analysis.service import OpCost
-    from stablehlo_perf.analysis.targets import load_target
 
     b, ids = _log_softmax_gather()
-    plan = b.plan("cpu")
-    assert plan.num_groups == 1
-    traffic = group_traffic(b.ops, b.deps, plan, b.sources)
-    target = replace(
-        load_target(str(ROOT / "test_ir" / "Inputs" / "unit_cpu.toml")), launch_overhead_ns=100.0
-    )
-    bw = target.memory_bandwidth_gbps  # B/ns
+    plan, traffic, target, bw = _one_cpu_kernel(b)
     costs = [OpCost(0, 0.0, 0, "roofline")] * len(b.ops)
     x_read, col_read, idx_bytes, out_bytes = 128 * 4, 128 * 128 * 4 / 128_000, 512, 512
     (group,), _, _ = price_groups(b.ops, plan, traffic, costs, target, b.sources)
@@ -680,24 +683,15 @@ def test_cpu_kernel_pays_no_compute_for_members_of_a_few_elements() -> None:
     measured time (3.9 us here, as the learned model put a 64-element `and`) is a kernel's
     floor, paid once as the launch. One of 4,096 elements pays what it measured beyond
     moving its own operands."""
-    from dataclasses import replace
-
     from stablehlo_perf.analysis.fusion_cost import price_groups
     from stablehlo_perf.analysis.service import OpCost
-    from stablehlo_perf.analysis.targets import load_target
 
-    target = replace(
-        load_target(str(ROOT / "test_ir" / "Inputs" / "unit_cpu.toml")), launch_overhead_ns=100.0
-    )
-    bw = target.memory_bandwidth_gbps  # B/ns
     for n, pays in ((64, False), (4096, True)):
         t = TensorType((n,), "f32")
         b = Block()
         a = b.op("add", [-1, -2], [t, t], t)
         b.op("multiply", [a, -3], [t, t], t)
-        plan = b.plan("cpu")
-        assert plan.num_groups == 1
-        traffic = group_traffic(b.ops, b.deps, plan, b.sources)
+        plan, traffic, target, bw = _one_cpu_kernel(b)
         costs = [OpCost(0, 100.0 + 3 * t.nbytes / bw + 3_800.0, 0, "hgb-x")] * 2
         (group,), _, _ = price_groups(b.ops, plan, traffic, costs, target)
         once_ns = (traffic[0].input_bytes + traffic[0].output_bytes) / bw

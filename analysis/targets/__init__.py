@@ -69,7 +69,7 @@ class Target:
     output_ns_per_mib: float = 0.0
     long_call_start_ns: float = math.inf
     long_call_slope: float = 0.0
-    long_call_cap_ns: float = 0.0
+    long_call_cap_ns: float = math.inf
     # ns per element each op of a fused bf16 loop costs at least (XLA:CPU widens to f32 and
     # rounds back per op: runtime/fused_probes.py). Zero where unknown.
     bf16_fused_ns_per_element: float = 0.0
@@ -239,7 +239,7 @@ def _from_mapping(data: Mapping[str, Any], where: str) -> Target:
         output_ns_per_mib=float(flat.get("program.output_ns_per_mib", 0.0)),
         long_call_start_ns=float(flat.get("program.long_call_start_ns", math.inf)),
         long_call_slope=float(flat.get("program.long_call_slope", 0.0)),
-        long_call_cap_ns=float(flat.get("program.long_call_cap_ns", 0.0)),
+        long_call_cap_ns=float(flat.get("program.long_call_cap_ns", math.inf)),
         calibrated=flat.get("calibrated", False),
         calibration_note=flat.get("calibration_note", ""),
         sources=dict(flat["sources"]),
