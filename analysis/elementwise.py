@@ -927,11 +927,11 @@ def _moves_minor_axis(op: OpInfo) -> bool:
 # and square; convolutions of each stride): their line is proportional (LatencyRegressor
 # line="ratio"; host 5-fold CV by size, median rel err: reduce_window 31.5% -> 18.7%,
 # top_k 33.8% -> 16.5%, gather 55.4% -> 38.8%, grouped_conv 48.0% -> 29.0%, matmul
-# 22.2% -> 13.7%, convolution 20.8% -> 13.2%). Reductions too (the Xeon reference's f32 row
-# sums: 16904x3 1.8 ns per element, 28188x20 0.3, 64x512 0.06): benchmarks/elementwise_accuracy.py's
-# same-run check on two saved runs, median rel err 29.2 / 24.4% -> 24.9 / 23.7% (ratio to
-# the noise floor 2.82 / 2.57 -> 2.41 / 2.50); its 12 fresh live shapes 17.2 / 17.7% ->
-# 18.5 / 19.6%.
+# 22.2% -> 13.7%, convolution 20.8% -> 13.2%). Reductions too (the Xeon reference's f32
+# row sums: 16904x3 1.8 ns per element, 28188x20 0.3, 64x512 0.06): in
+# benchmarks/elementwise_accuracy.py's same-run check on two saved runs, median rel err
+# 29.2 / 24.4% -> 24.9 / 23.7% (ratio to the noise floor 2.82 / 2.57 -> 2.41 / 2.50); its
+# 12 fresh live shapes 17.2 / 17.7% -> 18.5 / 19.6%.
 _RATIO_LINE = frozenset(
     {"reduce_window", "top_k", "gather", "grouped_conv", "matmul", "convolution", "reduction"}
 )
