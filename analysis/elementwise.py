@@ -96,6 +96,7 @@ CLASSES = (
     "binary",
     "compare_select",
     "transcendental",
+    "trigonometric",
     "unary",
     "convert",
     "movement",
@@ -129,8 +130,13 @@ CLASSES = (
 # Convolutions and dots share no model: with the dots' transposed-operand rows in one
 # matmul model, the e2e depthwise program swung from -51% to +29% between neighbouring
 # sizes; grouped and depthwise convolutions run on a path of their own ("grouped_conv":
-# ~2.6-3.4 ns per FLOP depthwise against ~0.015 dense, host reference).
+# ~2.6-3.4 ns per FLOP depthwise against ~0.015 dense, host reference). XLA:CPU's sine and
+# cosine reduce their argument's range first: 4.6-5.5 ns per element on standard normal
+# f32 against 0.5-1 for tanh (Xeon reference); fitted in the transcendental model, they
+# raised its line for every other op (e2e MAPE 18.5 -> 25.9% on a saved run).
 _OWN_MODEL = {
+    "sine": "trigonometric",
+    "cosine": "trigonometric",
     "convolution": "convolution",
     "transpose": "transpose",
     "sort": "sort",
@@ -158,6 +164,7 @@ NEAREST: Mapping[str, tuple[str, ...]] = {
     "compare_select": ("binary", "unary"),
     "unary": ("compare_select", "binary"),
     "transcendental": ("unary", "compare_select", "binary"),
+    "trigonometric": ("transcendental", "unary", "compare_select", "binary"),
     "convert": ("unary", "compare_select", "binary"),
     "movement": ("convert",),
     "transpose": ("movement", "convert"),
@@ -343,7 +350,7 @@ OP_CODES = (
     "clamp", "exponential", "log", "tanh", "logistic", "rsqrt", "sqrt", "negate", "abs",
     "convert", "transpose", "broadcast_in_dim", "reshape", "concatenate", "slice", "pad",
     "copy", "reduce", "dot_general", "convolution", "sort", "reduce_window", "argmax", "top_k",
-    "fft", "gather",
+    "fft", "gather", "sine", "cosine",
 )  # fmt: skip
 _OP_CODE = {op: float(i) for i, op in enumerate(OP_CODES)}
 # Column subsets compared by the ablation; "tile+op" is the shipped default.
@@ -407,7 +414,7 @@ _VECTOR_BYTES = 32
 # 1.16 / 1.82 -> 1.17 / 1.51. Elementwise loop classes only: the reductions, FFTs and
 # transposes whose kernels are other loops fit worse with them.
 _ROW_TAIL_CLASSES = frozenset(
-    {"binary", "compare_select", "convert", "transcendental", "unary", "movement"}
+    {"binary", "compare_select", "convert", "transcendental", "trigonometric", "unary", "movement"}
 )
 
 

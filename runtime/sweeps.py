@@ -69,6 +69,12 @@ _ELEMENTWISE: dict[str, tuple[int, Callable[..., jax.Array]]] = {
     "select": (3, lambda p, a, b: lax.select(p > 0, a, b)),
     "exponential": (1, lax.exp),
     "tanh": (1, lax.tanh),
+    # On standard normal inputs, as the other ops: XLA:CPU's sine is data-dependent (a
+    # 512x256 f32 sine and multiply in a loop: 675-765 us on N(0, 1), 233-242 us on
+    # N(0, 0.01); 2026-12-01, this VM), and with no rows of its own the transcendental
+    # model priced it as a tanh.
+    "sine": (1, lax.sin),
+    "cosine": (1, lax.cos),
     "logistic": (1, lax.logistic),
     "negate": (1, lax.neg),
     # Measured on positive inputs (|x| + 0.5): a NaN or infinity would take other paths.
