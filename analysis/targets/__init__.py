@@ -338,6 +338,9 @@ def _host_header(path: str, mtime_ns: int) -> tuple[HostParams | None, str]:
     )
 
 
+_SIZE_UNITS_MIB = {"K": 1 / 1024, "M": 1.0, "G": 1024.0}
+
+
 def _l2_mib(cache: Path = Path("/sys/devices/system/cpu/cpu0/cache")) -> float | None:
     """One core's L2 cache in MiB, from sysfs (None where the OS does not say)."""
     for index in sorted(cache.glob("index*")):
@@ -349,9 +352,8 @@ def _l2_mib(cache: Path = Path("/sys/devices/system/cpu/cpu0/cache")) -> float |
             size = (index / "size").read_text().strip()
         except OSError:
             continue
-        units = {"K": 1 / 1024, "M": 1.0, "G": 1024.0}
-        if size[-1:] in units and size[:-1].isdigit():
-            return int(size[:-1]) * units[size[-1]]
+        if size[-1:] in _SIZE_UNITS_MIB and size[:-1].isdigit():
+            return int(size[:-1]) * _SIZE_UNITS_MIB[size[-1]]
     return None
 
 
