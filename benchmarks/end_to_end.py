@@ -2,7 +2,8 @@
 real JAX programs, through the `perf_jit` hook (issue 7, §3).
 
 For every program family at several sizes it prints the op-level prediction
-of the default pipeline, the CC4CS op sum (`cc4cs_sum`), the module-level LASSO
+of the default pipeline (data-dependent if/case priced by the branch they take on
+the inputs that are timed: `analyze(..., branches="observed")`), the CC4CS op sum (`cc4cs_sum`), the module-level LASSO
 (CLRA) estimate held out by family (GroupKFold: the programs it is scored on
 are of kinds it never saw), the measured latency and the same-run repeat noise.
 
@@ -422,7 +423,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         for s in a.scales:
             fn, specs = build(s)
             step = perf_jit(fn, target="host")
-            res = step.analyze(*specs)
+            res = step.analyze(*specs, branches="observed")
             if res.partial:
                 print(f"{name} x{s}: analysis partial: {res.reason}", file=sys.stderr)
                 continue

@@ -8,14 +8,19 @@ from typing import ClassVar
 
 import numpy as np
 from jaxlib.mlir import ir
-from stablehlo_perf.analysis.aggregate import ControlNode, aggregate
+from stablehlo_perf.analysis.aggregate import (
+    BRANCH_POLICIES,
+    ControlNode,
+    aggregate,
+    branch_shares,
+)
 from stablehlo_perf.analysis.cc4cs import intervals_for
 from stablehlo_perf.analysis.fusion_cost import price_groups
 from stablehlo_perf.analysis.opinfo import OpInfo
 from stablehlo_perf.analysis.service import OpCost, default_registry
 from stablehlo_perf.analysis.targets import DEFAULT_TARGET, Target, load_target
 from stablehlo_perf.passes.base import AnalysisCache
-from stablehlo_perf.passes.extract import CONTROL_OPS, ModuleView
+from stablehlo_perf.passes.extract import BRANCH_WEIGHTS, CONTROL_OPS, ModuleView
 
 __all__ = ["AnnotateCyclesPass", "control_nodes"]
 
@@ -28,7 +33,10 @@ def control_nodes(view: ModuleView) -> dict[int, ControlNode]:
         if info.name in CONTROL_OPS:
             kind = info.short_name
             nodes[info.id] = ControlNode(
-                kind=kind, regions=view.regions.get(info.id, []), trips=info.attrs.get("trip_count")
+                kind=kind,
+                regions=view.regions.get(info.id, []),
+                trips=info.attrs.get("trip_count"),
+                weights=info.attrs.get(BRANCH_WEIGHTS),
             )
         elif info.name == "func.call":
             nodes[info.id] = ControlNode(
@@ -41,13 +49,23 @@ def control_nodes(view: ModuleView) -> dict[int, ControlNode]:
 class AnnotateCyclesPass:
     """Write `perf.cycles`, `perf.latency_ns`, `perf.dram_bytes` and `perf.model` on every op.
 
-    Options: target — a target name (see --list-targets) or a path to a description file.
-    Control ops and calls carry the cost of what they run (body x trips,
-    costliest branch, callee).
+    Options: target — a target name (see --list-targets) or a path to a description file;
+    branches — how an if/case without `perf.branch_weights` is priced: `max` (its
+    costliest branch, an upper bound) or `mean` (branches equally likely).
+    Control ops and calls carry the cost of what they run (body x trips, the
+    branches as weighted or by that policy, callee).
     """
 
     name: ClassVar[str] = "perf-annotate-cycles"
     target: str = DEFAULT_TARGET
+    branches: str = "max"
+
+    def __post_init__(self) -> None:
+        if self.branches not in BRANCH_POLICIES:
+            raise ValueError(
+                f"perf-annotate-cycles: branches must be one of {', '.join(BRANCH_POLICIES)}, "
+                f"not '{self.branches}'"
+            )
 
     def apply(self, module: ir.Operation, cache: AnalysisCache) -> None:
         target = load_target(self.target)
@@ -73,6 +91,7 @@ class AnnotateCyclesPass:
             nodes,
             {name: f.top for name, f in view.funcs.items()},
             names={i: f"{infos[i].name} at {infos[i].loc}" for i in nodes},
+            policy=self.branches,
         )
         cache.warnings.extend(agg.caveats)
         totals = agg.total.tolist()
@@ -83,7 +102,7 @@ class AnnotateCyclesPass:
             model = cost.model
             node = nodes.get(i)
             if node is not None:
-                model = _control_model(node)
+                model = _control_model(node, self.branches)
                 cycles = latency * target.clock_ghz
             cache.write(rec, "perf.cycles", round(cycles))
             cache.write(rec, "perf.latency_ns", latency)
@@ -160,9 +179,14 @@ def _model_input(
     return dataclasses.replace(info, attrs={**info.attrs, **extra}) if extra else info
 
 
-def _control_model(node: ControlNode) -> str:
+def _control_model(node: ControlNode, policy: str) -> str:
     if node.kind == "call":
         return f"call(@{node.callee})"
     if node.kind == "while":
         return f"while(x{node.trips})" if node.trips is not None else "while(x1?)"
-    return f"{node.kind}(max branch)"
+    shares = branch_shares(node.weights, len(node.regions))
+    if shares is None:
+        return f"{node.kind}(max branch)" if policy == "max" else f"{node.kind}(mean of branches)"
+    if shares.max() == 1.0:
+        return f"{node.kind}(branch {int(shares.argmax())} taken)"
+    return f"{node.kind}(weighted branches)"

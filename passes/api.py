@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -70,11 +71,13 @@ def analyze(
     pipeline: str | None = None,
     filename: str = "<input>",
     timing: bool = False,
+    branches: str | None = None,
 ) -> AnalysisResult:
     """Annotate a StableHLO module and build its report.
 
     `module` is StableHLO text, an `ir.Module` (cloned, never mutated) or a
-    JAX `Lowered` (from `jax.jit(f).lower(...)`).
+    JAX `Lowered` (from `jax.jit(f).lower(...)`). `branches` sets the branch
+    policy (`max` or `mean`) of every pass in the pipeline that has one.
     """
     if hasattr(module, "as_text") and not isinstance(module, (str, ir.Module)):
         text = module.as_text(debug_info=True)
@@ -84,6 +87,11 @@ def analyze(
         text = str(module)
     target_name = target or DEFAULT_TARGET
     passes = parse_pipeline(pipeline or default_pipeline(target_name))
+    if branches is not None:
+        passes = [
+            dataclasses.replace(p, branches=branches) if hasattr(p, "branches") else p
+            for p in passes
+        ]
     tgt = load_target(_target_of(passes, target_name))
     ctx = make_context()
     with ctx:

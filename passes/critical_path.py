@@ -6,14 +6,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
+import numpy as np
 from jaxlib.mlir import ir
+from stablehlo_perf.analysis.aggregate import branch_shares
 from stablehlo_perf.analysis.critical_path import topological_order
 from stablehlo_perf.analysis.fusion import library_reduce
 from stablehlo_perf.analysis.host_params import wakes_pool
 from stablehlo_perf.analysis.schedule import ScheduledBlock, list_schedule
 from stablehlo_perf.analysis.targets import DEFAULT_TARGET, load_target
 from stablehlo_perf.passes.base import AnalysisCache
-from stablehlo_perf.passes.extract import ModuleView
+from stablehlo_perf.passes.extract import BRANCH_WEIGHTS, ModuleView
 
 __all__ = ["CriticalPathPass", "read_latency"]
 
@@ -55,7 +57,9 @@ class CriticalPathPass:
         wakes = False
         top_kernels: dict[tuple[int, ...], int] = {}
 
-        def schedule(ids: Sequence[int], offset: float) -> None:
+        def schedule(ids: Sequence[int], offset: float, runs: bool = True) -> None:
+            """Schedule a block from `offset`; a block that never `runs` (a branch weighed 0)
+            adds no kernel to the call overhead's terms."""
             nonlocal longest_kernel, wakes
             nodes, deps = _nodes(view, cache, ids)
             latency = [sum(read_latency(cache, i) for i in node) for node in nodes]
@@ -66,10 +70,11 @@ class CriticalPathPass:
                 for t, node in zip(latency, nodes, strict=True)
                 if t > 0 and all(view.records[i].info.op_class != "control" for i in node)
             ]
-            longest_kernel = max([longest_kernel, *kernels])
-            wakes = wakes or any(
-                _wakes(view, node) for t, node in zip(latency, nodes, strict=True) if t > 0
-            )
+            if runs:
+                longest_kernel = max([longest_kernel, *kernels])
+                wakes = wakes or any(
+                    _wakes(view, node) for t, node in zip(latency, nodes, strict=True) if t > 0
+                )
             top_kernels[tuple(ids)] = len(kernels)
             sb = list_schedule(latency, deps, classes, kind)
             schedules[tuple(ids)] = (sb, nodes)
@@ -80,8 +85,10 @@ class CriticalPathPass:
                     cache.write(rec, "perf.start_ns", offset + s.start_ns[k])
                     cache.write(rec, "perf.slack_ns", s.slack_ns[k])
                     cache.values[i]["unit"] = sb.units[k]
-                    for block in view.regions.get(i, ()):
-                        schedule(block, offset + s.start_ns[k])
+                    shares = _shares(view, i)
+                    for b, block in enumerate(view.regions.get(i, ())):
+                        taken = runs and (shares is None or shares[b] > 0)
+                        schedule(block, offset + s.start_ns[k], taken)
 
         for func in view.funcs.values():
             schedule(func.top, 0.0)
@@ -134,8 +141,12 @@ class CriticalPathPass:
                 if rec.info.name == "stablehlo.while" and len(blocks) > 1:
                     self._mark(view, cache, blocks[1], schedules, seen, path)
                 elif blocks:
-                    costliest = max(blocks, key=lambda b: sum(read_latency(cache, j) for j in b))
-                    self._mark(view, cache, costliest, schedules, seen, path)
+                    shares = _shares(view, i)
+                    if shares is not None:
+                        on_path = blocks[int(shares.argmax())]
+                    else:
+                        on_path = max(blocks, key=lambda b: sum(read_latency(cache, j) for j in b))
+                    self._mark(view, cache, on_path, schedules, seen, path)
                 callee = (
                     rec.info.attrs.get("callee", "").lstrip("@")
                     if rec.info.name == "func.call"
@@ -162,6 +173,12 @@ def _nodes(
         return [[i] for i in ids], view.block_deps(ids)
     position = {g: k for k, g in enumerate(order)}
     return [members[g] for g in order], [sorted(position[d] for d in deps[g]) for g in order]
+
+
+def _shares(view: ModuleView, op_id: int) -> np.ndarray | None:
+    """Each branch's share of an if/case's runs where it carries `perf.branch_weights`."""
+    weights = view.records[op_id].info.attrs.get(BRANCH_WEIGHTS)
+    return branch_shares(weights, len(view.regions.get(op_id, ())))
 
 
 def _wakes(view: ModuleView, node: list[int]) -> bool:

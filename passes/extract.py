@@ -9,6 +9,7 @@ once per element inside their parent, whose OpInfo carries their FLOPs as
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,9 +18,9 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 from stablehlo_perf.analysis.critical_path import static_trip_count
 from stablehlo_perf.analysis.opinfo import OpInfo, TensorType, count_flops, op_class
-from stablehlo_perf.passes.ir import op_location
+from stablehlo_perf.passes.ir import InputError, op_location
 
-__all__ = ["FuncView", "ModuleView", "OpRecord", "tensor_type", "view_module"]
+__all__ = ["BRANCH_WEIGHTS", "FuncView", "ModuleView", "OpRecord", "tensor_type", "view_module"]
 
 APPLIED_REGION_OPS = frozenset(
     {
@@ -30,6 +31,8 @@ APPLIED_REGION_OPS = frozenset(
 )  # fmt: skip
 CONTROL_OPS = frozenset({"stablehlo.while", "stablehlo.if", "stablehlo.case"})
 TERMINATORS = frozenset({"func.return", "stablehlo.return"})
+# How often each branch of an if/case runs, relative to the others (f64 array, one per branch).
+BRANCH_WEIGHTS = "perf.branch_weights"
 # Attributes too large or useless for the models.
 _SKIP_ATTRS = frozenset({"value", "mhlo.sharding", "mhlo.frontend_attributes"})
 
@@ -227,6 +230,8 @@ def _opinfo(rid: int, op: ir.Operation, func: str, filename: str, types: _TypeCa
         splats = sum(_is_splat(v, types) for v in op.operands)
         if splats:
             attrs["splat_operands"] = splats
+    if BRANCH_WEIGHTS in attrs:
+        attrs[BRANCH_WEIGHTS] = _branch_weights(op, filename, types)
     file, line, col = op_location(op, filename, types.locs)
     return OpInfo.build(
         id=rid,
@@ -240,6 +245,30 @@ def _opinfo(rid: int, op: ir.Operation, func: str, filename: str, types: _TypeCa
 
 
 _SPLAT_AWARE = frozenset({"binary", "compare_select"})
+
+
+def _branch_weights(op: ir.Operation, filename: str, types: _TypeCache) -> tuple[float, ...]:
+    """An if/case's `perf.branch_weights`, checked: one finite weight >= 0 per branch, not all 0."""
+    attr = op.attributes[BRANCH_WEIGHTS]
+    weights: list[float] | None = None
+    if isinstance(attr, ir.DenseF64ArrayAttr):
+        weights = list(attr)
+    elif isinstance(attr, ir.ArrayAttr):
+        items = [attr[k] for k in range(len(attr))]
+        if all(isinstance(a, (ir.FloatAttr, ir.IntegerAttr)) for a in items):
+            weights = [float(a.value) for a in items]
+    problem = None
+    if op.name not in ("stablehlo.if", "stablehlo.case"):
+        problem = "is only read on stablehlo.if and stablehlo.case"
+    elif weights is None:
+        problem = "must be an array of numbers, e.g. array<f64: 0.0, 1.0>"
+    elif len(weights) != len(op.regions):
+        problem = f"has {len(weights)} weights for {len(op.regions)} branches"
+    elif not all(math.isfinite(w) and w >= 0 for w in weights) or sum(weights) <= 0:
+        problem = "must be finite, non-negative and not all zero"
+    if problem is not None:
+        raise InputError(*op_location(op, filename, types.locs), f"{BRANCH_WEIGHTS} {problem}")
+    return tuple(weights)
 
 
 def _is_splat(v: ir.Value, types: _TypeCache) -> bool:

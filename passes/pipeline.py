@@ -67,7 +67,10 @@ def _instantiate(name: str, opts: dict[str, str]) -> PerfPass:
             known = ", ".join(f.replace("_", "-") for f in fields) or "none"
             raise PipelineError(f"pass '{name}' has no option '{key}' (options: {known})")
         kwargs[field.name] = _coerce(name, key, raw, field.type)
-    return cls(**kwargs)
+    try:
+        return cls(**kwargs)
+    except ValueError as e:  # an option value the pass itself rejects
+        raise PipelineError(str(e)) from None
 
 
 def _coerce(pass_name: str, key: str, raw: str, typ: object) -> object:

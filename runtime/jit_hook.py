@@ -34,6 +34,7 @@ __all__ = [
     "measure_callable",
     "measure_program",
     "perf_jit",
+    "run_stablehlo",
 ]
 
 
@@ -143,6 +144,12 @@ class PerfAnalysis:
                 f"\nCC4CS LASSO cross-check: {_ns(est['estimate_ns'])} "
                 f"(held-out MAPE {cv['mape']:.0f}% on {est['trained_on']})"
             )
+        branches = self.extras.get("branches") or {}
+        if branches.get("taken"):
+            taken = ", ".join(f"{t['loc']} took branch {t['branch']}" for t in branches["taken"])
+            head.append(f"\nBranches observed on the inputs: {taken}")
+        elif branches.get("reason"):
+            head.append(f"\n{branches['reason']}; if/case priced by their costliest branch")
         if self.kernels:
             head += [
                 "",
@@ -209,9 +216,11 @@ class BoundPerfJitted:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.owner(self.obj, *args, **kwargs)
 
-    def analyze(self, *args: Any, measure: bool = False, **kwargs: Any) -> PerfAnalysis:
+    def analyze(
+        self, *args: Any, measure: bool = False, branches: str | None = None, **kwargs: Any
+    ) -> PerfAnalysis:
         """`PerfJitted.analyze` with the instance as the first argument."""
-        return self.owner.analyze(self.obj, *args, measure=measure, **kwargs)
+        return self.owner.analyze(self.obj, *args, measure=measure, branches=branches, **kwargs)
 
 
 def measure_program(
@@ -238,6 +247,10 @@ def measure_program(
         dispatch_ns=dispatch.median_us * 1e3,
         method=METHOD,
     )
+
+
+# How `.analyze` prices data-dependent if/case ops (see PerfJitted.analyze).
+BRANCH_CHOICES = ("max", "mean", "observed")
 
 
 def _as_tuple(x: int | str | Sequence[Any] | None) -> tuple[Any, ...]:
@@ -336,41 +349,113 @@ class PerfJitted:
             parts.append((k, "static", v) if k in self._static_names else (k, "dyn", _tree_key(v)))
         return tuple(parts)
 
-    def analyze(self, *args: Any, measure: bool = False, **kwargs: Any) -> PerfAnalysis:
-        """Lower for these arguments (arrays or `jax.ShapeDtypeStruct`s; nothing runs) and analyse.
+    def analyze(
+        self, *args: Any, measure: bool = False, branches: str | None = None, **kwargs: Any
+    ) -> PerfAnalysis:
+        """Lower for these arguments (arrays or `jax.ShapeDtypeStruct`s) and analyse.
 
         With `measure=True` the program is also timed on the local backend
         (with synthetic data where only shapes were given) and the measurement
-        is put beside the prediction.
+        is put beside the prediction. `branches` says how data-dependent
+        if/case ops are priced: `max` (the costliest branch, an upper bound),
+        `mean` (branches equally likely) or `observed` (the branch each
+        top-level if/case takes on these inputs, found by running the program
+        once with its selectors as extra results; synthetic data where only
+        shapes were given, the data `measure=True` times). Default: `observed`
+        with `measure=True`, else `max`, so that nothing runs unless asked.
         """
+        policy = branches or ("observed" if measure else "max")
+        if policy not in BRANCH_CHOICES:
+            raise ValueError(f"branches must be one of {', '.join(BRANCH_CHOICES)}, not {policy!r}")
+        static = "max" if policy == "observed" else policy
         try:
-            key = self.signature_key(args, kwargs)
+            key = (self.signature_key(args, kwargs), static)
             hash(key)
         except TypeError:
             key = None
         res = self._cache.get(key) if key is not None else None
         if res is None:
             lowered = self._jitted.lower(*args, **kwargs)
-            res = self._analyse_lowered(lowered)
+            res = self._analyse_lowered(lowered.as_text(debug_info=True), static)
             if key is not None:
                 self._cache[key] = res
+        if policy == "observed":
+            res = self._with_observed_branches(res, args, kwargs, key)
         if measure:
             res = self._with_measurement(res, args, kwargs)
         return res
 
-    def _analyse_lowered(self, lowered: Any) -> PerfAnalysis:
-        text = lowered.as_text(debug_info=True)
+    def _analyse_lowered(self, text: str, branches: str = "max") -> PerfAnalysis:
         try:
             from stablehlo_perf.passes.api import analyze
 
             result = analyze(
-                text, target=self.target, pipeline=self._pipeline, filename=self._filename()
+                text,
+                target=self.target,
+                pipeline=self._pipeline,
+                filename=self._filename(),
+                branches=branches,
             )
         except Exception as e:  # noqa: BLE001 - any analysis failure degrades to a partial result
             return PerfAnalysis(target=self.target, stablehlo=text, reason=_reason(e))
         return PerfAnalysis(
             target=self.target, stablehlo=text, result=result, extras=_module_estimate(result)
         )
+
+    def _with_observed_branches(
+        self, res: PerfAnalysis, args: tuple[Any, ...], kwargs: dict[str, Any], key: Any
+    ) -> PerfAnalysis:
+        """`res` re-analysed with the branches its top-level if/case ops take on these inputs;
+        `res` itself, with the reason, where they cannot be observed (analysis is kept)."""
+        from stablehlo_perf.passes.branches import BRANCH_OPS, weigh_branches
+
+        if res.partial or not any(o.name in BRANCH_OPS for o in res.report.ops):
+            return res
+        try:
+            cargs, ckwargs = self._concrete_inputs(args, kwargs)
+            selectors = self._branch_selectors(cargs, ckwargs)
+            if not selectors:
+                info = {"policy": "observed", "taken": []}
+                return replace(res, extras={**res.extras, "branches": info})
+            weighted, taken = weigh_branches(res.stablehlo, selectors)
+            taken_key = None if key is None else (key, tuple(b for _, b in taken))
+            out = self._cache.get(taken_key) if taken_key is not None else None
+            if out is None:
+                out = self._analyse_lowered(weighted)
+                if out.partial:
+                    raise RuntimeError(out.reason)
+                info = {
+                    "policy": "observed",
+                    "taken": [{"loc": loc, "branch": b} for loc, b in taken],
+                }
+                out = replace(out, stablehlo=res.stablehlo, extras={**out.extras, "branches": info})
+                if taken_key is not None:
+                    self._cache[taken_key] = out
+        except Exception as e:  # noqa: BLE001 - observing branches is optional information
+            info = {"policy": "max", "reason": f"branches not observed: {_reason(e)}"}
+            return replace(res, extras={**res.extras, "branches": info})
+        return out
+
+    def _branch_selectors(self, cargs: tuple[Any, ...], ckwargs: dict[str, Any]) -> list[Any]:
+        """The selector of each top-level if/case of the program, run once on these inputs."""
+        from stablehlo_perf.passes.branches import expose_selectors
+
+        jit_kwargs = {k: v for k, v in self._jit_kwargs.items() if "donate" not in k}
+        jit_kwargs["keep_unused"] = True  # every dynamic input is a parameter, in order
+        lowered = jax.jit(self._fun, **jit_kwargs).lower(*cargs, **ckwargs)
+        probe, n = expose_selectors(lowered.as_text())
+        if n == 0:
+            return []
+        n_args = len(cargs)
+        static_pos = {i % n_args for i in self._static_nums if -n_args <= i < n_args}
+        dyn = (
+            tuple(a for i, a in enumerate(cargs) if i not in static_pos),
+            {k: v for k, v in ckwargs.items() if k not in self._static_names},
+        )
+        leaves, tree = jax.tree_util.tree_flatten(dyn)
+        if tree != lowered.in_tree:
+            raise ValueError("cannot match the inputs to the lowered program's parameters")
+        return run_stablehlo(probe, leaves)[-n:]
 
     def _filename(self) -> str:
         return f"<perf_jit {getattr(self._fun, '__qualname__', 'fun')}>"
@@ -404,6 +489,19 @@ class PerfJitted:
             k: v if k in self._static_names else concrete_inputs(v) for k, v in kwargs.items()
         }
         return cargs, ckwargs
+
+
+def run_stablehlo(text: str, inputs: Sequence[Any]) -> list[np.ndarray]:
+    """Compile StableHLO text for one device of the local backend and run it once on `inputs`
+    (one array per parameter of its entry function); its results as numpy arrays."""
+    from jax.extend import backend as jex_backend
+
+    backend = jex_backend.get_backend()
+    exe = backend.compile_and_load(
+        text, backend.devices()[:1], jex_backend.get_compile_options(1, 1)
+    )
+    outs = exe.execute([jax.device_put(jnp.asarray(x)) for x in inputs])
+    return [np.asarray(o) for o in outs]
 
 
 def concrete_inputs(tree: Any, seed: int = 0) -> Any:

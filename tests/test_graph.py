@@ -50,9 +50,29 @@ def test_aggregate_while_case_and_calls():
     assert agg.caveats == []
 
 
+def test_aggregate_branch_weights_and_policy():
+    # 0 case{[1] 3 ns | [2, 3] 8 ns}, nested in nothing; costs are (latency, bytes).
+    own = np.array([[0, 0], [3, 30], [5, 50], [3, 30]], dtype=float)
+    regions = [[1], [2, 3]]
+    weighted = aggregate(own, {0: ControlNode("case", regions=regions, weights=(3.0, 1.0))}, {})
+    assert weighted.total[0].tolist() == [0.75 * 3 + 0.25 * 8, 0.75 * 30 + 0.25 * 80]
+    taken = aggregate(own, {0: ControlNode("case", regions=regions, weights=(1.0, 0.0))}, {})
+    assert taken.total[0, 0] == 3 and taken.branch_costs[0] == [3, 8]
+    mean = aggregate(own, {0: ControlNode("case", regions=regions)}, {}, policy="mean")
+    assert mean.total[0, 0] == 5.5
+    # Weights that do not weigh the branches fall back to the policy, and say so.
+    bad = aggregate(own, {0: ControlNode("case", regions=regions, weights=(1.0, -1.0))}, {})
+    assert bad.total[0, 0] == 8 and "do not weigh its 2 branches" in bad.caveats[0]
+    with pytest.raises(ValueError, match="policy must be one of max, mean"):
+        aggregate(own, {}, {}, policy="min")
+
+
 def test_aggregate_unknown_trips_and_recursion_are_caveats():
     own = np.array([[0], [1], [0]], dtype=float)
-    controls = {0: ControlNode("while", regions=[[], [1]], trips=None), 2: ControlNode("call", callee="main")}
+    controls = {
+        0: ControlNode("while", regions=[[], [1]], trips=None),
+        2: ControlNode("call", callee="main"),
+    }
     agg = aggregate(own, controls, {"main": [0, 2]})
     assert agg.total[0, 0] == 1
     assert any("trip count not static" in c for c in agg.caveats)
@@ -72,7 +92,9 @@ def test_list_schedule_overlaps_units_on_tpu_only():
     cpu = list_schedule(lat, deps, classes, "cpu")
     assert cpu.makespan_ns == 17 and cpu.schedule.start_ns == [0, 10, 14]
     assert cpu.dataflow.span_ns == 10, "the dataflow bound ignores units"
-    gpu = list_schedule([5, 2, 0, 1], [[], [], [], [1]], ["binary", "movement", "constant", "binary"], "gpu")
+    gpu = list_schedule(
+        [5, 2, 0, 1], [[], [], [], [1]], ["binary", "movement", "constant", "binary"], "gpu"
+    )
     assert gpu.schedule.start_ns == [0, 0, 0, 5], "copy engine overlaps; free ops take no unit"
 
 

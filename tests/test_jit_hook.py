@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -264,3 +266,79 @@ def test_kernel_times_name_the_compiled_programs_kernels():
     assert names == {k.name for k in kernels}
     assert {d["name"] for d in json.loads(res.to_json())["measured_kernels"]} == names
     assert "Measured kernels" in str(res)
+
+
+def _branch_latencies(annotated: str) -> list[float]:
+    m = re.search(r"perf\.branch_latency_ns = \[([^\]]*)\]", annotated)
+    return [float(v.split(":")[0]) for v in m.group(1).split(",")]
+
+
+def test_observed_branches_price_the_branch_each_input_takes():
+    # The cond sits in a jitted helper (a call, inlined first); static and keyword inputs
+    # must still line up with the lowered program's parameters.
+    @jax.jit
+    def helper(t, w):
+        return jax.lax.cond(t.sum() > 0, lambda u: u @ w, lambda u: jnp.sin(u) * 2.0, t)
+
+    def f(x, n, w, *, bias):
+        return helper(x, w) * n + bias
+
+    step = sp.perf_jit(f, target="host", static_argnums=1)
+    w = jnp.ones((64, 64))
+    pos, neg = jnp.ones((64, 64)), -jnp.ones((64, 64))
+    upper = step.analyze(pos, 3, w, bias=1.0)
+    assert upper.extras.get("branches") is None  # nothing runs unless asked
+    (case,) = [o for o in upper.report.ops if o.name == "stablehlo.case"]
+    assert case.model == "case(max branch)"
+    sine, dot = _branch_latencies(upper.annotated_ir)  # lax.cond: branch 1 is the true one
+    assert case.latency_ns == pytest.approx(max(sine, dot))
+    for x, taken, cost in ((pos, 1, dot), (neg, 0, sine)):
+        res = step.analyze(x, 3, w, bias=1.0, branches="observed")
+        (case,) = [o for o in res.report.ops if o.name == "stablehlo.case"]
+        assert case.model == f"case(branch {taken} taken)"
+        assert case.latency_ns == pytest.approx(cost)
+        assert [t["branch"] for t in res.extras["branches"]["taken"]] == [taken]
+        assert "test_jit_hook.py:" in res.extras["branches"]["taken"][0]["loc"]
+        assert step.analyze(x, 3, w, bias=1.0, branches="observed") is res  # cached per branch
+    mean = step.analyze(pos, 3, w, bias=1.0, branches="mean")
+    (case,) = [o for o in mean.report.ops if o.name == "stablehlo.case"]
+    assert case.model == "case(mean of branches)"
+    assert case.latency_ns == pytest.approx((sine + dot) / 2)
+    with pytest.raises(ValueError, match="branches must be one of max, mean, observed"):
+        step.analyze(pos, 3, w, bias=1.0, branches="min")
+
+
+def test_observed_branches_on_shapes_use_the_data_measure_times():
+    def f(x):
+        return jax.lax.cond(x.sum() > 0, lambda u: jnp.exp(u), lambda u: u * 2.0, x)
+
+    spec = jax.ShapeDtypeStruct((32, 8), jnp.float32)
+    step = sp.perf_jit(f, target="host")
+    res = step.analyze(spec, measure=True)  # measuring observes branches by default
+    from stablehlo_perf.runtime.jit_hook import concrete_inputs
+
+    expected = int(bool(concrete_inputs(spec).sum() > 0))
+    assert res.extras["branches"]["policy"] == "observed"
+    assert [t["branch"] for t in res.extras["branches"]["taken"]] == [expected]
+    assert f"took branch {expected}" in str(res) and res.measured is not None
+
+
+def test_observed_if_predicate_through_the_local_backend():
+    from stablehlo_perf.passes.branches import branch_taken, expose_selectors, weigh_branches
+    from stablehlo_perf.runtime.jit_hook import run_stablehlo
+
+    text = (Path(__file__).parents[1] / "test_ir/corpus/handwritten/cond_if.mlir").read_text()
+    probe, n = expose_selectors(text)
+    assert n == 1 and "-> (tensor<16x16xf32>, tensor<i1>)" in probe
+    w = np.ones((16, 16), np.float32)
+    for x, taken in ((np.ones((16, 16), np.float32), 0), (-np.ones((16, 16), np.float32), 1)):
+        out = run_stablehlo(probe, [x, w])
+        np.testing.assert_allclose(out[0], x @ w if taken == 0 else np.sin(x) * 2.0, rtol=1e-5)
+        weighted, ops = weigh_branches(text, out[1:])
+        assert [b for _, b in ops] == [taken]
+        (op,) = [
+            o for o in sp.analyze(weighted, target="host").report.ops if o.name == "stablehlo.if"
+        ]
+        assert op.model == f"if(branch {taken} taken)"
+    # A case index out of range runs the last branch (StableHLO spec, `case`).
+    assert [branch_taken(i, 3, False) for i in (0, 2, 3, -1)] == [0, 2, 2, 2]

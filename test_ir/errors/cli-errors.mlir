@@ -26,7 +26,15 @@
 // PASS: stablehlo-perf-opt: error: unknown pass 'perf-nope'; known passes: perf-inline-calls, perf-op-info, perf-fusion, perf-annotate-cache-traffic, perf-annotate-cycles, perf-critical-path
 
 // RUN: not stablehlo-perf-opt %s --pass-pipeline='builtin.module(perf-annotate-cycles{clock=3})' 2>&1 | FileCheck %s --check-prefix=OPTION
-// OPTION: stablehlo-perf-opt: error: pass 'perf-annotate-cycles' has no option 'clock' (options: target)
+// OPTION: stablehlo-perf-opt: error: pass 'perf-annotate-cycles' has no option 'clock' (options: target, branches)
+
+// RUN: not stablehlo-perf-opt %s --pass-pipeline='builtin.module(perf-annotate-cycles{branches=min})' 2>&1 | FileCheck %s --check-prefix=POLICY
+// POLICY: stablehlo-perf-opt: error: perf-annotate-cycles: branches must be one of max, mean, not 'min'
+
+// Branch weights must weigh the op's branches.
+// RUN: not stablehlo-perf-opt %inputs/bad_branch_weights.mlir 2>&1 | FileCheck %s --check-prefix=WEIGHTS
+// WEIGHTS: {{.*}}bad_branch_weights.mlir:4:8: error: perf.branch_weights has 3 weights for 2 branches
+// WEIGHTS-NOT: Traceback
 
 // An error leaves no partial output behind.
 // RUN: rm -f %t.out.mlir %t.report.json

@@ -1,5 +1,6 @@
 // RUN: stablehlo-perf-opt %s --pass-pipeline='builtin.module(perf-op-info,perf-annotate-cycles{target=%inputs/unit.toml})' | FileCheck %s
 // RUN: stablehlo-perf-opt %s --pass-pipeline='builtin.module(perf-annotate-cycles{target=tpu-v5e})' | FileCheck %s --check-prefix=V5E
+// RUN: stablehlo-perf-opt %s --pass-pipeline='builtin.module(perf-annotate-cycles{target=%inputs/unit.toml branches=mean})' | FileCheck %s --check-prefix=MEAN
 
 // Target unit.toml: matrix 1000 FLOP/ns, vector 100 FLOP/ns, memory 100 B/ns,
 // 2 GHz, 100 ns launch overhead. Roofline: max(compute, memory) + 100 ns.
@@ -67,4 +68,41 @@ func.func private @callee(%x: tensor<1000xf32>) -> tensor<1000xf32> {
   %0 = stablehlo.add %x, %x : tensor<1000xf32>
   %1 = stablehlo.add %0, %x : tensor<1000xf32>
   return %1 : tensor<1000xf32>
+}
+
+// Branch 0 is one 220 ns add, branch 1 two (440 ns). Unweighted: the costliest branch
+// (`mean`: 330 ns); weights 3:1 -> 0.75 * 220 + 0.25 * 440 = 275 ns; one-hot: that branch.
+// CHECK-LABEL: func.func @branches
+// MEAN-LABEL: func.func @branches
+func.func @branches(%i: tensor<i32>, %x: tensor<1000xf32>) -> (tensor<1000xf32>, tensor<1000xf32>, tensor<1000xf32>) {
+  // CHECK: perf.latency_ns = 4.400000e+02 : f64, perf.model = "case(max branch)"
+  // MEAN: perf.latency_ns = 3.300000e+02 : f64, perf.model = "case(mean of branches)"
+  %0 = "stablehlo.case"(%i) ({
+    %a = stablehlo.add %x, %x : tensor<1000xf32>
+    stablehlo.return %a : tensor<1000xf32>
+  }, {
+    %a = stablehlo.add %x, %x : tensor<1000xf32>
+    %b = stablehlo.add %a, %x : tensor<1000xf32>
+    stablehlo.return %b : tensor<1000xf32>
+  }) : (tensor<i32>) -> tensor<1000xf32>
+  // CHECK: perf.latency_ns = 2.750000e+02 : f64, perf.model = "case(weighted branches)"
+  // MEAN: perf.latency_ns = 2.750000e+02 : f64, perf.model = "case(weighted branches)"
+  %1 = "stablehlo.case"(%i) ({
+    %a = stablehlo.add %x, %x : tensor<1000xf32>
+    stablehlo.return %a : tensor<1000xf32>
+  }, {
+    %a = stablehlo.add %x, %x : tensor<1000xf32>
+    %b = stablehlo.add %a, %x : tensor<1000xf32>
+    stablehlo.return %b : tensor<1000xf32>
+  }) {perf.branch_weights = array<f64: 3.0, 1.0>} : (tensor<i32>) -> tensor<1000xf32>
+  // CHECK: perf.latency_ns = 2.200000e+02 : f64, perf.model = "case(branch 0 taken)"
+  %2 = "stablehlo.case"(%i) ({
+    %a = stablehlo.add %x, %x : tensor<1000xf32>
+    stablehlo.return %a : tensor<1000xf32>
+  }, {
+    %a = stablehlo.add %x, %x : tensor<1000xf32>
+    %b = stablehlo.add %a, %x : tensor<1000xf32>
+    stablehlo.return %b : tensor<1000xf32>
+  }) {perf.branch_weights = array<f64: 1.0, 0.0>} : (tensor<i32>) -> tensor<1000xf32>
+  return %0, %1, %2 : tensor<1000xf32>, tensor<1000xf32>, tensor<1000xf32>
 }
