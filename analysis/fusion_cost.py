@@ -43,7 +43,7 @@ from stablehlo_perf.analysis.opinfo import READS_PART, READS_WHAT_IT_RETURNS, Op
 from stablehlo_perf.analysis.service import OpCost
 from stablehlo_perf.analysis.targets import Target
 
-__all__ = ["GroupCost", "gathered_scales", "price_groups"]
+__all__ = ["GroupCost", "gathered_scales", "member_compute_ns", "price_groups"]
 
 
 @dataclass(frozen=True)
@@ -130,6 +130,16 @@ def _bf16_floor_ns(op: OpInfo, target: Target) -> float:
     if op.element_type != "bf16" or not op.results:
         return 0.0
     return (op.results[0].num_elements or 0) * target.bf16_fused_ns_per_element
+
+
+def member_compute_ns(op: OpInfo, cost: OpCost, target: Target) -> float:
+    """An op's compute inside a fused CPU kernel: its measured time beyond its launch and
+    beyond moving its own operands and result at the target's bandwidth (the kernel moves
+    only its inputs and outputs), at least what a bf16 op pays to widen and round."""
+    return max(
+        cost.latency_ns - target.launch_overhead_ns - _memory_ns(op, target),
+        _bf16_floor_ns(op, target),
+    )
 
 
 def _per_element(op: OpInfo) -> bool:
@@ -273,10 +283,7 @@ def price_groups(
             # does once, for the group's inputs and outputs only). A member's own time is
             # no floor here: it moves tensors the fused kernel keeps in registers.
             compute = sum(
-                max(
-                    costs[i].latency_ns - overhead - _memory_ns(ops[i], target),
-                    _bf16_floor_ns(ops[i], target),
-                )
+                member_compute_ns(ops[i], costs[i], target)
                 for i in dedicated
                 if ops[i].short_name not in _INDEX_MOVES and not _tiny(ops[i])
             )

@@ -190,6 +190,16 @@ def fori_loop(s: int) -> Program:
     return fn, (_s((128 * s, 16)), _s((128 * s, 128 * s)))
 
 
+def small_loop(s: int) -> Program:
+    """A long loop over a few numbers (an ODE step, a scalar iteration), which XLA:CPU
+    compiles into one kernel."""
+
+    def fn(x, dt):
+        return lax.fori_loop(0, 1000, lambda i, v: v + dt * jnp.tanh(v) * (1.0 - v), x)
+
+    return fn, (_s((16 * s,)), _s(()))
+
+
 def cond(s: int) -> Program:
     def fn(x, w):
         return lax.cond(jnp.sum(x) > 0, lambda t: t @ w, lambda t: jnp.sin(t) * 2.0, x)
@@ -216,7 +226,7 @@ ZOO: dict[str, Callable[[int], Program]] = {
     f.__name__: f
     for f in (
         mlp_fwd, mlp_grad, cnn, resnet_block, depthwise_conv, attention, transformer_block,
-        layer_norm, softmax_xent, scan_rnn, fori_loop, cond, embedding_gather, int8_bmm,
+        layer_norm, softmax_xent, scan_rnn, fori_loop, small_loop, cond, embedding_gather, int8_bmm,
         deep_transformer,
     )
 }  # fmt: skip

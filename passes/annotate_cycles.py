@@ -21,6 +21,7 @@ from stablehlo_perf.analysis.service import OpCost, default_registry
 from stablehlo_perf.analysis.targets import DEFAULT_TARGET, Target, load_target
 from stablehlo_perf.passes.base import AnalysisCache
 from stablehlo_perf.passes.extract import BRANCH_WEIGHTS, CONTROL_OPS, ModuleView
+from stablehlo_perf.passes.small_loops import small_loop_costs, small_loops
 
 __all__ = ["AnnotateCyclesPass", "control_nodes"]
 
@@ -81,9 +82,11 @@ class AnnotateCyclesPass:
             )
             for r in view.records
         ]
-        costs = default_registry().price(infos, target)
-        if cache.fusion:
-            costs = _fused_costs(costs, infos, cache, target)
+        registry = default_registry()
+        unfused = registry.price(infos, target)
+        costs = _fused_costs(unfused, infos, cache, target) if cache.fusion else unfused
+        loops = small_loops(view, cache) if target.kind == "cpu" else {}
+        costs = small_loop_costs(costs, unfused, infos, loops, target, registry)
         own = np.array([[c.latency_ns, c.cycles, c.dram_bytes] for c in costs], dtype=float)
         nodes = control_nodes(view)
         agg = aggregate(
@@ -102,7 +105,7 @@ class AnnotateCyclesPass:
             model = cost.model
             node = nodes.get(i)
             if node is not None:
-                model = _control_model(node, self.branches)
+                model = _control_model(node, self.branches, i in loops)
                 cycles = latency * target.clock_ghz
             cache.write(rec, "perf.cycles", round(cycles))
             cache.write(rec, "perf.latency_ns", latency)
@@ -179,11 +182,12 @@ def _model_input(
     return dataclasses.replace(info, attrs={**info.attrs, **extra}) if extra else info
 
 
-def _control_model(node: ControlNode, policy: str) -> str:
+def _control_model(node: ControlNode, policy: str, one_kernel: bool = False) -> str:
     if node.kind == "call":
         return f"call(@{node.callee})"
     if node.kind == "while":
-        return f"while(x{node.trips})" if node.trips is not None else "while(x1?)"
+        trips = f"x{node.trips}" if node.trips is not None else "x1?"
+        return f"while({trips}, one kernel)" if one_kernel else f"while({trips})"
     shares = branch_shares(node.weights, len(node.regions))
     if shares is None:
         return f"{node.kind}(max branch)" if policy == "max" else f"{node.kind}(mean of branches)"

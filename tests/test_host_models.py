@@ -426,3 +426,69 @@ def test_a_calibration_of_copies_alone_prices_transposes_and_gathers_by_them(
     assert c_take.model == "hgb-host-movement→gather(scaled)"
     # 150,000 f32 copied at ~30 GB/s in the rows: ~40 us; a transpose moves the same bytes.
     assert 20e3 < c_swap.latency_ns < 80e3
+
+
+def test_small_loops_are_the_ones_xla_cpu_compiles_into_one_kernel():
+    """Our rule against XLA's own decision: its compiled HLO tags a hoisted loop's call
+    `xla_cpu_small_call`; the analysis names such a loop `while(xN, one kernel)`."""
+    import jax
+    import jax.numpy as jnp
+    from jax import lax
+
+    import stablehlo_perf as sp
+
+    def tanh_loop(x):
+        return lax.fori_loop(0, 100, lambda i, v: v * 0.5 + jnp.tanh(v), x)
+
+    def two_carries(x, y):
+        return lax.fori_loop(0, 100, lambda i, c: (c[0] * 0.5 + c[1], c[1]), (x, y))[0]
+
+    def with_dot(x):
+        return lax.fori_loop(0, 10, lambda i, v: jnp.tanh(v @ v), x)
+
+    def with_sort(x):
+        return lax.fori_loop(0, 10, lambda i, v: jnp.sort(v) * 0.5, x)
+
+    cases = [(tanh_loop, (n,)) for n in (1, 64, 123, 124, 256)]
+    cases += [(two_carries, (n,), (n,)) for n in (80, 81, 82, 84)]
+    cases += [(with_dot, (4, 4)), (with_dot, (8, 8)), (with_sort, (8,))]
+    for fn, *shapes in cases:
+        args = [jnp.ones(s) for s in shapes]
+        xla = "xla_cpu_small_call" in jax.jit(fn).lower(*args).compile().as_text()
+        res = sp.perf_jit(fn, target="host").analyze(*args)
+        (loop,) = [o for o in res.report.ops if o.name == "stablehlo.while"]
+        assert loop.model.endswith("one kernel)") == xla, (fn.__name__, shapes, loop.model)
+
+
+def test_small_loop_member_prices_by_hand():
+    from stablehlo_perf.analysis.fusion_cost import member_compute_ns
+    from stablehlo_perf.analysis.opinfo import OpInfo, TensorType
+    from stablehlo_perf.analysis.service import OpCost
+    from stablehlo_perf.analysis.small_loops import (
+        REFERENCE_ELEMENTS,
+        is_small_loop,
+        loop_member_ns,
+        reference_op,
+    )
+    from stablehlo_perf.analysis.targets import load_target
+
+    target = load_target("host")
+    t = TensorType((64,), "f32")
+    tanh = OpInfo.build(0, "stablehlo.tanh", [t], [t])
+    ref = reference_op(tanh)
+    assert ref.operands[0].shape == (REFERENCE_ELEMENTS,) and ref.element_type == "f32"
+    # Reference time: launch + its bytes at the target's bandwidth + 2 ns per element.
+    memory = ref.bytes / target.memory_bandwidth * 1e9
+    ref_ns = target.launch_overhead_ns + memory + 2.0 * REFERENCE_ELEMENTS
+    assert member_compute_ns(ref, OpCost(0, ref_ns, 0, "m"), target) == pytest.approx(
+        2.0 * REFERENCE_ELEMENTS
+    )
+    own = OpCost(0, 150.0, 0, "m")
+    assert loop_member_ns(tanh, own, OpCost(0, ref_ns, 0, "m"), target) == pytest.approx(128.0)
+    # Not elementwise: its own compute (no launch); a constant nothing.
+    assert reference_op(OpInfo.build(0, "stablehlo.sort", [t], [t])) is None
+    const = OpInfo.build(0, "stablehlo.constant", [], [t])
+    assert loop_member_ns(const, OpCost(0, 50.0, 0, "free"), None, target) == 0.0
+    # 8 bytes per carried value; a sort keeps the loop thunked, a dot does not.
+    assert is_small_loop(["add", "tanh"], 984 + 21, 2) and not is_small_loop(["add"], 992 + 21, 2)
+    assert not is_small_loop(["sort", "add"], 16, 2) and is_small_loop(["dot_general"], 16, 2)

@@ -1,0 +1,105 @@
+"""XLA:CPU's small while loops: compiled into one kernel, priced by their members' code alone.
+
+XLA's CPU compiler (SmallWhileLoopHoistingPass, after fusion and copy
+insertion) outlines a while loop into a call the backend emits as a single
+kernel when nothing in it needs the thunk runtime (a custom call — on a CPU
+also Cholesky and triangular solves, which call LAPACK —, scatter, sort, FFT,
+infeed/outfeed, replica or partition id, or collective; jax 0.10.2's XLA
+hoists loops with small dots and convolutions, and rewrites a scatter of one
+index into an update slice first, which this rule does not see) and HloCostAnalysis's bytes
+accessed of the loop are under `xla_cpu_small_while_loop_byte_threshold`
+(1024 by default): its body's and condition's kernels once each (inputs and
+outputs), plus 8 bytes per carried value for the body's result tuple. Checked
+against jax 0.10.2's compiled HLO (the `xla_cpu_small_call` attribute): a
+fori_loop of `v * 0.5 + tanh(v)` is hoisted up to 123 f32 elements and not
+from 124 (984 + 37 < 1024 <= 992 + 37), one carrying two f32 vectors up to 81.
+
+Such a loop pays one kernel launch, not a thunk per kernel per trip: on the
+project's Xeon VM (2026-12-01, runtime/timing.py, trips 100 vs 2000) an
+iteration of `v * 0.5 + 1` costs 4-12 ns, of tanh / exp / sin on 64 elements
+29 / 38 / 201 ns, where three thunked kernels would cost ~330 ns. A member is
+priced at its measured compute per element (an elementwise op's time at
+`REFERENCE_ELEMENTS`, less its launch and memory traffic, per element) times its
+elements; other members at their own compute (`fusion_cost.member_compute_ns`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+
+from stablehlo_perf.analysis.fusion import ELEMENTWISE_CLASSES
+from stablehlo_perf.analysis.fusion_cost import member_compute_ns
+from stablehlo_perf.analysis.opinfo import OpInfo, TensorType
+from stablehlo_perf.analysis.service import OpCost
+from stablehlo_perf.analysis.targets import Target
+
+__all__ = [
+    "REFERENCE_ELEMENTS",
+    "SMALL_LOOP_BYTES",
+    "is_small_loop",
+    "loop_member_ns",
+    "reference_op",
+]
+
+SMALL_LOOP_BYTES = 1024
+"""XLA:CPU's default `xla_cpu_small_while_loop_byte_threshold`."""
+_TUPLE_SLOT_BYTES = 8  # HloCostAnalysis counts a tuple as a table of pointers
+_NOT_INLINE = frozenset(
+    {
+        "custom_call", "cholesky", "triangular_solve", "scatter", "sort", "fft", "infeed",
+        "outfeed", "replica_id", "partition_id", "after_all", "all_reduce", "all_gather",
+        "all_to_all", "reduce_scatter", "collective_permute", "collective_broadcast", "send",
+        "recv",
+    }
+)  # fmt: skip
+REFERENCE_ELEMENTS = 4096
+"""Size at which an elementwise member's per-element compute is read off its model: small
+enough for a core's cache, large enough that its launch is a small part. Loops of 1000
+trips on the Xeon VM (predicted / measured, program time): sin(v) * 0.9 on 1 / 16 / 64
+elements 9.0 / 82 / 364 us vs ~16 / ~54 / ~205 us at 4096, 13 / 159 / 716 us at 16384;
+the e2e `small_loop` family 6.9 / 9.6 / 15 vs 8.4 / 12.7 / 21 us (measured 28-54 us: a
+loop-carried chain pays each op's latency, which a throughput per element misses)."""
+
+
+def is_small_loop(
+    op_names: Iterable[str], kernel_bytes: int, carried: int, threshold: int = SMALL_LOOP_BYTES
+) -> bool:
+    """Whether XLA:CPU compiles a while loop into one kernel: none of its ops (short names,
+    regions included) needs the thunk runtime, and the bytes its kernels access once plus its
+    result tuple stay under `threshold`."""
+    if any(name in _NOT_INLINE for name in op_names):
+        return False
+    return kernel_bytes + _TUPLE_SLOT_BYTES * carried < threshold
+
+
+def reference_op(op: OpInfo) -> OpInfo | None:
+    """An elementwise op at `REFERENCE_ELEMENTS` elements (1-D, same element types and
+    attributes), whose model prices its code per element; None for other ops."""
+    if op.op_class not in ELEMENTWISE_CLASSES or not op.is_static:
+        return None
+
+    def flat(t: TensorType) -> TensorType:
+        return dataclasses.replace(t, shape=(REFERENCE_ELEMENTS,))
+
+    attrs = {k: v for k, v in op.attrs.items() if k != "splat_operands"}
+    return OpInfo.build(
+        op.id, op.name, [flat(t) for t in op.operands], [flat(t) for t in op.results], attrs
+    )
+
+
+def loop_member_ns(
+    op: OpInfo, cost: OpCost, reference_cost: OpCost | None, target: Target
+) -> float:
+    """What an op costs per trip of a loop compiled into one kernel: an elementwise op its
+    compute per element at the reference size (`reference_cost`, the model's answer for
+    `reference_op`) times its elements, any other its own compute; never a launch."""
+    if reference_cost is not None:
+        ref = reference_op(op)
+        elements = (op.results[0].num_elements or 0) if op.results else 0
+        if ref is not None:
+            per_element = member_compute_ns(ref, reference_cost, target) / REFERENCE_ELEMENTS
+            return per_element * elements
+    if op.op_class in ("constant", "control", "movement") or cost.latency_ns <= 0:
+        return 0.0
+    return max(member_compute_ns(op, cost, target), 0.0)
