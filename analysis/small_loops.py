@@ -5,9 +5,9 @@ insertion) outlines a while loop into a call the backend emits as a single
 kernel when nothing in it needs the thunk runtime (a custom call — on a CPU
 also Cholesky and triangular solves, which call LAPACK —, scatter, sort, FFT,
 infeed/outfeed, replica or partition id, or collective; jax 0.10.2's XLA
-hoists loops with small dots and convolutions, and rewrites a scatter of one
-index into an update slice first, which this rule does not see) and HloCostAnalysis's bytes
-accessed of the loop are under `xla_cpu_small_while_loop_byte_threshold`
+hoists loops with small dots and convolutions, and first rewrites a scatter of
+one index into an update slice, which this rule does not see) and
+HloCostAnalysis's bytes accessed of the loop are under `xla_cpu_small_while_loop_byte_threshold`
 (1024 by default): its body's and condition's kernels once each (inputs and
 outputs), plus 8 bytes per carried value for the body's result tuple. Checked
 against jax 0.10.2's compiled HLO (the `xla_cpu_small_call` attribute): a
@@ -56,10 +56,11 @@ _NOT_INLINE = frozenset(
 REFERENCE_ELEMENTS = 4096
 """Size at which an elementwise member's per-element compute is read off its model: small
 enough for a core's cache, large enough that its launch is a small part. Loops of 1000
-trips on the Xeon VM (predicted / measured, program time): sin(v) * 0.9 on 1 / 16 / 64
-elements 9.0 / 82 / 364 us vs ~16 / ~54 / ~205 us at 4096, 13 / 159 / 716 us at 16384;
-the e2e `small_loop` family 6.9 / 9.6 / 15 vs 8.4 / 12.7 / 21 us (measured 28-54 us: a
-loop-carried chain pays each op's latency, which a throughput per element misses)."""
+trips of sin(v) * 0.9 on 1 / 16 / 64 elements (Xeon VM, program time, measured ~16 / ~54
+/ ~205 us) are predicted 9.0 / 82 / 364 us with 4096, 13 / 159 / 716 us with 16384; the
+e2e `small_loop` family (measured 28-54 us) 6.9 / 9.6 / 15 us with 4096, 8.4 / 12.7 /
+21 us with 16384: a loop-carried chain pays each op's latency, which a throughput per
+element misses."""
 
 
 def is_small_loop(

@@ -3,7 +3,8 @@ real JAX programs, through the `perf_jit` hook (issue 7, §3).
 
 For every program family at several sizes it prints the op-level prediction
 of the default pipeline (data-dependent if/case priced by the branch they take on
-the inputs that are timed: `analyze(..., branches="observed")`), the CC4CS op sum (`cc4cs_sum`), the module-level LASSO
+the inputs that are timed: `analyze(..., branches="observed")`), the CC4CS op sum
+(`cc4cs_sum`), the module-level LASSO
 (CLRA) estimate held out by family (GroupKFold: the programs it is scored on
 are of kinds it never saw), the measured latency and the same-run repeat noise.
 
@@ -226,8 +227,8 @@ ZOO: dict[str, Callable[[int], Program]] = {
     f.__name__: f
     for f in (
         mlp_fwd, mlp_grad, cnn, resnet_block, depthwise_conv, attention, transformer_block,
-        layer_norm, softmax_xent, scan_rnn, fori_loop, small_loop, cond, embedding_gather, int8_bmm,
-        deep_transformer,
+        layer_norm, softmax_xent, scan_rnn, fori_loop, small_loop, cond, embedding_gather,
+        int8_bmm, deep_transformer,
     )
 }  # fmt: skip
 

@@ -16,13 +16,11 @@ from collections.abc import Sequence
 
 from jaxlib.mlir import ir
 from stablehlo_perf.passes.api import module_text
-from stablehlo_perf.passes.extract import BRANCH_WEIGHTS, view_module
+from stablehlo_perf.passes.extract import BRANCH_OPS, BRANCH_WEIGHTS, view_module
 from stablehlo_perf.passes.inline import inline_calls
 from stablehlo_perf.passes.ir import make_context, op_location, parse_module
 
 __all__ = ["BRANCH_OPS", "branch_taken", "expose_selectors", "weigh_branches"]
-
-BRANCH_OPS = ("stablehlo.case", "stablehlo.if")
 
 
 def _entry_branches(module: ir.Module) -> tuple[list[ir.Operation], ir.Operation | None]:

@@ -1,15 +1,16 @@
 """How many times each op of a module runs: the executed-statement counts CC4CS works from.
 
 While bodies run their static trip count (the condition once more), each
-if/case branch counts its share of `perf.branch_weights` (1/branches without), and a callee runs as often as its call
-sites do (paper §3, N_k^st counts executed statements).
+if/case branch its share of `perf.branch_weights` (1/branches without), and a
+callee as often as its call sites run (paper §3, N_k^st counts executed
+statements).
 """
 
 from __future__ import annotations
 
 from stablehlo_perf.analysis.aggregate import branch_shares
 from stablehlo_perf.analysis.opinfo import OpInfo
-from stablehlo_perf.passes.extract import BRANCH_WEIGHTS, ModuleView
+from stablehlo_perf.passes.extract import BRANCH_OPS, BRANCH_WEIGHTS, ModuleView
 
 __all__ = ["executed_ops"]
 
@@ -50,7 +51,7 @@ def executed_ops(view: ModuleView) -> list[tuple[OpInfo, float]]:
             if parent.name == "stablehlo.while":
                 trips = parent.attrs.get("trip_count") or 1
                 t *= trips + 1 if region == 0 else trips
-            elif parent.name in ("stablehlo.if", "stablehlo.case"):
+            elif parent.name in BRANCH_OPS:
                 n = len(view.regions.get(rec.parent, []))
                 shares = branch_shares(parent.attrs.get(BRANCH_WEIGHTS), n)
                 t *= shares[region] if shares is not None else 1 / (n or 1)

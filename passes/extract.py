@@ -20,7 +20,15 @@ from stablehlo_perf.analysis.critical_path import static_trip_count
 from stablehlo_perf.analysis.opinfo import OpInfo, TensorType, count_flops, op_class
 from stablehlo_perf.passes.ir import InputError, op_location
 
-__all__ = ["BRANCH_WEIGHTS", "FuncView", "ModuleView", "OpRecord", "tensor_type", "view_module"]
+__all__ = [
+    "BRANCH_OPS",
+    "BRANCH_WEIGHTS",
+    "FuncView",
+    "ModuleView",
+    "OpRecord",
+    "tensor_type",
+    "view_module",
+]
 
 APPLIED_REGION_OPS = frozenset(
     {
@@ -29,7 +37,8 @@ APPLIED_REGION_OPS = frozenset(
         "stablehlo.reduce_scatter",
     }
 )  # fmt: skip
-CONTROL_OPS = frozenset({"stablehlo.while", "stablehlo.if", "stablehlo.case"})
+BRANCH_OPS = frozenset({"stablehlo.if", "stablehlo.case"})
+CONTROL_OPS = frozenset({"stablehlo.while"}) | BRANCH_OPS
 TERMINATORS = frozenset({"func.return", "stablehlo.return"})
 # How often each branch of an if/case runs, relative to the others (f64 array, one per branch).
 BRANCH_WEIGHTS = "perf.branch_weights"
@@ -258,7 +267,7 @@ def _branch_weights(op: ir.Operation, filename: str, types: _TypeCache) -> tuple
         if all(isinstance(a, (ir.FloatAttr, ir.IntegerAttr)) for a in items):
             weights = [float(a.value) for a in items]
     problem = None
-    if op.name not in ("stablehlo.if", "stablehlo.case"):
+    if op.name not in BRANCH_OPS:
         problem = "is only read on stablehlo.if and stablehlo.case"
     elif weights is None:
         problem = "must be an array of numbers, e.g. array<f64: 0.0, 1.0>"
