@@ -26,21 +26,30 @@ elements; other members at their own compute (`fusion_cost.member_compute_ns`).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
+import numpy as np
 from stablehlo_perf.analysis.fusion import ELEMENTWISE_CLASSES
 from stablehlo_perf.analysis.fusion_cost import member_compute_ns
-from stablehlo_perf.analysis.opinfo import OpInfo, TensorType
+from stablehlo_perf.analysis.opinfo import OpInfo, TensorType, op_class
 from stablehlo_perf.analysis.service import OpCost
 from stablehlo_perf.analysis.targets import Target
 
 __all__ = [
+    "LATENCY_KEY",
     "REFERENCE_ELEMENTS",
     "SMALL_LOOP_BYTES",
+    "format_latencies",
     "is_small_loop",
     "loop_member_ns",
+    "op_latency_ns",
+    "parse_latencies",
     "reference_op",
 ]
+
+LATENCY_KEY = "small_loop_ns"
+"""Calibration header line of the small-loop probe (`runtime/small_loop_probes.py`): ns a
+trip of the loop itself costs (`base`) and each op's latency on one element, by short name."""
 
 SMALL_LOOP_BYTES = 1024
 """XLA:CPU's default `xla_cpu_small_while_loop_byte_threshold`."""
@@ -92,15 +101,45 @@ def reference_op(op: OpInfo) -> OpInfo | None:
 def loop_member_ns(
     op: OpInfo, cost: OpCost, reference_cost: OpCost | None, target: Target
 ) -> float:
-    """What an op costs per trip of a loop compiled into one kernel: an elementwise op its
-    compute per element at the reference size (`reference_cost`, the model's answer for
-    `reference_op`) times its elements, any other its own compute; never a launch."""
+    """What an op costs per trip of a loop compiled into one kernel, never a launch: an
+    elementwise op the larger of its latency (`Target.small_loop_latency_ns`: a trip waits
+    for the value the last one carried) and its compute per element at the reference size
+    (`reference_cost`, the model's answer for `reference_op`) times its elements; any other
+    op its own compute."""
     if reference_cost is not None:
         ref = reference_op(op)
         elements = (op.results[0].num_elements or 0) if op.results else 0
         if ref is not None:
             per_element = member_compute_ns(ref, reference_cost, target) / REFERENCE_ELEMENTS
-            return per_element * elements
+            return max(per_element * elements, op_latency_ns(op, target.small_loop_latency_ns))
     if op.op_class in ("constant", "control", "movement") or cost.latency_ns <= 0:
         return 0.0
     return max(member_compute_ns(op, cost, target), 0.0)
+
+
+def op_latency_ns(op: OpInfo, latencies: Mapping[str, float]) -> float:
+    """An elementwise float op's latency from the probe's table: its own, else its class's
+    (a transcendental the median of those measured, any other an add's); 0 for integer and
+    boolean ops (the loop counter, whose trip `base` covers) or without a table."""
+    if not latencies or not op.element_type.startswith(("f", "bf")):
+        return 0.0
+    if op.short_name in latencies:
+        return latencies[op.short_name]
+    if op.op_class == "transcendental":
+        known = [v for k, v in latencies.items() if op_class(f"stablehlo.{k}") == "transcendental"]
+        return float(np.median(known)) if known else 0.0
+    return latencies.get("add", 0.0)
+
+
+def format_latencies(latencies: Mapping[str, float]) -> str:
+    """The header value: `name=ns` pairs."""
+    return " ".join(f"{k}={v:.4g}" for k, v in latencies.items())
+
+
+def parse_latencies(text: str) -> dict[str, float]:
+    """The inverse of `format_latencies`; {} for an empty or malformed value."""
+    try:
+        out = {k: float(v) for k, v in (item.split("=", 1) for item in text.split())}
+    except ValueError:
+        return {}
+    return out if all(v >= 0 for v in out.values()) else {}

@@ -81,7 +81,8 @@ def small_loop_costs(
     registry: Registry,
 ) -> list[OpCost]:
     """`costs` with each small loop's ops at their compute alone and the loop itself one
-    kernel launch (`unfused`: the models' own answers, before fusion shared them out)."""
+    kernel launch and its trips' own cost (`unfused`: the models' own answers, before
+    fusion shared them out)."""
     if not loops:
         return costs
     out = list(costs)
@@ -93,7 +94,9 @@ def small_loop_costs(
     for i in inside:
         latency = loop_member_ns(infos[i], unfused[i], ref_cost.get(i), target)
         out[i] = OpCost(round(latency * target.clock_ghz), latency, 0, "small-loop:compute")
+    base = target.small_loop_latency_ns.get("base", 0.0)
     for w in loops:
-        launch = target.launch_overhead_ns
-        out[w] = OpCost(round(launch * target.clock_ghz), launch, 0, "small-loop:launch")
+        # One launch, and the loop's own work each trip (counter, test, branch).
+        own = target.launch_overhead_ns + base * (infos[w].attrs.get("trip_count") or 1)
+        out[w] = OpCost(round(own * target.clock_ghz), own, 0, "small-loop:launch")
     return out

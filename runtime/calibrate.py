@@ -6,8 +6,9 @@ Measures the sweep (runtime.sweeps) on JAX's default backend with the timing
 harness: each op inside a runtime-trip-count loop, so that what is stored is its
 cost within a program (`runtime.timing.time_in_loop`), and as a program of its own
 in the same rounds (what a call costs beyond its kernels: `analysis.host_params`);
-then multi-kernel probe programs (`runtime.program_probes`) and the fused bf16 chain
-(`runtime.fused_probes`).
+then multi-kernel probe programs (`runtime.program_probes`), the fused bf16 chain
+(`runtime.fused_probes`) and the latencies of ops in small loops
+(`runtime.small_loop_probes`).
 Each interleaved chunk is appended to a partial CSV, so an interrupted run resumes
 where it stopped. The finished calibration goes to the user's cache
 (`analysis.calibration_files.calibration_path`) with a header naming machine, device,
@@ -25,7 +26,7 @@ import hashlib
 import math
 import platform
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import jax
@@ -34,7 +35,8 @@ import numpy as np
 from stablehlo_perf.analysis import calibration_files as cf
 from stablehlo_perf.analysis import elementwise as ew
 from stablehlo_perf.analysis.host_params import HOST_PARAMS_KEY, fit_host_params
-from stablehlo_perf.runtime import fused_probes, program_probes, sweeps, timing
+from stablehlo_perf.analysis.small_loops import LATENCY_KEY, format_latencies, parse_latencies
+from stablehlo_perf.runtime import fused_probes, program_probes, small_loop_probes, sweeps, timing
 from tqdm import tqdm
 
 __all__ = [
@@ -195,10 +197,12 @@ def write_calibration(
     head: Sequence[str],
     probes: Sequence[program_probes.Probe] = (),
     bf16_fused_ns: float = math.nan,
+    loop_latencies: Mapping[str, float] | None = None,
 ) -> None:
     """Write rows under `head`, the probes, the dispatch floor, the roofline parameters they
     imply (`analysis.host_params`, with the per-call terms fitted from `probes` where given:
-    all their measurements together; `bf16_fused_ns` from `runtime.fused_probes`) and a
+    all their measurements together; `bf16_fused_ns` from `runtime.fused_probes`;
+    `loop_latencies` from `runtime.small_loop_probes`) and a
     `# sha256:` of the body, atomically (tmp + rename)."""
     body = ",".join(COLUMNS) + "\n" + "".join(",".join(r) + "\n" for r in sorted(rows))
     digest = hashlib.sha256(body.encode()).hexdigest()
@@ -228,6 +232,7 @@ def write_calibration(
                 if math.isfinite(bf16_fused_ns)
                 else []
             ),
+            *([f"# {LATENCY_KEY}: {format_latencies(loop_latencies)}"] if loop_latencies else []),
             f"# dispatch_us: {disp:.3f}",
             f"# {HOST_PARAMS_KEY}: {params.header()}",
             f"# sha256: {digest}",
@@ -247,6 +252,7 @@ def refit(path: Path, note: str = "") -> None:
     derived = (
         f"# {program_probes.PROBE_KEY}: ",
         f"# {fused_probes.KEY}:",
+        f"# {LATENCY_KEY}:",
         "# dispatch_us:",
         f"# {HOST_PARAMS_KEY}:",
         "# sha256:",
@@ -258,7 +264,8 @@ def refit(path: Path, note: str = "") -> None:
     probes = [p for ln in lines if (p := program_probes.Probe.parse(ln))]
     kept = [ln.split(":", 1)[1] for ln in lines if ln.startswith(f"# {fused_probes.KEY}:")]
     bf16 = float(kept[0]) if kept else math.nan
-    write_calibration(list(read_partial(path).values()), path, head, probes, bf16)
+    loops = parse_latencies(cf.header_value(path, LATENCY_KEY))
+    write_calibration(list(read_partial(path).values()), path, head, probes, bf16, loops)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -344,8 +351,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     fresh = [dataclasses.replace(p, sentinel_us=gauge) for p in fresh]
     probes = program_probes.pooled(earlier_probes, fresh)
     bf16 = fused_probes.measure_bf16_fused(repeats=args.repeats)
+    loops = small_loop_probes.measure_loop_latencies(repeats=args.repeats)
     head = earlier + [ln for ln in header(args.target, args.note) if ln not in earlier]
-    write_calibration(list(rows.values()), path, head, probes, bf16)
+    write_calibration(list(rows.values()), path, head, probes, bf16, loops)
     partial.unlink()
     models = ew.fit_class_models(ew.load_measurements(path))
     print(f"{path}: {len(rows)} shapes; fitted classes: {', '.join(sorted(models))}")

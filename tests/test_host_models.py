@@ -489,6 +489,35 @@ def test_small_loop_member_prices_by_hand():
     assert reference_op(OpInfo.build(0, "stablehlo.sort", [t], [t])) is None
     const = OpInfo.build(0, "stablehlo.constant", [], [t])
     assert loop_member_ns(const, OpCost(0, 50.0, 0, "free"), None, target) == 0.0
+    # With the probe's latencies a trip waits for each op's result: one element of tanh
+    # costs its latency, 64 elements the larger of that and 64 x 2 ns.
+    import dataclasses
+
+    from stablehlo_perf.analysis.small_loops import (
+        format_latencies,
+        op_latency_ns,
+        parse_latencies,
+    )
+
+    table = {"base": 3.0, "add": 1.5, "tanh": 150.0, "exponential": 20.0, "sine": 30.0}
+    assert parse_latencies(format_latencies(table)) == table
+    assert parse_latencies("add=x") == {} and parse_latencies("add=-1") == {}
+    timed = dataclasses.replace(target, small_loop_latency_ns=table)
+    one = OpInfo.build(0, "stablehlo.tanh", [TensorType((1,), "f32")], [TensorType((1,), "f32")])
+    ref_cost = OpCost(0, ref_ns, 0, "m")
+    assert loop_member_ns(one, own, ref_cost, timed) == pytest.approx(150.0)
+    assert loop_member_ns(tanh, own, ref_cost, timed) == pytest.approx(150.0)
+    big = OpInfo.build(
+        0, "stablehlo.tanh", [TensorType((100,), "f32")], [TensorType((100,), "f32")]
+    )
+    assert loop_member_ns(big, own, ref_cost, timed) == pytest.approx(200.0)
+    # Fallbacks: an unmeasured transcendental the median of the measured ones, another float
+    # op an add's, an integer op (the loop counter) nothing.
+    s = TensorType((1,), "f32")
+    assert op_latency_ns(OpInfo.build(0, "stablehlo.log", [s], [s]), table) == 30.0
+    assert op_latency_ns(OpInfo.build(0, "stablehlo.negate", [s], [s]), table) == 1.5
+    i = TensorType((), "i32")
+    assert op_latency_ns(OpInfo.build(0, "stablehlo.add", [i, i], [i]), table) == 0.0
     # 8 bytes per carried value; a sort keeps the loop thunked, a dot does not.
     assert is_small_loop(["add", "tanh"], 984 + 21, 2) and not is_small_loop(["add"], 992 + 21, 2)
     assert not is_small_loop(["sort", "add"], 16, 2) and is_small_loop(["dot_general"], 16, 2)

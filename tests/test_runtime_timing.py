@@ -18,12 +18,14 @@ from stablehlo_perf.analysis import calibration_files as cf
 from stablehlo_perf.analysis import elementwise as ew
 from stablehlo_perf.analysis.host_params import HOST_PARAMS_KEY, HostParams
 from stablehlo_perf.analysis.opinfo import OpInfo, TensorType
+from stablehlo_perf.analysis.small_loops import LATENCY_KEY, parse_latencies
 from stablehlo_perf.analysis.targets import load_target
 from stablehlo_perf.runtime import (
     calibrate,
     calibration_check,
     fused_probes,
     program_probes,
+    small_loop_probes,
     sweeps,
     timing,
 )
@@ -223,6 +225,9 @@ def test_calibrate_cli_end_to_end_and_corrupted_cache(
     monkeypatch.setattr(sweeps, "sweep", lambda quick, ops=None: specs)
     monkeypatch.setattr(program_probes, "CHAIN_LENGTHS", (1, 2, 3))
     monkeypatch.setattr(program_probes, "BRANCH_COUNTS", (2,))
+    monkeypatch.setattr(
+        small_loop_probes, "OPS", {k: small_loop_probes.OPS[k] for k in ("add", "tanh")}
+    )
     first = ["--target", "host", "--quick", "--repeats", "3", "--no-progress"]
     assert calibrate.main([*first, "--note", "first run"]) == 0
     path = cf.calibration_path("host")
@@ -246,6 +251,11 @@ def test_calibrate_cli_end_to_end_and_corrupted_cache(
     assert host.calibrated and host.memory_bandwidth_gbps == pytest.approx(
         params.bandwidth_gbps, rel=1e-5
     )
+    # The small-loop probe ran: a trip's own cost and each op's latency, which the host uses
+    # (tanh of one f32 ~18 ns a trip on the project's VM, an add ~1).
+    loops = parse_latencies(cf.header_value(path, LATENCY_KEY))
+    assert set(loops) == {"base", "add", "tanh"} and 1.0 < loops["tanh"] < 500.0
+    assert host.small_loop_latency_ns == loops
     # Corrupt one value: detected, reported, re-measured.
     assert "\nadd,f32,4096,4096," in text
     path.write_text(text.replace("\nadd,f32,4096,4096,", "\nadd,f32,4096,4097,", 1))
@@ -278,6 +288,9 @@ def test_calibrate_cli_end_to_end_and_corrupted_cache(
     built.clear()
     monkeypatch.setattr(program_probes, "measure_probes", lambda *a, **k: pytest.fail("measured"))
     monkeypatch.setattr(fused_probes, "measure_bf16_fused", lambda *a, **k: pytest.fail("measured"))
+    monkeypatch.setattr(
+        small_loop_probes, "measure_loop_latencies", lambda *a, **k: pytest.fail("measured")
+    )
     path.write_text(before.replace(cf.header_value(path, HOST_PARAMS_KEY), "bandwidth_gbps=1"))
     assert calibrate.main(["--target", "host", "--refit", "--note", "refit"]) == 0
     assert (

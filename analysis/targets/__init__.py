@@ -73,6 +73,10 @@ class Target:
     # ns per element each op of a fused bf16 loop costs at least (XLA:CPU widens to f32 and
     # rounds back per op: runtime/fused_probes.py). Zero where unknown.
     bf16_fused_ns_per_element: float = 0.0
+    # What one trip of a loop XLA:CPU compiles into one kernel costs: `base` for the loop
+    # itself, and each op's latency on one element by short name (runtime/small_loop_probes.py).
+    # Empty where unknown.
+    small_loop_latency_ns: Mapping[str, float] = field(default_factory=dict)
     calibrated: bool = False
     calibration_note: str = ""
     sources: Mapping[str, str] = field(default_factory=dict)
@@ -291,10 +295,12 @@ def _calibrated_host(base: Target) -> Target:
     found = training_files("host")
     if found is None or not found[1]:
         return base
-    params, when = _host_header(str(found[0]), found[0].stat().st_mtime_ns)
+    params, when, latencies = _host_header(str(found[0]), found[0].stat().st_mtime_ns)
     if params is None:
         return base
     change: dict[str, object] = {}
+    if latencies:
+        change["small_loop_latency_ns"] = latencies
     if math.isfinite(params.bandwidth_gbps):
         change["memory_bandwidth_gbps"] = params.bandwidth_gbps
     if math.isfinite(params.f32_tflops):
@@ -327,14 +333,18 @@ def _calibrated_host(base: Target) -> Target:
 
 
 @functools.lru_cache(maxsize=8)
-def _host_header(path: str, mtime_ns: int) -> tuple[HostParams | None, str]:
-    """A calibration's fitted host parameters and date, read once per file version (every
-    pass loads its target)."""
+def _host_header(path: str, mtime_ns: int) -> tuple[HostParams | None, str, dict[str, float]]:
+    """A calibration's fitted host parameters, date and small-loop latencies, read once per
+    file version (every pass loads its target)."""
     from stablehlo_perf.analysis.calibration_files import header_value
     from stablehlo_perf.analysis.host_params import HOST_PARAMS_KEY, HostParams
+    from stablehlo_perf.analysis.small_loops import LATENCY_KEY, parse_latencies
 
-    return HostParams.parse(header_value(Path(path), HOST_PARAMS_KEY)), header_value(
-        Path(path), "date"
+    p = Path(path)
+    return (
+        HostParams.parse(header_value(p, HOST_PARAMS_KEY)),
+        header_value(p, "date"),
+        parse_latencies(header_value(p, LATENCY_KEY)),
     )
 
 
