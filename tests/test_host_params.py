@@ -371,6 +371,26 @@ def test_the_pass_ramps_the_call_on_its_kernels_time(tmp_path: Path) -> None:
     assert two.report.call_overhead_ns == pytest.approx(0.5 * (sum(kernels) - 100.0))
 
 
+def test_the_ramp_counts_a_loops_first_trip_only(tmp_path: Path) -> None:
+    """fori_loop (10 trips): the ramp (from 1 ns, 1 ns per ns) runs on the call's time with
+    the loop's later nine trips left out; it is the only per-call term this target has."""
+    import stablehlo_perf as sp
+
+    target = tmp_path / "ramp.toml"
+    target.write_text(
+        UNIT_CPU.read_text()
+        + "\n[program]\nlong_call_start_ns = 1.0\nlong_call_slope = 1.0\n"
+        + "long_call_cap_ns = 1e12\n"
+    )
+    corpus = Path(__file__).resolve().parents[1] / "test_ir" / "corpus" / "fori_loop.mlir"
+    rep = sp.analyze(corpus.read_text(), target=str(target)).report
+    loop = next(o for o in rep.ops if o.name == "stablehlo.while")
+    assert loop.model == "while(x10)" and loop.top_level
+    makespan = rep.total_latency_ns - rep.call_overhead_ns
+    assert makespan == pytest.approx(loop.latency_ns) and makespan > 0  # the loop is the call
+    assert rep.call_overhead_ns == pytest.approx(makespan - 0.9 * loop.latency_ns - 1.0)
+
+
 def test_a_loop_is_not_a_kernel_of_the_call(tmp_path: Path) -> None:
     """fori_loop's entry runs one while (its constant operand grouped with it): the loop's
     total is no kernel, so it neither wakes the pool by its time nor counts as an entry
