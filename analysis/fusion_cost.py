@@ -89,12 +89,16 @@ _TINY = 1024
 """Elements up to which a fused member adds no compute of its own on a CPU: its measured
 time is the per-kernel floor of a loop kernel (the fused kernel pays one), not work. The
 take_along_axis of softmax cross-entropy fuses 24 ops on 64 elements; their learned times
-(0.2-3.9 us each) priced XLA's 1.3 us kernel (jax.profiler, in a loop) at 12.2 us."""
+(0.2-3.9 us each) priced XLA's 1.3 us kernel (jax.profiler, in a loop) at 12.2 us.
+A transcendental's time is work even there (Xeon reference: cosine of 544 f32 2.8 us; a
+loop of cos(v) * 0.95 on 512 floats, 1.9 us a trip, was priced 0.3)."""
 
 
 def _tiny(op: OpInfo) -> bool:
-    """Whether an op touches at most `_TINY` elements: its results and, unless it reads only
-    what it returns (a gather, a slice), its operands."""
+    """Whether an op touches at most `_TINY` elements (its results and, unless it reads only
+    what it returns — a gather, a slice —, its operands) and is not a transcendental."""
+    if op.op_class == "transcendental":
+        return False
     tensors = op.results if op.short_name in READS_PART else (*op.operands, *op.results)
     return all((t.num_elements or 0) <= _TINY for t in tensors)
 

@@ -21,7 +21,7 @@ from stablehlo_perf.analysis.service import OpCost, default_registry
 from stablehlo_perf.analysis.targets import DEFAULT_TARGET, Target, load_target
 from stablehlo_perf.passes.base import AnalysisCache
 from stablehlo_perf.passes.extract import BRANCH_WEIGHTS, CONTROL_OPS, ModuleView
-from stablehlo_perf.passes.small_loops import small_loop_costs, small_loops
+from stablehlo_perf.passes.small_loops import small_loop_costs, small_loops, thunked_loop_costs
 
 __all__ = ["AnnotateCyclesPass", "control_nodes"]
 
@@ -87,6 +87,8 @@ class AnnotateCyclesPass:
         costs = _fused_costs(unfused, infos, cache, target) if cache.fusion else unfused
         loops = small_loops(view, cache) if target.kind == "cpu" else {}
         costs = small_loop_costs(costs, unfused, infos, loops, target, registry)
+        if target.kind == "cpu" and target.calibrated:
+            costs = thunked_loop_costs(costs, view, cache, loops, target)
         own = np.array([[c.latency_ns, c.cycles, c.dram_bytes] for c in costs], dtype=float)
         nodes = control_nodes(view)
         agg = aggregate(

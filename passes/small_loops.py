@@ -1,8 +1,9 @@
-"""Which while loops of a module XLA:CPU compiles into one kernel, and what their ops cost there
-(the rule and the prices: `analysis.small_loops`)."""
+"""What ops in while loops cost on a CPU target: loops XLA:CPU compiles into one kernel (the
+rule and the prices: `analysis.small_loops`), and the others' kernels, one thunk each."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 from stablehlo_perf.analysis.opinfo import OpInfo
@@ -12,7 +13,7 @@ from stablehlo_perf.analysis.targets import Target
 from stablehlo_perf.passes.base import AnalysisCache
 from stablehlo_perf.passes.extract import ModuleView
 
-__all__ = ["small_loop_costs", "small_loops"]
+__all__ = ["small_loop_costs", "small_loops", "thunked_loop_costs"]
 
 
 def _inside(view: ModuleView, op_id: int) -> list[list[int]]:
@@ -99,4 +100,68 @@ def small_loop_costs(
         # One launch, and the loop's own work each trip (counter, test, branch).
         own = target.launch_overhead_ns + base * (infos[w].attrs.get("trip_count") or 1)
         out[w] = OpCost(round(own * target.clock_ghz), own, 0, "small-loop:launch")
+    return out
+
+
+# The host calibration times each op inside a while loop whose every trip also runs the
+# loop's counter and its test, two more kernels (runtime/sweeps.in_loop, as jax 0.10.2
+# compiles it), so its per-kernel floor (`Target.launch_overhead_ns`: the median time of
+# its smallest elementwise ops) is three thunks' worth; in a program's loop each kernel,
+# counter and test included, runs as one.
+_CALIBRATION_THUNKS = 3
+
+
+def _thunked_ids(view: ModuleView, small: dict[int, list[int]]) -> set[int]:
+    """Ops inside while loops XLA:CPU runs kernel by kernel (not hoisted into one)."""
+    hoisted = {i for ids in small.values() for i in ids}
+    out: set[int] = set()
+    for rec in view.records:
+        if rec.info.name == "stablehlo.while" and rec.info.id not in small:
+            out.update(i for block in _inside(view, rec.info.id) for i in block)
+    return out - hoisted
+
+
+def thunked_loop_costs(
+    costs: list[OpCost],
+    view: ModuleView,
+    cache: AnalysisCache,
+    small: dict[int, list[int]],
+    target: Target,
+) -> list[OpCost]:
+    """`costs` with every kernel inside a thunk-by-thunk loop at its calibrated time less the
+    calibration loop's two other thunks a trip (a kernel costs at least one thunk)."""
+    inside = _thunked_ids(view, small)
+    if not inside:
+        return costs
+    thunk = target.launch_overhead_ns / _CALIBRATION_THUNKS
+    out = list(costs)
+
+    def rescale(ids: list[int], launches: int) -> float:
+        total = sum(out[i].latency_ns for i in ids)
+        if total <= 0 or launches <= 0:
+            return total
+        new = max(total - (_CALIBRATION_THUNKS - 1) * thunk * launches, thunk * launches)
+        for i in ids:
+            c = out[i]
+            latency = c.latency_ns * new / total
+            out[i] = OpCost(
+                round(latency * target.clock_ghz), latency, c.dram_bytes, c.model, c.extra
+            )
+        return new
+
+    done: set[int] = set()
+    for bf in cache.fusion.values():
+        if not bf.ids or bf.ids[0] not in inside:
+            continue
+        for g, members in enumerate(bf.group_members()):
+            root = view.records[bf.ids[bf.plan.roots[g]]].info
+            if bf.plan.kinds[g] == "free" or root.op_class == "control":
+                continue
+            new = rescale(members, bf.plan.launches[g])
+            if bf.costs:
+                bf.costs[g] = dataclasses.replace(bf.costs[g], latency_ns=new)
+            done.update(members)
+    for i in inside - done:
+        if view.records[i].info.op_class != "control":
+            rescale([i], 1)
     return out

@@ -612,6 +612,25 @@ def test_cpu_kernel_pays_no_compute_for_a_broadcast_but_does_for_a_transpose(mov
     assert group.latency_ns == pytest.approx(want)
 
 
+def test_a_tiny_member_adds_no_compute_unless_transcendental() -> None:
+    """On 512 elements a multiply's measured time is the kernel floor, not work; a cosine's
+    (2.8 us on 544 f32 in the Xeon reference) is work the fused loop still does."""
+    from stablehlo_perf.analysis.fusion_cost import price_groups
+    from stablehlo_perf.analysis.service import OpCost
+
+    t = TensorType((512,), "f32")
+    b = Block()
+    cos = b.op("cosine", [-1], [t], t)
+    b.op("multiply", [cos, -1], [t, t], t)
+    plan, traffic, target, bw = _one_cpu_kernel(b)
+    cos_ns = 100.0 + b.ops[0].bytes / bw + 2_500.0  # launch, its traffic, 2.5 us of work
+    mul_ns = 100.0 + b.ops[1].bytes / bw + 300.0
+    costs = [OpCost(0, cos_ns, 0, "hgb-x"), OpCost(0, mul_ns, 0, "hgb-x")]
+    (group,), _, _ = price_groups(b.ops, plan, traffic, costs, target)
+    once_ns = (traffic[0].input_bytes + traffic[0].output_bytes) / bw
+    assert group.latency_ns == pytest.approx(100.0 + once_ns + 2_500.0)
+
+
 def test_own_traffic_of_slices_and_gathers_is_what_they_return() -> None:
     """A member's own traffic (what its measured time moved): a dynamic slice's bytes already
     count only the slice; a gather's count its whole table, of which it read the rows."""

@@ -521,3 +521,33 @@ def test_small_loop_member_prices_by_hand():
     # 8 bytes per carried value; a sort keeps the loop thunked, a dot does not.
     assert is_small_loop(["add", "tanh"], 984 + 21, 2) and not is_small_loop(["add"], 992 + 21, 2)
     assert not is_small_loop(["sort", "add"], 16, 2) and is_small_loop(["dot_general"], 16, 2)
+
+
+def test_kernels_of_a_thunked_loop_cost_one_thunk_not_the_calibration_loops_three():
+    """The calibrated floor is three thunks (the op and the sweep loop's counter and test);
+    in a program's loop that XLA:CPU runs kernel by kernel the scalar test costs one, and the
+    loop is its trips of body plus one more of its condition."""
+    import jax.numpy as jnp
+    from jax import lax
+
+    import stablehlo_perf as sp
+    from stablehlo_perf.analysis.targets import load_target
+
+    host = load_target("host")
+    if not host.calibrated:
+        pytest.skip("the host target has no calibration of this machine")
+
+    def newton(x):
+        body = lambda i, c: (0.5 * (c[0] + c[1] / c[0]), c[1])  # noqa: E731
+        return lax.fori_loop(0, 50, body, (x, x + 1.0))[0]
+
+    rep = sp.perf_jit(newton, target="host").analyze(jnp.full((512,), 0.7)).report
+    loop = next(o for o in rep.ops if o.name == "stablehlo.while")
+    assert loop.model == "while(x50)"  # 512 floats: too large to become one kernel
+    test = next(o for o in rep.ops if o.name == "stablehlo.compare")
+    thunk = host.launch_overhead_ns / 3  # a scalar compare: one thunk and a few bytes
+    assert thunk <= test.latency_ns < thunk + 1.0
+    body = [o for o in rep.ops if not o.top_level and o.name != "stablehlo.compare"]
+    assert loop.latency_ns == pytest.approx(
+        50 * sum(o.latency_ns for o in body) + 51 * test.latency_ns
+    )
