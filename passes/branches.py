@@ -4,10 +4,14 @@
 A static analysis cannot know which branch a data-dependent if/case runs, so
 perf-annotate-cycles prices the costliest one. Where the inputs are known (the
 jax.jit hook is given arrays, or times the program on synthetic ones), a runner
-compiles the module with each selector of the entry function's top-level
-if/case ops (calls inlined first) appended to its results, runs it once on
-those inputs and marks the branch each took with one-hot weights. Branches
-inside loops change from trip to trip and are left to the policy.
+compiles the module with more results for its entry function (calls inlined
+first) — each top-level if/case's selector, and for each if/case at the top of a
+top-level while loop's body, counts of the trips that took each branch (the
+loop carries them) — runs it once on those inputs and weighs each op's branches
+by what it saw: one-hot for a top-level op, the counts for one in a loop (a
+`lax.cond(step % 100 == 0, evaluate, update)` in a training loop is priced at
+one evaluation in a hundred, not at one every step). Deeper if/case ops are left
+to the policy.
 """
 
 from __future__ import annotations
@@ -20,43 +24,158 @@ from stablehlo_perf.passes.extract import BRANCH_OPS, BRANCH_WEIGHTS, view_modul
 from stablehlo_perf.passes.inline import inline_calls
 from stablehlo_perf.passes.ir import make_context, op_location, parse_module
 
-__all__ = ["BRANCH_OPS", "branch_taken", "expose_selectors", "weigh_branches"]
+__all__ = ["branch_taken", "expose_selectors", "weigh_branches"]
 
 
-def _entry_branches(module: ir.Module) -> tuple[list[ir.Operation], ir.Operation | None]:
-    """The entry function's top-level if/case ops, in order, and its return op."""
+def _observed(
+    module: ir.Module,
+) -> tuple[list[ir.Operation], list[tuple[ir.Operation, list[ir.Operation]]], ir.Operation | None]:
+    """The entry function's (calls inlined) top-level if/case ops, its top-level while loops
+    with the if/case ops at the top of their bodies, and its return op."""
     inline_calls(module.operation)
     view = view_module(module, "<branches>")
     entry = view.entry()
     if entry is None:
-        return [], None
-    ops = [view.records[i].op for i in entry.top if view.records[i].info.name in BRANCH_OPS]
-    return ops, view.terminators.get(tuple(entry.top))
+        return [], [], None
+    recs = view.records
+    ops = [recs[i].op for i in entry.top if recs[i].info.name in BRANCH_OPS]
+    loops = []
+    for i in entry.top:
+        blocks = view.regions.get(i, [])
+        if recs[i].info.name == "stablehlo.while" and len(blocks) > 1:
+            inner = [recs[j].op for j in blocks[1] if recs[j].info.name in BRANCH_OPS]
+            if inner:
+                loops.append((recs[i].op, inner))
+    return ops, loops, view.terminators.get(tuple(entry.top))
+
+
+def _i32(
+    shape: list[int], value: int | None = None, ip: ir.InsertionPoint | None = None
+) -> ir.Value:
+    """A constant i32 tensor of `shape` filled with `value`."""
+    i32 = ir.IntegerType.get_signless(32)
+    t = ir.RankedTensorType.get(shape, i32)
+    attr = ir.DenseElementsAttr.get_splat(t, ir.IntegerAttr.get(i32, value or 0))
+    return ir.Operation.create(
+        "stablehlo.constant", results=[t], attributes={"value": attr}, ip=ip
+    ).result
+
+
+def _clone_into(src: ir.Block, dst: ir.Block, mapping: dict) -> ir.Operation:
+    """Clone `src`'s ops but its terminator into `dst`, operands remapped; the terminator."""
+
+    def remap(op: ir.Operation) -> ir.WalkResult:
+        for k, v in enumerate(op.operands):
+            new = mapping.get(v)
+            if new is not None:
+                op.operands[k] = new
+        return ir.WalkResult.ADVANCE
+
+    ip = ir.InsertionPoint(dst)
+    ops = [op.operation for op in src.operations]
+    for op in ops[:-1]:
+        new = op.clone(ip=ip)
+        new.walk(remap)
+        mapping.update(zip(op.results, new.results, strict=True))
+    return ops[-1]
+
+
+def _one_hot(selector: ir.Value, op: ir.Operation, ip: ir.InsertionPoint) -> ir.Value:
+    """i32[branches]: 1 at the branch `op` (an if/case) takes for `selector`, else 0."""
+    n = len(op.regions)
+    i32 = ir.IntegerType.get_signless(32)
+    t = ir.RankedTensorType.get([n], i32)
+    if op.name == "stablehlo.if":  # true runs region 0
+        scalar = ir.RankedTensorType.get([], i32)
+        p = ir.Operation.create("stablehlo.convert", results=[scalar], operands=[selector], ip=ip)
+        selector = ir.Operation.create(
+            "stablehlo.subtract", results=[scalar], operands=[_i32([], 1, ip), p.result], ip=ip
+        ).result
+    wide = ir.Operation.create(
+        "stablehlo.broadcast_in_dim", results=[t], operands=[selector],
+        attributes={"broadcast_dimensions": ir.DenseI64ArrayAttr.get([])}, ip=ip,
+    ).result  # fmt: skip
+    iota = ir.Operation.create(
+        "stablehlo.iota", results=[t],
+        attributes={"iota_dimension": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 0)},
+        ip=ip,
+    ).result  # fmt: skip
+    pred = ir.RankedTensorType.get([n], ir.IntegerType.get_signless(1))
+    direction = ir.Attribute.parse("#stablehlo<comparison_direction EQ>")
+    eq = ir.Operation.create(
+        "stablehlo.compare", results=[pred], operands=[wide, iota],
+        attributes={"comparison_direction": direction}, ip=ip,
+    ).result  # fmt: skip
+    return ir.Operation.create("stablehlo.convert", results=[t], operands=[eq], ip=ip).result
+
+
+def _count_branches(loop: ir.Operation, ops: list[ir.Operation]) -> list[ir.Value]:
+    """Replace `loop` by one that also carries, for each if/case of `ops` (at the top of its
+    body), how many trips took each branch; those counts after the loop."""
+    k = len(loop.results)
+    counts = [
+        ir.RankedTensorType.get([len(op.regions)], ir.IntegerType.get_signless(32)) for op in ops
+    ]
+    before = ir.InsertionPoint(loop)
+    zeros = [_i32([len(op.regions)], 0, before) for op in ops]
+    types = [r.type for r in loop.results] + counts
+    new = ir.Operation.create(
+        "stablehlo.while", results=types, operands=[*loop.operands, *zeros], regions=2, ip=before
+    )
+    cond, body = (new.regions[r].blocks.append(*types) for r in (0, 1))
+    old_cond, old_body = loop.regions[0].blocks[0], loop.regions[1].blocks[0]
+    mapping = dict(zip(old_cond.arguments, list(cond.arguments)[:k], strict=True))
+    test = _clone_into(old_cond, cond, mapping)
+    ir.Operation.create(
+        "stablehlo.return", operands=[mapping.get(v, v) for v in test.operands],
+        ip=ir.InsertionPoint(cond),
+    )  # fmt: skip
+    mapping = dict(zip(old_body.arguments, list(body.arguments)[:k], strict=True))
+    ret = _clone_into(old_body, body, mapping)
+    ip = ir.InsertionPoint(body)
+    updated = []
+    for j, (op, t) in enumerate(zip(ops, counts, strict=True)):
+        hot = _one_hot(mapping.get(op.operands[0], op.operands[0]), op, ip)
+        add = ir.Operation.create(
+            "stablehlo.add", results=[t], operands=[list(body.arguments)[k + j], hot], ip=ip
+        )
+        updated.append(add.result)
+    ir.Operation.create(
+        "stablehlo.return", operands=[*(mapping.get(v, v) for v in ret.operands), *updated], ip=ip
+    )
+    for old, now in zip(loop.results, list(new.results)[:k], strict=True):
+        old.replace_all_uses_with(now)
+    loop.erase()
+    return list(new.results)[k:]
 
 
 def expose_selectors(text: str) -> tuple[str, int]:
-    """`text` (calls inlined) with each top-level if/case selector of the entry function
-    appended to its results, and how many were appended (0: the text is returned as is)."""
-    with make_context() as ctx:
+    """`text` (calls inlined) with more results for its entry function: the selector of each
+    top-level if/case, then for each if/case at the top of a top-level loop's body how many
+    trips took each branch; and how many results were added (0: the text as is)."""
+    with make_context() as ctx, ir.Location.unknown():
         module = parse_module(text, "<branches>", ctx)
-        ops, ret = _entry_branches(module)
-        if not ops or ret is None:
+        ops, loops, ret = _observed(module)
+        if not (ops or loops) or ret is None:
             return text, 0
         func = ret.parent
-        selectors = [op.operands[0] for op in ops]
-        with ir.Location.unknown(), ir.InsertionPoint(ret):
-            ir.Operation.create("func.return", operands=[*ret.operands, *selectors])
+        extra = [op.operands[0] for op in ops]
+        for loop, inner in loops:
+            extra += _count_branches(loop, inner)
+        ir.Operation.create(
+            "func.return", operands=[*ret.operands, *extra], ip=ir.InsertionPoint(ret)
+        )
         ret.erase()
         ftype = ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value)
-        results = [*ftype.results, *(v.type for v in selectors)]
+        results = [*ftype.results, *(v.type for v in extra)]
         func.attributes["function_type"] = ir.TypeAttr.get(
             ir.FunctionType.get(list(ftype.inputs), results)
         )
         if "res_attrs" in func.attributes:
             old = ir.ArrayAttr(func.attributes["res_attrs"])
-            extra = [ir.DictAttr.get({}) for _ in selectors]
-            func.attributes["res_attrs"] = ir.ArrayAttr.get([*old, *extra])
-        return module_text(module), len(ops)
+            more = [ir.DictAttr.get({}) for _ in extra]
+            func.attributes["res_attrs"] = ir.ArrayAttr.get([*old, *more])
+        return module_text(module), len(extra)
 
 
 def branch_taken(selector: object, num_branches: int, is_if: bool) -> int:
@@ -68,22 +187,32 @@ def branch_taken(selector: object, num_branches: int, is_if: bool) -> int:
     return value if 0 <= value < num_branches else num_branches - 1
 
 
-def weigh_branches(text: str, selectors: Sequence[object]) -> tuple[str, list[tuple[str, int]]]:
-    """`text` (calls inlined) with one-hot `perf.branch_weights` on each top-level if/case of
-    the entry function, from the selector values its `expose_selectors` form returned; and
-    each op's `file:line:col` with the branch it took."""
+def weigh_branches(
+    text: str, observed: Sequence[object]
+) -> tuple[str, list[tuple[str, list[int]]]]:
+    """`text` (calls inlined) with `perf.branch_weights` on the if/case ops `expose_selectors`
+    observed, from the values its added results took (in that order): one-hot for a
+    top-level op, the branch counts for one in a loop (none where the loop never ran it);
+    and each op's `file:line:col` with how many runs each branch had."""
     with make_context() as ctx:
         module = parse_module(text, "<branches>", ctx)
-        ops, _ = _entry_branches(module)
-        if len(ops) != len(selectors):
-            raise ValueError(f"{len(selectors)} selectors for {len(ops)} if/case ops")
-        taken: list[tuple[str, int]] = []
-        for op, sel in zip(ops, selectors, strict=True):
-            n = len(op.regions)
-            branch = branch_taken(sel, n, op.name == "stablehlo.if")
-            op.attributes[BRANCH_WEIGHTS] = ir.DenseF64ArrayAttr.get(
-                [1.0 if b == branch else 0.0 for b in range(n)]
+        ops, loops, _ = _observed(module)
+        inner = [op for _, found in loops for op in found]
+        if len(ops) + len(inner) != len(observed):
+            raise ValueError(
+                f"{len(observed)} observations for {len(ops) + len(inner)} if/case ops"
             )
+        runs: list[tuple[ir.Operation, list[int]]] = []
+        for op, sel in zip(ops, observed[: len(ops)], strict=True):
+            n = len(op.regions)
+            taken = branch_taken(sel, n, op.name == "stablehlo.if")
+            runs.append((op, [int(b == taken) for b in range(n)]))
+        for op, counts in zip(inner, observed[len(ops) :], strict=True):
+            runs.append((op, [int(c) for c in counts]))  # type: ignore[union-attr]
+        out = []
+        for op, counts in runs:
+            if sum(counts) > 0:
+                op.attributes[BRANCH_WEIGHTS] = ir.DenseF64ArrayAttr.get([float(c) for c in counts])
             file, line, col = op_location(op, "<input>")
-            taken.append((f"{file}:{line}:{col}", branch))
-        return module_text(module), taken
+            out.append((f"{file}:{line}:{col}", counts))
+        return module_text(module), out

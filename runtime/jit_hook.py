@@ -146,7 +146,12 @@ class PerfAnalysis:
             )
         branches = self.extras.get("branches") or {}
         if branches.get("taken"):
-            taken = ", ".join(f"{t['loc']} took branch {t['branch']}" for t in branches["taken"])
+            taken = ", ".join(
+                f"{t['loc']} took branch {t['branch']}"
+                if "branch" in t
+                else f"{t['loc']} ran its branches {'/'.join(map(str, t['runs']))} times"
+                for t in branches["taken"]
+            )
             head.append(f"\nBranches observed on the inputs: {taken}")
         elif branches.get("reason"):
             head.append(f"\n{branches['reason']}; if/case priced by their costliest branch")
@@ -359,9 +364,10 @@ class PerfJitted:
         is put beside the prediction. `branches` says how data-dependent
         if/case ops are priced: `max` (the costliest branch, an upper bound),
         `mean` (branches equally likely) or `observed` (the branch each
-        top-level if/case takes on these inputs, found by running the program
-        once with its selectors as extra results; synthetic data where only
-        shapes were given, the data `measure=True` times). Default: `observed`
+        top-level if/case takes on these inputs, and how many trips of a loop took
+        each branch of one at the top of its body, found by running a copy of the
+        program once that also returns them; synthetic data where only shapes
+        were given, the data `measure=True` times). Default: `observed`
         with `measure=True`, else `max`, so that nothing runs unless asked.
         """
         policy = branches or ("observed" if measure else "max")
@@ -407,7 +413,8 @@ class PerfJitted:
     ) -> PerfAnalysis:
         """`res` re-analysed with the branches its top-level if/case ops take on these inputs;
         `res` itself, with the reason, where they cannot be observed (analysis is kept)."""
-        from stablehlo_perf.passes.branches import BRANCH_OPS, weigh_branches
+        from stablehlo_perf.passes.branches import weigh_branches
+        from stablehlo_perf.passes.extract import BRANCH_OPS
 
         if res.partial or not any(o.name in BRANCH_OPS for o in res.report.ops):
             return res
@@ -417,17 +424,14 @@ class PerfJitted:
             if not selectors:
                 info = {"policy": "observed", "taken": []}
                 return replace(res, extras={**res.extras, "branches": info})
-            weighted, taken = weigh_branches(res.stablehlo, selectors)
-            taken_key = None if key is None else (key, tuple(b for _, b in taken))
+            weighted, runs = weigh_branches(res.stablehlo, selectors)
+            taken_key = None if key is None else (key, tuple(tuple(c) for _, c in runs))
             out = self._cache.get(taken_key) if taken_key is not None else None
             if out is None:
                 out = self._analyse_lowered(weighted)
                 if out.partial:
                     raise RuntimeError(out.reason)
-                info = {
-                    "policy": "observed",
-                    "taken": [{"loc": loc, "branch": b} for loc, b in taken],
-                }
+                info = {"policy": "observed", "taken": [_observed_runs(loc, c) for loc, c in runs]}
                 out = replace(out, stablehlo=res.stablehlo, extras={**out.extras, "branches": info})
                 if taken_key is not None:
                     self._cache[taken_key] = out
@@ -437,7 +441,8 @@ class PerfJitted:
         return out
 
     def _branch_selectors(self, cargs: tuple[Any, ...], ckwargs: dict[str, Any]) -> list[Any]:
-        """The selector of each top-level if/case of the program, run once on these inputs."""
+        """What `expose_selectors` adds to the program (selectors, branch counts of loops), run
+        once on these inputs."""
         from stablehlo_perf.passes.branches import expose_selectors
 
         jit_kwargs = {k: v for k, v in self._jit_kwargs.items() if "donate" not in k}
@@ -522,6 +527,14 @@ def concrete_inputs(tree: Any, seed: int = 0) -> Any:
         return jax.device_put(data)
 
     return jax.tree_util.tree_map(concrete, tree)
+
+
+def _observed_runs(loc: str, runs: list[int]) -> dict[str, Any]:
+    """An observed if/case for the report: the branch it took (run once) or its runs per
+    branch (in a loop)."""
+    if sum(runs) == 1:
+        return {"loc": loc, "branch": runs.index(1)}
+    return {"loc": loc, "runs": runs}
 
 
 def _module_estimate(result: Any) -> dict[str, Any]:

@@ -335,10 +335,39 @@ def test_observed_if_predicate_through_the_local_backend():
         out = run_stablehlo(probe, [x, w])
         np.testing.assert_allclose(out[0], x @ w if taken == 0 else np.sin(x) * 2.0, rtol=1e-5)
         weighted, ops = weigh_branches(text, out[1:])
-        assert [b for _, b in ops] == [taken]
+        assert [runs for _, runs in ops] == [[int(taken == 0), int(taken == 1)]]
         (op,) = [
             o for o in sp.analyze(weighted, target="host").report.ops if o.name == "stablehlo.if"
         ]
         assert op.model == f"if(branch {taken} taken)"
     # A case index out of range runs the last branch (StableHLO spec, `case`).
     assert [branch_taken(i, 3, False) for i in (0, 2, 3, -1)] == [0, 2, 2, 2]
+
+
+def test_branches_in_a_loop_are_weighed_by_the_trips_that_took_them():
+    """`lax.cond(i % 10 == 0, expensive, cheap)` in a 50-trip loop: observed, the expensive
+    branch is priced on 5 trips in 50, not on every trip."""
+
+    def f(x, w):
+        def body(i, v):
+            return jax.lax.cond(i % 10 == 0, lambda u: jnp.tanh(u @ w), lambda u: u * 0.99, v)
+
+        return jax.lax.fori_loop(0, 50, body, x)
+
+    step = sp.perf_jit(f, target="host")
+    x, w = jnp.ones((64, 64)), jnp.eye(64)
+    upper = step.analyze(x, w)
+    res = step.analyze(x, w, branches="observed")
+    (info,) = res.extras["branches"]["taken"]
+    assert info["runs"] == [45, 5]  # lax.cond: branch 1 is the true one
+    assert "ran its branches 45/5 times" in str(res)
+    (case,) = [o for o in res.report.ops if o.name == "stablehlo.case"]
+    assert case.model == "case(weighted branches)"
+    cheap, dear = _branch_latencies(upper.annotated_ir)
+    assert dear > cheap
+    assert case.latency_ns == pytest.approx(0.9 * cheap + 0.1 * dear)
+    (loop,) = [o for o in res.report.ops if o.name == "stablehlo.while"]
+    (loop_max,) = [o for o in upper.report.ops if o.name == "stablehlo.while"]
+    assert loop_max.latency_ns - loop.latency_ns == pytest.approx(50 * (dear - case.latency_ns))
+    # The program still computes what jax.jit's does (the probe is a copy, run apart).
+    np.testing.assert_allclose(step(x, w), jax.jit(f)(x, w))
