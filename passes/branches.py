@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from jaxlib.mlir import ir
 from stablehlo_perf.passes.api import module_text
 from stablehlo_perf.passes.extract import BRANCH_OPS, BRANCH_WEIGHTS, view_module
-from stablehlo_perf.passes.inline import inline_calls
+from stablehlo_perf.passes.inline import clone_ops, inline_calls
 from stablehlo_perf.passes.ir import make_context, op_location, parse_module
 
 __all__ = ["branch_taken", "expose_selectors", "weigh_branches"]
@@ -63,20 +63,8 @@ def _i32(
 
 def _clone_into(src: ir.Block, dst: ir.Block, mapping: dict) -> ir.Operation:
     """Clone `src`'s ops but its terminator into `dst`, operands remapped; the terminator."""
-
-    def remap(op: ir.Operation) -> ir.WalkResult:
-        for k, v in enumerate(op.operands):
-            new = mapping.get(v)
-            if new is not None:
-                op.operands[k] = new
-        return ir.WalkResult.ADVANCE
-
-    ip = ir.InsertionPoint(dst)
     ops = [op.operation for op in src.operations]
-    for op in ops[:-1]:
-        new = op.clone(ip=ip)
-        new.walk(remap)
-        mapping.update(zip(op.results, new.results, strict=True))
+    clone_ops(ops[:-1], ir.InsertionPoint(dst), mapping)
     return ops[-1]
 
 

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
 from jaxlib.mlir import ir
 from stablehlo_perf.passes.base import AnalysisCache
 
-__all__ = ["InlineCallsPass", "inline_calls"]
+__all__ = ["InlineCallsPass", "clone_ops", "inline_calls"]
 
 _SYMBOL = re.compile(r"@([\w.$\-]+)")
 
@@ -57,9 +58,14 @@ def _calls(module: ir.Operation) -> list[ir.Operation]:
     return found
 
 
-def _inline_one(call: ir.Operation, callee: ir.Operation) -> None:
-    body = callee.regions[0].blocks[0]
-    mapping: dict[ir.Value, ir.Value] = dict(zip(body.arguments, call.operands, strict=True))
+def clone_ops(
+    ops: Sequence[ir.Operation],
+    ip: ir.InsertionPoint,
+    mapping: dict[ir.Value, ir.Value],
+    location: Callable[[ir.Operation], ir.Location] | None = None,
+) -> None:
+    """Clone `ops` at `ip` with their operands remapped through `mapping`, which gains each
+    clone's results; `location(op)`, where given, becomes the clone's location."""
 
     def remap(op: ir.Operation) -> ir.WalkResult:
         for k, v in enumerate(op.operands):
@@ -68,15 +74,25 @@ def _inline_one(call: ir.Operation, callee: ir.Operation) -> None:
                 op.operands[k] = new
         return ir.WalkResult.ADVANCE
 
-    ops = list(body.operations)
-    ip = ir.InsertionPoint(call)
-    for op in ops[:-1]:
-        op = op.operation
+    for op in ops:
         new = op.clone(ip=ip)
         new.walk(remap)
-        new.location = ir.Location.callsite(op.location, [call.location])
+        if location is not None:
+            new.location = location(op)
         mapping.update(zip(op.results, new.results, strict=True))
-    returned = ops[-1].operation.operands
+
+
+def _inline_one(call: ir.Operation, callee: ir.Operation) -> None:
+    body = callee.regions[0].blocks[0]
+    mapping: dict[ir.Value, ir.Value] = dict(zip(body.arguments, call.operands, strict=True))
+    ops = [op.operation for op in body.operations]
+    clone_ops(
+        ops[:-1],
+        ir.InsertionPoint(call),
+        mapping,
+        lambda op: ir.Location.callsite(op.location, [call.location]),
+    )
+    returned = ops[-1].operands
     for res, v in zip(call.results, returned, strict=True):
         res.replace_all_uses_with(mapping.get(v, v))
     call.erase()

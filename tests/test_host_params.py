@@ -371,19 +371,27 @@ def test_the_pass_ramps_the_call_on_its_kernels_time(tmp_path: Path) -> None:
     assert two.report.call_overhead_ns == pytest.approx(0.5 * (sum(kernels) - 100.0))
 
 
+FORI_LOOP = Path(__file__).resolve().parents[1] / "test_ir" / "corpus" / "fori_loop.mlir"
+
+
+def _unit_cpu_with(tmp_path: Path, name: str, program: str) -> str:
+    """unit-cpu with these `[program]` keys, as a target file path."""
+    target = tmp_path / f"{name}.toml"
+    target.write_text(UNIT_CPU.read_text() + "\n[program]\n" + program)
+    return str(target)
+
+
 def test_the_ramp_counts_a_loops_first_trip_only(tmp_path: Path) -> None:
     """fori_loop (10 trips): the ramp (from 1 ns, 1 ns per ns) runs on the call's time with
     the loop's later nine trips left out; it is the only per-call term this target has."""
     import stablehlo_perf as sp
 
-    target = tmp_path / "ramp.toml"
-    target.write_text(
-        UNIT_CPU.read_text()
-        + "\n[program]\nlong_call_start_ns = 1.0\nlong_call_slope = 1.0\n"
-        + "long_call_cap_ns = 1e12\n"
+    target = _unit_cpu_with(
+        tmp_path,
+        "ramp",
+        "long_call_start_ns = 1.0\nlong_call_slope = 1.0\nlong_call_cap_ns = 1e12\n",
     )
-    corpus = Path(__file__).resolve().parents[1] / "test_ir" / "corpus" / "fori_loop.mlir"
-    rep = sp.analyze(corpus.read_text(), target=str(target)).report
+    rep = sp.analyze(FORI_LOOP.read_text(), target=target).report
     loop = next(o for o in rep.ops if o.name == "stablehlo.while")
     assert loop.model == "while(x10)" and loop.top_level
     makespan = rep.total_latency_ns - rep.call_overhead_ns
@@ -397,15 +405,14 @@ def test_a_loop_is_not_a_kernel_of_the_call(tmp_path: Path) -> None:
     kernel. A dot in its body is a library call, which wakes the pool whatever its size."""
     import stablehlo_perf as sp
 
-    target = tmp_path / "unit_cpu_calls.toml"
-    target.write_text(
-        UNIT_CPU.read_text()
-        + "\n[program]\noverhead_ns = 7.0\nthreadpool_wake_ns = 150.0\n"
-        + "parallel_kernel_ns = 1000.0\nmulti_kernel_ns = 40.0\nkernel_dispatch_ns = 3.0\n"
+    target = _unit_cpu_with(
+        tmp_path,
+        "unit_cpu_calls",
+        "overhead_ns = 7.0\nthreadpool_wake_ns = 150.0\nparallel_kernel_ns = 1000.0\n"
+        "multi_kernel_ns = 40.0\nkernel_dispatch_ns = 3.0\n",
     )
-    corpus = Path(__file__).resolve().parents[1] / "test_ir" / "corpus" / "fori_loop.mlir"
-    text = corpus.read_text()
-    rep = sp.analyze(text, target=str(target)).report
+    text = FORI_LOOP.read_text()
+    rep = sp.analyze(text, target=target).report
     loop = next(o for o in rep.ops if o.name == "stablehlo.while")
     assert loop.latency_ns > 1000.0  # ten trips of the body: above the parallel threshold
     assert rep.call_overhead_ns == pytest.approx(7.0 + 150.0)  # the body's dot, no entry kernel
@@ -415,7 +422,7 @@ def test_a_loop_is_not_a_kernel_of_the_call(tmp_path: Path) -> None:
         "%2 = stablehlo.exponential %arg1 : tensor<32xf32>",
     )
     assert no_dot != text
-    rep = sp.analyze(no_dot, target=str(target)).report
+    rep = sp.analyze(no_dot, target=target).report
     # Without the dot, 32 floats: XLA:CPU runs the whole loop as one kernel (small_loops),
     # which no more wakes the pool than the loop's kernels did.
     loop = next(o for o in rep.ops if o.name == "stablehlo.while")
