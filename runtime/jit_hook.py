@@ -411,8 +411,8 @@ class PerfJitted:
     def _with_observed_branches(
         self, res: PerfAnalysis, args: tuple[Any, ...], kwargs: dict[str, Any], key: Any
     ) -> PerfAnalysis:
-        """`res` re-analysed with the branches its top-level if/case ops take on these inputs;
-        `res` itself, with the reason, where they cannot be observed (analysis is kept)."""
+        """`res` re-analysed with its if/case ops weighed by what they do on these inputs
+        (`passes.branches`); `res` itself, with the reason, where that cannot be observed."""
         from stablehlo_perf.passes.branches import weigh_branches
         from stablehlo_perf.passes.extract import BRANCH_OPS
 
