@@ -146,6 +146,7 @@ def expose_selectors(text: str) -> tuple[str, int]:
         ops, loops, ret = _observed(module)
         if not (ops or loops) or ret is None:
             return text, 0
+        _refuse_host_callbacks(module)
         func = ret.parent
         extra = [op.operands[0] for op in ops]
         for loop, inner in loops:
@@ -164,6 +165,23 @@ def expose_selectors(text: str) -> tuple[str, int]:
             more = [ir.DictAttr.get({}) for _ in extra]
             func.attributes["res_attrs"] = ir.ArrayAttr.get([*old, *more])
         return module_text(module), len(extra)
+
+
+def _refuse_host_callbacks(module: ir.Module) -> None:
+    """Raise where the module calls back into the Python process (`jax.debug.print`,
+    `pure_callback`, ...): such a call names a callback registered with JAX's own
+    executable, and a copy compiled apart would call what is not there (the process dies)."""
+    targets: list[str] = []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        if op.name == "stablehlo.custom_call":
+            targets.append(ir.StringAttr(op.attributes["call_target_name"]).value)
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    found = sorted({t for t in targets if "callback" in t})
+    if found:
+        raise ValueError(f"the program calls back into Python ({', '.join(found)}): not run apart")
 
 
 def branch_taken(selector: object, num_branches: int, is_if: bool) -> int:

@@ -371,3 +371,26 @@ def test_branches_in_a_loop_are_weighed_by_the_trips_that_took_them():
     assert loop_max.latency_ns - loop.latency_ns == pytest.approx(50 * (dear - case.latency_ns))
     # The program still computes what jax.jit's does (the probe is a copy, run apart).
     np.testing.assert_allclose(step(x, w), jax.jit(f)(x, w))
+
+
+def test_observed_branches_never_run_a_copy_that_calls_back_into_python():
+    """`jax.debug.print` in a branch is a callback JAX registers with its own executable; a
+    copy compiled apart would call nothing there and take the process down. The analysis
+    keeps the costliest branch and says why; the function runs as jax.jit's."""
+
+    def f(x):
+        def loud(u):
+            jax.debug.print("sum {}", u.sum())
+            return u * 2
+
+        return jax.lax.cond(x.sum() > 0, loud, lambda u: u - 1, x)
+
+    step = sp.perf_jit(f, target="host")
+    res = step.analyze(jnp.ones(8), branches="observed")
+    assert not res.partial and res.extras["branches"]["policy"] == "max"
+    assert (
+        "calls back into Python (xla_ffi_python_cpu_callback)" in res.extras["branches"]["reason"]
+    )
+    (case,) = [o for o in res.report.ops if o.name == "stablehlo.case"]
+    assert case.model == "case(max branch)"
+    np.testing.assert_array_equal(step(jnp.ones(8)), jnp.full(8, 2.0))
