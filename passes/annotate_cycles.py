@@ -54,7 +54,10 @@ class AnnotateCyclesPass:
     branches — how an if/case without `perf.branch_weights` is priced: `max` (its
     costliest branch, an upper bound) or `mean` (branches equally likely).
     Control ops and calls carry the cost of what they run (body x trips, the
-    branches as weighted or by that policy, callee).
+    branches as weighted or by that policy, callee). On a CPU target a while loop
+    XLA:CPU compiles into one kernel costs one launch and its ops' compute a trip,
+    and on a calibrated one the kernels of other loops one thunk each beyond their
+    work (`passes/small_loops.py`).
     """
 
     name: ClassVar[str] = "perf-annotate-cycles"
