@@ -6,12 +6,12 @@ perf-annotate-cycles prices the costliest one. Where the inputs are known (the
 jax.jit hook is given arrays, or times the program on synthetic ones), a runner
 compiles the module with more results for its entry function (calls inlined
 first) — each top-level if/case's selector, and for each if/case at the top of a
-top-level while loop's body, counts of the trips that took each branch (the
-loop carries them) — runs it once on those inputs and weighs each op's branches
-by what it saw: one-hot for a top-level op, the counts for one in a loop (a
-`lax.cond(step % 100 == 0, evaluate, update)` in a training loop is priced at
-one evaluation in a hundred, not at one every step). Deeper if/case ops are left
-to the policy.
+top-level while loop's body or of loops nested at the top of it, counts of the
+runs that took each branch (the loops carry them) — runs it once on those inputs
+and weighs each op's branches by what it saw: one-hot for a top-level op, the
+counts for one in a loop (a `lax.cond(step % 100 == 0, evaluate, update)` in a
+training loop is priced at one evaluation in a hundred, not at one every step).
+If/case ops inside other if/case branches are left to the policy.
 """
 
 from __future__ import annotations
@@ -31,22 +31,29 @@ def _observed(
     module: ir.Module,
 ) -> tuple[list[ir.Operation], list[tuple[ir.Operation, list[ir.Operation]]], ir.Operation | None]:
     """The entry function's (calls inlined) top-level if/case ops, its top-level while loops
-    with the if/case ops at the top of their bodies, and its return op."""
+    with the if/case ops their trips run (`_trip_ops`), and its return op."""
     inline_calls(module.operation)
     view = view_module(module, "<branches>")
     entry = view.entry()
     if entry is None:
         return [], [], None
-    recs = view.records
-    ops = [recs[i].op for i in entry.top if recs[i].info.name in BRANCH_OPS]
-    loops = []
-    for i in entry.top:
-        blocks = view.regions.get(i, [])
-        if recs[i].info.name == "stablehlo.while" and len(blocks) > 1:
-            inner = [recs[j].op for j in blocks[1] if recs[j].info.name in BRANCH_OPS]
-            if inner:
-                loops.append((recs[i].op, inner))
+    top = [view.records[i].op for i in entry.top]
+    ops = [op for op in top if op.name in BRANCH_OPS]
+    loops = [(op, found) for op in top if op.name == "stablehlo.while" if (found := _trip_ops(op))]
     return ops, loops, view.terminators.get(tuple(entry.top))
+
+
+def _trip_ops(loop: ir.Operation) -> list[ir.Operation]:
+    """The if/case ops at the top of a while loop's body and, in body order among them,
+    those of the loops nested at its top: what `_count_branches` counts."""
+    out: list[ir.Operation] = []
+    for op in loop.regions[1].blocks[0].operations:
+        op = op.operation
+        if op.name in BRANCH_OPS:
+            out.append(op)
+        elif op.name == "stablehlo.while":
+            out += _trip_ops(op)
+    return out
 
 
 def _i32(
@@ -97,13 +104,16 @@ def _one_hot(selector: ir.Value, op: ir.Operation, ip: ir.InsertionPoint) -> ir.
     return ir.Operation.create("stablehlo.convert", results=[t], operands=[eq], ip=ip).result
 
 
-def _count_branches(loop: ir.Operation, ops: list[ir.Operation]) -> list[ir.Value]:
-    """Replace `loop` by one that also carries, for each if/case of `ops` (at the top of its
-    body), how many trips took each branch; those counts after the loop."""
+def _count_branches(loop: ir.Operation) -> list[ir.Value]:
+    """Replace `loop` by one that also carries, for each if/case its trips run
+    (`_trip_ops`, nested loops' included), how many runs took each branch; those counts
+    after the loop ([] and `loop` kept where it runs none)."""
+    ops = _trip_ops(loop)
+    if not ops:
+        return []
     k = len(loop.results)
-    counts = [
-        ir.RankedTensorType.get([len(op.regions)], ir.IntegerType.get_signless(32)) for op in ops
-    ]
+    i32 = ir.IntegerType.get_signless(32)
+    counts = [ir.RankedTensorType.get([len(op.regions)], i32) for op in ops]
     before = ir.InsertionPoint(loop)
     zeros = [_i32([len(op.regions)], 0, before) for op in ops]
     types = [r.type for r in loop.results] + counts
@@ -120,17 +130,27 @@ def _count_branches(loop: ir.Operation, ops: list[ir.Operation]) -> list[ir.Valu
     )  # fmt: skip
     mapping = dict(zip(old_body.arguments, list(body.arguments)[:k], strict=True))
     ret = _clone_into(old_body, body, mapping)
-    ip = ir.InsertionPoint(body)
-    updated = []
-    for j, (op, t) in enumerate(zip(ops, counts, strict=True)):
-        hot = _one_hot(mapping.get(op.operands[0], op.operands[0]), op, ip)
-        add = ir.Operation.create(
-            "stablehlo.add", results=[t], operands=[list(body.arguments)[k + j], hot], ip=ip
-        )
-        updated.append(add.result)
-    ir.Operation.create(
-        "stablehlo.return", operands=[*(mapping.get(v, v) for v in ret.operands), *updated], ip=ip
-    )
+    cloned = [op.operation for op in body.operations]
+    # The body's results as a use, so that rebuilding a nested loop below updates them.
+    results = ir.Operation.create(
+        "stablehlo.return", operands=[mapping.get(v, v) for v in ret.operands],
+        ip=ir.InsertionPoint(body),
+    )  # fmt: skip
+    end = ir.InsertionPoint(results)
+    this_trip: list[ir.Value] = []
+    for op in cloned:
+        if op.name in BRANCH_OPS:
+            this_trip.append(_one_hot(op.operands[0], op, end))
+        elif op.name == "stablehlo.while":
+            this_trip += _count_branches(op)
+    updated = [
+        ir.Operation.create(
+            "stablehlo.add", results=[t], operands=[list(body.arguments)[k + j], trip], ip=end
+        ).result
+        for j, (t, trip) in enumerate(zip(counts, this_trip, strict=True))
+    ]
+    ir.Operation.create("stablehlo.return", operands=[*results.operands, *updated], ip=end)
+    results.erase()
     for old, now in zip(loop.results, list(new.results)[:k], strict=True):
         old.replace_all_uses_with(now)
     loop.erase()
@@ -139,8 +159,9 @@ def _count_branches(loop: ir.Operation, ops: list[ir.Operation]) -> list[ir.Valu
 
 def expose_selectors(text: str) -> tuple[str, int]:
     """`text` (calls inlined) with more results for its entry function: the selector of each
-    top-level if/case, then for each if/case at the top of a top-level loop's body how many
-    trips took each branch; and how many results were added (0: the text as is)."""
+    top-level if/case, then for each if/case a top-level loop's trips run (at the top of its
+    body or of loops nested there) how many runs took each branch; and how many results were
+    added (0: the text as is)."""
     with make_context() as ctx, ir.Location.unknown():
         module = parse_module(text, "<branches>", ctx)
         ops, loops, ret = _observed(module)
@@ -149,8 +170,8 @@ def expose_selectors(text: str) -> tuple[str, int]:
         _refuse_host_callbacks(module)
         func = ret.parent
         extra = [op.operands[0] for op in ops]
-        for loop, inner in loops:
-            extra += _count_branches(loop, inner)
+        for loop, _ in loops:
+            extra += _count_branches(loop)
         ir.Operation.create(
             "func.return", operands=[*ret.operands, *extra], ip=ir.InsertionPoint(ret)
         )

@@ -364,9 +364,9 @@ class PerfJitted:
         is put beside the prediction. `branches` says how data-dependent
         if/case ops are priced: `max` (the costliest branch, an upper bound),
         `mean` (branches equally likely) or `observed` (the branch each
-        top-level if/case takes on these inputs, and how many trips of a loop took
-        each branch of one at the top of its body, found by running a copy of the
-        program once that also returns them; synthetic data where only shapes
+        top-level if/case takes on these inputs, and how many runs took each branch
+        of one at the top of a loop's body or of loops nested there, found by running
+        a copy of the program once that also returns them; synthetic data where only shapes
         were given, the data `measure=True` times). Default: `observed`
         with `measure=True`, else `max`, so that nothing runs unless asked.
         """

@@ -394,3 +394,25 @@ def test_observed_branches_never_run_a_copy_that_calls_back_into_python():
     (case,) = [o for o in res.report.ops if o.name == "stablehlo.case"]
     assert case.model == "case(max branch)"
     np.testing.assert_array_equal(step(jnp.ones(8)), jnp.full(8, 2.0))
+
+
+def test_branches_in_nested_loops_are_counted_over_every_trip():
+    """An if/case at the top of a loop nested in another is counted over all its runs: the
+    outer cond runs 4 times (once true), the inner one 4 x 5 times (4 true)."""
+
+    def f(x, w):
+        def outer(i, v):
+            v = jax.lax.cond(i == 0, lambda u: u @ w, lambda u: u, v)
+            inner = lambda j, u: jax.lax.cond(j == 0, jnp.tanh, lambda t: t * 0.5, u)  # noqa: E731
+            return jax.lax.fori_loop(0, 5, inner, v)
+
+        return jax.lax.fori_loop(0, 4, outer, x)
+
+    step = sp.perf_jit(f, target="host")
+    x, w = jnp.ones((32, 32)), jnp.eye(32)
+    res = step.analyze(x, w, branches="observed")
+    assert [t["runs"] for t in res.extras["branches"]["taken"]] == [[3, 1], [16, 4]]
+    models = [o.model for o in res.report.ops if o.name == "stablehlo.case"]
+    assert models == ["case(weighted branches)"] * 2
+    assert res.predicted_ns < step.analyze(x, w).predicted_ns
+    np.testing.assert_allclose(step(x, w), jax.jit(f)(x, w))
