@@ -505,7 +505,8 @@ def run_stablehlo(text: str, inputs: Sequence[Any]) -> list[np.ndarray]:
     exe = backend.compile_and_load(
         text, backend.devices()[:1], jex_backend.get_compile_options(1, 1)
     )
-    outs = exe.execute([jax.device_put(jnp.asarray(x)) for x in inputs])
+    device = backend.devices()[0]
+    outs = exe.execute([jax.device_put(np.asarray(jnp.asarray(x)), device) for x in inputs])
     return [np.asarray(o) for o in outs]
 
 

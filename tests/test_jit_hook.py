@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -416,3 +417,30 @@ def test_branches_in_nested_loops_are_counted_over_every_trip():
     assert models == ["case(weighted branches)"] * 2
     assert res.predicted_ns < step.analyze(x, w).predicted_ns
     np.testing.assert_allclose(step(x, w), jax.jit(f)(x, w))
+
+
+def test_observed_branches_of_a_program_sharded_over_two_devices():
+    """A program sharded over two (forced host) devices: its copy runs on one device on the
+    gathered inputs, and sees the branch the global computation takes."""
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent(
+        """
+        import jax, jax.numpy as jnp, numpy as np, stablehlo_perf as sp
+        from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+        sh = NamedSharding(Mesh(np.array(jax.devices()), ("x",)), P("x"))
+        f = lambda x: jax.lax.cond(x.sum() > 0, lambda u: jnp.tanh(u) * 2, lambda u: u - 1, x)
+        step = sp.perf_jit(f, target="host", in_shardings=sh, out_shardings=sh)
+        for sign in (1.0, -1.0):
+            res = step.analyze(jax.device_put(sign * jnp.ones((8, 16)), sh), branches="observed")
+            print(len(jax.devices()), res.extras["branches"]["taken"][0]["branch"])
+        """
+    )
+    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=2"}
+    out = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["2", "1", "2", "0"]
