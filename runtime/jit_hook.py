@@ -498,7 +498,8 @@ class PerfJitted:
 
 def run_stablehlo(text: str, inputs: Sequence[Any]) -> list[np.ndarray]:
     """Compile StableHLO text for one device of the local backend and run it once on `inputs`
-    (one array per parameter of its entry function); its results as numpy arrays."""
+    (one array per parameter of its entry function, gathered onto that device, however it
+    was sharded); its results as numpy arrays."""
     from jax.extend import backend as jex_backend
 
     backend = jex_backend.get_backend()
