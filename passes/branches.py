@@ -29,9 +29,9 @@ __all__ = ["branch_taken", "expose_selectors", "weigh_branches"]
 
 def _observed(
     module: ir.Module,
-) -> tuple[list[ir.Operation], list[tuple[ir.Operation, list[ir.Operation]]], ir.Operation | None]:
+) -> tuple[list[ir.Operation], list[ir.Operation], ir.Operation | None]:
     """The entry function's (calls inlined) top-level if/case ops, its top-level while loops
-    with the if/case ops their trips run (`_trip_ops`), and its return op."""
+    whose trips run if/case ops (`_trip_ops`), and its return op."""
     inline_calls(module.operation)
     view = view_module(module, "<branches>")
     entry = view.entry()
@@ -39,7 +39,7 @@ def _observed(
         return [], [], None
     top = [view.records[i].op for i in entry.top]
     ops = [op for op in top if op.name in BRANCH_OPS]
-    loops = [(op, found) for op in top if op.name == "stablehlo.while" if (found := _trip_ops(op))]
+    loops = [op for op in top if op.name == "stablehlo.while" and _trip_ops(op)]
     return ops, loops, view.terminators.get(tuple(entry.top))
 
 
@@ -56,13 +56,11 @@ def _trip_ops(loop: ir.Operation) -> list[ir.Operation]:
     return out
 
 
-def _i32(
-    shape: list[int], value: int | None = None, ip: ir.InsertionPoint | None = None
-) -> ir.Value:
+def _i32(shape: list[int], value: int, ip: ir.InsertionPoint) -> ir.Value:
     """A constant i32 tensor of `shape` filled with `value`."""
     i32 = ir.IntegerType.get_signless(32)
     t = ir.RankedTensorType.get(shape, i32)
-    attr = ir.DenseElementsAttr.get_splat(t, ir.IntegerAttr.get(i32, value or 0))
+    attr = ir.DenseElementsAttr.get_splat(t, ir.IntegerAttr.get(i32, value))
     return ir.Operation.create(
         "stablehlo.constant", results=[t], attributes={"value": attr}, ip=ip
     ).result
@@ -170,7 +168,7 @@ def expose_selectors(text: str) -> tuple[str, int]:
         _refuse_host_callbacks(module)
         func = ret.parent
         extra = [op.operands[0] for op in ops]
-        for loop, _ in loops:
+        for loop in loops:
             extra += _count_branches(loop)
         ir.Operation.create(
             "func.return", operands=[*ret.operands, *extra], ip=ir.InsertionPoint(ret)
@@ -224,7 +222,7 @@ def weigh_branches(
     with make_context() as ctx:
         module = parse_module(text, "<branches>", ctx)
         ops, loops, _ = _observed(module)
-        inner = [op for _, found in loops for op in found]
+        inner = [op for loop in loops for op in _trip_ops(loop)]
         if len(ops) + len(inner) != len(observed):
             raise ValueError(
                 f"{len(observed)} observations for {len(ops) + len(inner)} if/case ops"

@@ -6,16 +6,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-import numpy as np
 from jaxlib.mlir import ir
-from stablehlo_perf.analysis.aggregate import branch_shares
 from stablehlo_perf.analysis.critical_path import topological_order
 from stablehlo_perf.analysis.fusion import library_reduce
 from stablehlo_perf.analysis.host_params import wakes_pool
 from stablehlo_perf.analysis.schedule import ScheduledBlock, list_schedule
 from stablehlo_perf.analysis.targets import DEFAULT_TARGET, load_target
 from stablehlo_perf.passes.base import AnalysisCache
-from stablehlo_perf.passes.extract import BRANCH_WEIGHTS, ModuleView
+from stablehlo_perf.passes.extract import ModuleView
 
 __all__ = ["CriticalPathPass", "read_latency"]
 
@@ -86,7 +84,7 @@ class CriticalPathPass:
                     cache.write(rec, "perf.start_ns", offset + s.start_ns[k])
                     cache.write(rec, "perf.slack_ns", s.slack_ns[k])
                     cache.values[i]["unit"] = sb.units[k]
-                    shares = _shares(view, i)
+                    shares = view.branch_shares(i)
                     for b, block in enumerate(view.regions.get(i, ())):
                         taken = runs and (shares is None or shares[b] > 0)
                         schedule(block, offset + s.start_ns[k], taken)
@@ -142,7 +140,7 @@ class CriticalPathPass:
                 if rec.info.name == "stablehlo.while" and len(blocks) > 1:
                     self._mark(view, cache, blocks[1], schedules, seen, path)
                 elif blocks:
-                    shares = _shares(view, i)
+                    shares = view.branch_shares(i)
                     if shares is not None:
                         on_path = blocks[int(shares.argmax())]
                     else:
@@ -189,12 +187,6 @@ def _repeated_trips_ns(view: ModuleView, cache: AnalysisCache, ids: Sequence[int
         if info.name == "stablehlo.while" and trips > 1:
             total += read_latency(cache, i) * (1 - 1 / trips)
     return total
-
-
-def _shares(view: ModuleView, op_id: int) -> np.ndarray | None:
-    """Each branch's share of an if/case's runs where it carries `perf.branch_weights`."""
-    weights = view.records[op_id].info.attrs.get(BRANCH_WEIGHTS)
-    return branch_shares(weights, len(view.regions.get(op_id, ())))
 
 
 def _wakes(view: ModuleView, node: list[int]) -> bool:

@@ -8,9 +8,8 @@ statements).
 
 from __future__ import annotations
 
-from stablehlo_perf.analysis.aggregate import branch_shares
 from stablehlo_perf.analysis.opinfo import OpInfo
-from stablehlo_perf.passes.extract import BRANCH_OPS, BRANCH_WEIGHTS, ModuleView
+from stablehlo_perf.passes.extract import BRANCH_OPS, ModuleView
 
 __all__ = ["executed_ops"]
 
@@ -52,9 +51,12 @@ def executed_ops(view: ModuleView) -> list[tuple[OpInfo, float]]:
                 trips = parent.attrs.get("trip_count") or 1
                 t *= trips + 1 if region == 0 else trips
             elif parent.name in BRANCH_OPS:
-                n = len(view.regions.get(rec.parent, []))
-                shares = branch_shares(parent.attrs.get(BRANCH_WEIGHTS), n)
-                t *= shares[region] if shares is not None else 1 / (n or 1)
+                shares = view.branch_shares(rec.parent)
+                t *= (
+                    shares[region]
+                    if shares is not None
+                    else 1 / (len(view.regions[rec.parent]) or 1)
+                )
         op_times[i] = t
         return t
 

@@ -14,8 +14,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
+from stablehlo_perf.analysis.aggregate import branch_shares
 from stablehlo_perf.analysis.critical_path import static_trip_count
 from stablehlo_perf.analysis.opinfo import OpInfo, TensorType, count_flops, op_class
 from stablehlo_perf.passes.ir import InputError, op_location
@@ -130,6 +132,21 @@ class ModuleView:
         local = {i: k for k, i in enumerate(ids)}
         found = {local[op_ids[v.owner]] for v in term.operands if op_ids.get(v.owner) in local}
         return sorted(found)
+
+    def branch_shares(self, op_id: int) -> np.ndarray | None:
+        """Each branch's share of an if/case's runs where it carries `perf.branch_weights`."""
+        return branch_shares(
+            self.records[op_id].info.attrs.get(BRANCH_WEIGHTS), len(self.regions.get(op_id, ()))
+        )
+
+    def blocks_inside(self, op_id: int) -> list[list[int]]:
+        """Every block a control op runs, the blocks of control ops nested in them included."""
+        out: list[list[int]] = []
+        for block in self.regions.get(op_id, []):
+            out.append(block)
+            for i in block:
+                out.extend(self.blocks_inside(i))
+        return out
 
     def blocks(self) -> list[list[int]]:
         """Every block: each function's top level, then every control op's region blocks."""

@@ -16,16 +16,6 @@ from stablehlo_perf.passes.extract import ModuleView
 __all__ = ["small_loop_costs", "small_loops", "thunked_loop_costs"]
 
 
-def _inside(view: ModuleView, op_id: int) -> list[list[int]]:
-    """Every block a control op runs, its nested regions' blocks included."""
-    blocks: list[list[int]] = []
-    for block in view.regions.get(op_id, []):
-        blocks.append(block)
-        for i in block:
-            blocks.extend(_inside(view, i))
-    return blocks
-
-
 def _kernel_bytes(view: ModuleView, cache: AnalysisCache, block: list[int]) -> int:
     """Bytes a block's kernels read and write, each once: its fusion groups' inputs and
     outputs where perf-fusion ran (a kernel of one op, which XLA wraps alone, also reads the
@@ -63,7 +53,7 @@ def small_loops(view: ModuleView, cache: AnalysisCache) -> dict[int, list[int]]:
         info = rec.info
         if info.name != "stablehlo.while" or info.id in covered:
             continue
-        blocks = _inside(view, info.id)
+        blocks = view.blocks_inside(info.id)
         ids = [i for block in blocks for i in block]
         names = [view.records[i].info.short_name for i in ids]
         nbytes = sum(_kernel_bytes(view, cache, block) for block in blocks)
@@ -117,7 +107,7 @@ def _thunked_ids(view: ModuleView, small: dict[int, list[int]]) -> set[int]:
     out: set[int] = set()
     for rec in view.records:
         if rec.info.name == "stablehlo.while" and rec.info.id not in small:
-            out.update(i for block in _inside(view, rec.info.id) for i in block)
+            out.update(i for block in view.blocks_inside(rec.info.id) for i in block)
     return out - hoisted
 
 

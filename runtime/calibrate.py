@@ -262,8 +262,8 @@ def refit(path: Path, note: str = "") -> None:
         notes = [i for i, ln in enumerate(head) if ln.startswith("# note: ")]
         head.insert(notes[-1] + 1 if notes else 0, f"# note: {note}")
     probes = [p for ln in lines if (p := program_probes.Probe.parse(ln))]
-    kept = [ln.split(":", 1)[1] for ln in lines if ln.startswith(f"# {fused_probes.KEY}:")]
-    bf16 = float(kept[0]) if kept else math.nan
+    kept = cf.header_value(path, fused_probes.KEY)
+    bf16 = float(kept) if kept else math.nan
     loops = parse_latencies(cf.header_value(path, LATENCY_KEY))
     write_calibration(list(read_partial(path).values()), path, head, probes, bf16, loops)
 

@@ -24,6 +24,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+from stablehlo_perf.analysis.aggregate import BRANCH_POLICIES
 
 __all__ = [
     "BoundPerfJitted",
@@ -254,8 +255,11 @@ def measure_program(
     )
 
 
-# How `.analyze` prices data-dependent if/case ops (see PerfJitted.analyze).
-BRANCH_CHOICES = ("max", "mean", "observed")
+# How `.analyze` prices data-dependent if/case ops (see PerfJitted.analyze): a static
+# policy of perf-annotate-cycles, or what the program does on the inputs.
+BRANCH_CHOICES = (*BRANCH_POLICIES, "observed")
+# Positional and keyword arguments with synthetic data where only shapes were given.
+_Inputs = tuple[tuple[Any, ...], dict[str, Any]]
 
 
 def _as_tuple(x: int | str | Sequence[Any] | None) -> tuple[Any, ...]:
@@ -342,10 +346,20 @@ class PerfJitted:
         """JAX's own `Lowered` for these arguments (`jax.jit(fun).lower`)."""
         return self._jitted.lower(*args, **kwargs)
 
+    def _static_positions(self, n: int) -> set[int]:
+        """Which of `n` positional arguments are static (negative numbers count from the end,
+        as jax.jit reads them)."""
+        return {i % n for i in self._static_nums if -n <= i < n}
+
+    @property
+    def _undonated_jit_kwargs(self) -> dict[str, Any]:
+        """The jit keywords without donation: runs beside the user's (timing, observing
+        branches) never invalidate the caller's buffers."""
+        return {k: v for k, v in self._jit_kwargs.items() if "donate" not in k}
+
     def signature_key(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """What `.analyze` caches on: static arguments by value, the rest by abstract value."""
-        n = len(args)
-        static_pos = {i % n for i in self._static_nums if -n <= i < n}
+        static_pos = self._static_positions(len(args))
         parts = [
             ("static", a) if i in static_pos else ("dyn", _tree_key(a)) for i, a in enumerate(args)
         ]
@@ -385,10 +399,12 @@ class PerfJitted:
             res = self._analyse_lowered(lowered.as_text(debug_info=True), static)
             if key is not None:
                 self._cache[key] = res
+        # The data both the branch probe and the timing run on, made once (and only if asked).
+        inputs = functools.cache(lambda: self._concrete_inputs(args, kwargs))
         if policy == "observed":
-            res = self._with_observed_branches(res, args, kwargs, key)
+            res = self._with_observed_branches(res, inputs, key)
         if measure:
-            res = self._with_measurement(res, args, kwargs)
+            res = self._with_measurement(res, inputs)
         return res
 
     def _analyse_lowered(self, text: str, branches: str = "max") -> PerfAnalysis:
@@ -409,7 +425,7 @@ class PerfJitted:
         )
 
     def _with_observed_branches(
-        self, res: PerfAnalysis, args: tuple[Any, ...], kwargs: dict[str, Any], key: Any
+        self, res: PerfAnalysis, inputs: Callable[[], _Inputs], key: Any
     ) -> PerfAnalysis:
         """`res` re-analysed with its if/case ops weighed by what they do on these inputs
         (`passes.branches`); `res` itself, with the reason, where that cannot be observed."""
@@ -419,8 +435,7 @@ class PerfJitted:
         if res.partial or not any(o.name in BRANCH_OPS for o in res.report.ops):
             return res
         try:
-            cargs, ckwargs = self._concrete_inputs(args, kwargs)
-            selectors = self._branch_selectors(cargs, ckwargs)
+            selectors = self._branch_selectors(*inputs())
             if not selectors:
                 info = {"policy": "observed", "taken": []}
                 return replace(res, extras={**res.extras, "branches": info})
@@ -445,14 +460,13 @@ class PerfJitted:
         once on these inputs."""
         from stablehlo_perf.passes.branches import expose_selectors
 
-        jit_kwargs = {k: v for k, v in self._jit_kwargs.items() if "donate" not in k}
-        jit_kwargs["keep_unused"] = True  # every dynamic input is a parameter, in order
+        # keep_unused: every dynamic input a parameter of the lowered program, in order.
+        jit_kwargs = {**self._undonated_jit_kwargs, "keep_unused": True}
         lowered = jax.jit(self._fun, **jit_kwargs).lower(*cargs, **ckwargs)
         probe, n = expose_selectors(lowered.as_text())
         if n == 0:
             return []
-        n_args = len(cargs)
-        static_pos = {i % n_args for i in self._static_nums if -n_args <= i < n_args}
+        static_pos = self._static_positions(len(cargs))
         dyn = (
             tuple(a for i, a in enumerate(cargs) if i not in static_pos),
             {k: v for k, v in ckwargs.items() if k not in self._static_names},
@@ -465,14 +479,10 @@ class PerfJitted:
     def _filename(self) -> str:
         return f"<perf_jit {getattr(self._fun, '__qualname__', 'fun')}>"
 
-    def _with_measurement(
-        self, res: PerfAnalysis, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> PerfAnalysis:
+    def _with_measurement(self, res: PerfAnalysis, inputs: Callable[[], _Inputs]) -> PerfAnalysis:
         try:
-            cargs, ckwargs = self._concrete_inputs(args, kwargs)
-            # Without donation, so timing never invalidates the caller's buffers.
-            jit_kwargs = {k: v for k, v in self._jit_kwargs.items() if "donate" not in k}
-            fn = jax.jit(self._fun, **jit_kwargs)
+            cargs, ckwargs = inputs()
+            fn = jax.jit(self._fun, **self._undonated_jit_kwargs)
             m = measure_program(fn, cargs, ckwargs)
         except Exception as e:  # noqa: BLE001 - timing is optional information
             return replace(res, measured=None, measure_reason=_reason(e))
@@ -484,11 +494,8 @@ class PerfJitted:
             kernels = ()
         return replace(res, measured=m, measure_reason=None, kernels=kernels)
 
-    def _concrete_inputs(
-        self, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> tuple[tuple[Any, ...], dict[str, Any]]:
-        n = len(args)
-        static_pos = {i % n for i in self._static_nums if -n <= i < n}
+    def _concrete_inputs(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> _Inputs:
+        static_pos = self._static_positions(len(args))
         cargs = tuple(a if i in static_pos else concrete_inputs(a) for i, a in enumerate(args))
         ckwargs = {
             k: v if k in self._static_names else concrete_inputs(v) for k, v in kwargs.items()
