@@ -25,7 +25,7 @@ from __future__ import annotations
 import csv
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import cache
 from statistics import NormalDist
@@ -75,7 +75,7 @@ __all__ = [
 _ELEMENT_CLASSES = {"binary", "unary", "compare_select", "convert", "transcendental"}
 FEATURE_CLASSES = (
     "matmul", "binary", "compare_select", "transcendental", "unary", "convert",
-    "movement", "reduction", "other",
+    "movement", "reduction", "other", "small_loop",
 )  # fmt: skip
 # Candidate families (paper §4.1 names normal, lognormal, beta, Weibull). Beta
 # needs a bounded support and this metric has none, so gamma takes its place.
@@ -489,13 +489,23 @@ def intervals_for(
 # ---------------------------------------------------------------- module-level LASSO (CLRA)
 
 
-def module_features(ops: Iterable[tuple[OpInfo, float]]) -> dict[str, float]:
-    """Executed op count `n_<class>` and work `w_<class>` per class, from (op, times executed)."""
+def module_features(
+    ops: Iterable[tuple[OpInfo, float]], one_kernel: Collection[int] = ()
+) -> dict[str, float]:
+    """Executed op count `n_<class>` and work `w_<class>` per class, from (op, times executed).
+
+    Ops whose ids are in `one_kernel` (inside a loop XLA:CPU compiles into one kernel) form
+    class `small_loop`: each of their executions is a few instructions of that kernel, not a
+    kernel of its own, so counting them with the other ops of their class would make a
+    1000-trip loop of four adds look like 4000 kernels.
+    """
     feats = {f"{p}_{c}": 0.0 for c in FEATURE_CLASSES for p in ("n", "w")}
     for op, times in ops:
         cls = op.op_class
         if cls not in FEATURE_CLASSES or not op.is_static:
             continue
+        if op.id in one_kernel:
+            cls = "small_loop"
         feats[f"n_{cls}"] += times
         feats[f"w_{cls}"] += times * op_work(op)
     return feats

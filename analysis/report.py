@@ -56,6 +56,8 @@ class Report:
     fusion_groups: list[dict] = field(default_factory=list)
     call_overhead_ns: float = 0.0
     module_estimate: dict | None = None
+    # while ops XLA:CPU compiles into one kernel (their model reads `while(xN, one kernel)`)
+    one_kernel_loops: list[int] = field(default_factory=list)
     unmodelled: list[dict[str, str | int]] = field(default_factory=list)
     caveats: list[str] = field(default_factory=list)
     target_note: str = ""

@@ -88,7 +88,7 @@ class AnnotateCyclesPass:
         registry = default_registry()
         unfused = registry.price(infos, target)
         costs = _fused_costs(unfused, infos, cache, target) if cache.fusion else unfused
-        loops = small_loops(view, cache) if target.kind == "cpu" else {}
+        loops = cache.one_kernel_loops = small_loops(view, cache) if target.kind == "cpu" else {}
         costs = small_loop_costs(costs, unfused, infos, loops, target, registry)
         if target.kind == "cpu" and target.calibrated:
             costs = thunked_loop_costs(costs, view, cache, loops, target)

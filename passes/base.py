@@ -62,6 +62,7 @@ class AnalysisCache:
     totals: dict[str, float] = field(default_factory=dict)
     fusion: dict[tuple[int, ...], BlockFusion] = field(default_factory=dict)
     critical_path: list[int] = field(default_factory=list)
+    one_kernel_loops: dict[int, list[int]] = field(default_factory=dict)
     _view: ModuleView | None = None
     _i64: ir.Type | None = None
     # Attributes are uniqued by MLIR; reusing the Python handles for repeated values

@@ -8,10 +8,13 @@ statements).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
+from stablehlo_perf.analysis.cc4cs import module_features
 from stablehlo_perf.analysis.opinfo import OpInfo
 from stablehlo_perf.passes.extract import BRANCH_OPS, ModuleView
 
-__all__ = ["executed_ops"]
+__all__ = ["executed_ops", "lasso_features"]
 
 
 def executed_ops(view: ModuleView) -> list[tuple[OpInfo, float]]:
@@ -61,3 +64,10 @@ def executed_ops(view: ModuleView) -> list[tuple[OpInfo, float]]:
         return t
 
     return [(r.info, times_of_op(r.info.id, frozenset())) for r in recs]
+
+
+def lasso_features(view: ModuleView, one_kernel_loops: Iterable[int] = ()) -> dict[str, float]:
+    """The CC4CS LASSO's features of a module: executed counts and work per class, the ops
+    inside `one_kernel_loops` (while ops XLA:CPU compiles into one kernel) a class apart."""
+    inside = {i for loop in one_kernel_loops for block in view.blocks_inside(loop) for i in block}
+    return module_features(executed_ops(view), inside)

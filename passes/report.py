@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from stablehlo_perf.analysis.cc4cs import load_module_lasso, module_features
+from stablehlo_perf.analysis.cc4cs import load_module_lasso
 from stablehlo_perf.analysis.report import OpReport, Report
 from stablehlo_perf.analysis.targets import Target
 from stablehlo_perf.passes.base import AnalysisCache
-from stablehlo_perf.passes.executed import executed_ops
+from stablehlo_perf.passes.executed import lasso_features
 from stablehlo_perf.passes.extract import ModuleView
 
 __all__ = ["collect_report"]
@@ -93,7 +93,8 @@ def collect_report(view: ModuleView, cache: AnalysisCache, target: Target) -> Re
                 "kernels": bf.plan.launches[g],
             })  # fmt: skip
     lasso = load_module_lasso(target.name)
-    estimate = None if lasso is None else lasso.estimate(module_features(executed_ops(view))).to_dict()
+    loops = sorted(cache.one_kernel_loops)
+    estimate = None if lasso is None else lasso.estimate(lasso_features(view, loops)).to_dict()
     note = "" if target.calibrated else f"target `{target.name}`: {target.calibration_note}"
     return Report(
         target=target.name,
@@ -106,6 +107,7 @@ def collect_report(view: ModuleView, cache: AnalysisCache, target: Target) -> Re
         critical_path=list(cache.critical_path),
         fusion_groups=groups,
         module_estimate=estimate,
+        one_kernel_loops=loops,
         unmodelled=unmodelled,
         caveats=list(dict.fromkeys(caveats)),
         target_note=note,

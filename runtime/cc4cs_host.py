@@ -1,7 +1,7 @@
 """CC4CS on the live backend: executed-op features of an analysed module, the module-level
 LASSO cross-check, and the host per-op sweep that characterises target `host`.
 
-The LASSO features (`analysis.cc4cs.module_features`) are executed op counts
+The LASSO features (`passes.executed.lasso_features`) are executed op counts per class
 (`passes.executed.executed_ops`), as CC4CS counts executed statements (paper §3, N_k^st).
 
 The host characterisation comes from the host calibration (each op's cost inside a
@@ -31,12 +31,11 @@ from stablehlo_perf.analysis.cc4cs import (
     characterise,
     load_module_lasso,
     metric_class,
-    module_features,
     op_work,
 )
 from stablehlo_perf.analysis.opinfo import OpInfo, TensorType
 from stablehlo_perf.analysis.targets import load_target
-from stablehlo_perf.passes.executed import executed_ops
+from stablehlo_perf.passes.executed import lasso_features
 from stablehlo_perf.passes.extract import view_module
 
 __all__ = ["calibration_records", "module_estimate", "result_features"]
@@ -45,7 +44,7 @@ __all__ = ["calibration_records", "module_estimate", "result_features"]
 def result_features(result: Any) -> dict[str, float]:
     """LASSO features (executed count and work per class) of an `AnalysisResult`."""
     view = view_module(result.module, "<features>")
-    return module_features(executed_ops(view))
+    return lasso_features(view, result.report.one_kernel_loops)
 
 
 def module_estimate(result: Any, target: str) -> ModuleEstimate | None:

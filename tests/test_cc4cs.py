@@ -240,7 +240,7 @@ def test_executed_ops_count_loop_trips_branches_and_calls():
         z = lax.cond(jnp.sum(y) > 0, lambda t: jnp.exp(t), lambda t: jnp.log(t), y)
         return inner(z) + inner(y)
 
-    res = sp.analyze(jax.jit(f).lower(jnp.ones(8), jnp.ones((8, 8))), target="host")
+    res = sp.analyze(jax.jit(f).lower(jnp.ones(64), jnp.ones((64, 64))), target="host")
     counts = {}
     for info, times in executed_ops(view_module(res.module, "<t>")):
         counts.setdefault(info.name, []).append(times)
@@ -248,8 +248,31 @@ def test_executed_ops_count_loop_trips_branches_and_calls():
     assert counts["stablehlo.exponential"] == [0.5] and counts["stablehlo.log"] == [0.5]
     assert sum(counts["stablehlo.sine"]) == 2.0
     feats = result_features(res)
-    assert feats["n_matmul"] == 7 and feats["w_matmul"] == 7 * 2 * 8 * 8
+    assert feats["n_matmul"] == 7 and feats["w_matmul"] == 7 * 2 * 64 * 64
     assert feats["n_transcendental"] == 7 + 0.5 + 0.5 + 2
+    assert res.report.one_kernel_loops == [] and feats["n_small_loop"] == 0
+
+
+def test_ops_of_a_one_kernel_loop_are_their_own_lasso_class():
+    """A loop XLA:CPU compiles into one kernel (8 floats, an 8x8 matrix: 320 bytes) runs its
+    ops as a few instructions a trip: they count as class small_loop, not as 7 matmuls."""
+    import jax
+    import jax.numpy as jnp
+    from jax import lax
+    from stablehlo_perf.runtime.cc4cs_host import result_features
+
+    def f(x, a):
+        y = lax.fori_loop(0, 7, lambda i, v: jnp.tanh(a @ v), x)
+        return jnp.exp(y)
+
+    res = sp.analyze(jax.jit(f).lower(jnp.ones(8), jnp.ones((8, 8))), target="host")
+    [loop] = res.report.one_kernel_loops
+    assert next(o for o in res.report.ops if o.id == loop).name == "stablehlo.while"
+    feats = result_features(res)
+    assert feats["n_matmul"] == 0 and feats["n_transcendental"] == 1  # the exp after the loop
+    # the test i < 7 runs 8 times; the dot, the tanh and i + 1 run 7 times each
+    assert feats["n_small_loop"] == 8 + 3 * 7
+    assert feats["w_small_loop"] == 8 * 1 + 7 * (2 * 8 * 8 + 8 + 1)
 
 
 def test_registered_cc4cs_service_writes_intervals_through_the_pass(monkeypatch):
