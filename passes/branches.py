@@ -78,11 +78,28 @@ def _one_hot(selector: ir.Value, op: ir.Operation, ip: ir.InsertionPoint) -> ir.
     n = len(op.regions)
     i32 = ir.IntegerType.get_signless(32)
     t = ir.RankedTensorType.get([n], i32)
+    scalar = ir.RankedTensorType.get([], i32)
     if op.name == "stablehlo.if":  # true runs region 0
-        scalar = ir.RankedTensorType.get([], i32)
         p = ir.Operation.create("stablehlo.convert", results=[scalar], operands=[selector], ip=ip)
         selector = ir.Operation.create(
             "stablehlo.subtract", results=[scalar], operands=[_i32([], 1, ip), p.result], ip=ip
+        ).result
+    else:  # a case index out of range runs the last branch (StableHLO spec, `case`)
+        last = _i32([], n - 1, ip)
+        flag = ir.RankedTensorType.get([], ir.IntegerType.get_signless(1))
+        outside = [
+            ir.Operation.create(
+                "stablehlo.compare", results=[flag], operands=[selector, bound],
+                attributes={"comparison_direction": ir.Attribute.parse(
+                    f"#stablehlo<comparison_direction {direction}>"
+                )},
+                ip=ip,
+            ).result
+            for bound, direction in ((_i32([], 0, ip), "LT"), (last, "GT"))
+        ]  # fmt: skip
+        either = ir.Operation.create("stablehlo.or", results=[flag], operands=outside, ip=ip)
+        selector = ir.Operation.create(
+            "stablehlo.select", results=[scalar], operands=[either.result, last, selector], ip=ip
         ).result
     wide = ir.Operation.create(
         "stablehlo.broadcast_in_dim", results=[t], operands=[selector],

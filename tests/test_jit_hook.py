@@ -345,6 +345,54 @@ def test_observed_if_predicate_through_the_local_backend():
     assert [branch_taken(i, 3, False) for i in (0, 2, 3, -1)] == [0, 2, 2, 2]
 
 
+_CASE_INDEX_OUT_OF_RANGE = """
+func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %c0 = stablehlo.constant dense<0> : tensor<i32>
+  %r:2 = stablehlo.while(%i = %c0, %v = %x) : tensor<i32>, tensor<4xf32>
+   cond {
+     %n = stablehlo.constant dense<6> : tensor<i32>
+     %p = stablehlo.compare LT, %i, %n : (tensor<i32>, tensor<i32>) -> tensor<i1>
+     stablehlo.return %p : tensor<i1>
+   } do {
+     %two = stablehlo.constant dense<2> : tensor<i32>
+     %k = stablehlo.subtract %i, %two : tensor<i32>
+     %y = "stablehlo.case"(%k) ({
+        %a = stablehlo.sine %v : tensor<4xf32>
+        stablehlo.return %a : tensor<4xf32>
+     }, {
+        %a = stablehlo.cosine %v : tensor<4xf32>
+        stablehlo.return %a : tensor<4xf32>
+     }, {
+        %a = stablehlo.exponential %v : tensor<4xf32>
+        stablehlo.return %a : tensor<4xf32>
+     }) : (tensor<i32>) -> tensor<4xf32>
+     %one = stablehlo.constant dense<1> : tensor<i32>
+     %j = stablehlo.add %i, %one : tensor<i32>
+     stablehlo.return %j, %y : tensor<i32>, tensor<4xf32>
+   }
+  return %r#1 : tensor<4xf32>
+}
+"""
+
+
+def test_a_case_index_out_of_range_in_a_loop_counts_for_the_last_branch():
+    """Six trips run a three-branch case on i - 2: indices -2, -1 and 3 are out of range and
+    run the last branch (StableHLO spec), so the runs are 1/1/4, not 1/1/1."""
+    from stablehlo_perf.passes.branches import expose_selectors, weigh_branches
+    from stablehlo_perf.runtime.jit_hook import run_stablehlo
+
+    probe, n = expose_selectors(_CASE_INDEX_OUT_OF_RANGE)
+    out = run_stablehlo(probe, [np.zeros(4, np.float32)])
+    assert n == 1 and out[1].tolist() == [1, 1, 4]
+    _, ops = weigh_branches(_CASE_INDEX_OUT_OF_RANGE, out[1:])
+    assert [runs for _, runs in ops] == [[1, 1, 4]]
+    # what the copy computes is unchanged: exp, exp, sin, cos, exp, exp from 0
+    v = 0.0
+    for k in range(-2, 4):
+        v = np.sin(v) if k == 0 else np.cos(v) if k == 1 else np.exp(v)
+    np.testing.assert_allclose(out[0], np.full(4, v), rtol=1e-5)
+
+
 def test_branches_in_a_loop_are_weighed_by_the_trips_that_took_them():
     """`lax.cond(i % 10 == 0, expensive, cheap)` in a 50-trip loop: observed, the expensive
     branch is priced on 5 trips in 50, not on every trip."""
