@@ -5,8 +5,8 @@ insertion) outlines a while loop into a call the backend emits as a single
 kernel when nothing in it needs the thunk runtime (a custom call — on a CPU
 also Cholesky and triangular solves, which call LAPACK —, scatter, sort, FFT,
 infeed/outfeed, replica or partition id, or collective; jax 0.10.2's XLA
-hoists loops with small dots and convolutions, and first rewrites a scatter of
-one index into an update slice, which this rule does not see) and
+hoists loops with small dots and convolutions, and first rewrites a scatter at
+one index into an update slice, so only a scatter at several keeps it out) and
 HloCostAnalysis's bytes accessed of the loop are under `xla_cpu_small_while_loop_byte_threshold`
 (1024 by default): its body's and condition's kernels once each (inputs and
 outputs), plus 8 bytes per carried value for the body's result tuple. Checked
@@ -42,6 +42,7 @@ __all__ = [
     "format_latencies",
     "is_small_loop",
     "loop_member_ns",
+    "needs_thunks",
     "op_latency_ns",
     "parse_latencies",
     "reference_op",
@@ -72,13 +73,35 @@ e2e `small_loop` family (measured 28-54 us) 6.9 / 9.6 / 15 us with 4096, 8.4 / 1
 element misses."""
 
 
+def _scatter_positions(op: OpInfo) -> int | None:
+    """How many index vectors a scatter writes at (None for other ops or unknown shapes)."""
+    if op.short_name != "scatter" or not op.operands:
+        return None
+    indices = op.operands[(len(op.operands) - 1) // 2]  # inputs..., indices, updates...
+    dim = op.attrs.get("index_vector_dim", len(indices.shape))
+    if not indices.is_static:
+        return None
+    vector = indices.shape[dim] if dim < len(indices.shape) else 1
+    return (indices.num_elements or 0) // max(vector, 1)
+
+
+def needs_thunks(op: OpInfo) -> bool:
+    """Whether an op keeps its while loop out of one kernel: it runs on XLA:CPU's thunk
+    runtime. A scatter at one index does not: XLA rewrites it into a dynamic-update-slice
+    first (`v.at[i % 16].add(1.0)` in a 100-trip loop of 16 floats: hoisted; at two indices
+    it stays a scatter and the loop is not; compiled HLO's `xla_cpu_small_call`, jax 0.10.2)."""
+    if op.short_name == "scatter":
+        return _scatter_positions(op) != 1
+    return op.short_name in _NOT_INLINE
+
+
 def is_small_loop(
-    op_names: Iterable[str], kernel_bytes: int, carried: int, threshold: int = SMALL_LOOP_BYTES
+    ops: Iterable[OpInfo], kernel_bytes: int, carried: int, threshold: int = SMALL_LOOP_BYTES
 ) -> bool:
-    """Whether XLA:CPU compiles a while loop into one kernel: none of its ops (short names,
-    regions included) needs the thunk runtime, and the bytes its kernels access once plus its
+    """Whether XLA:CPU compiles a while loop into one kernel: none of its ops (regions
+    included) needs the thunk runtime, and the bytes its kernels access once plus its
     result tuple stay under `threshold`."""
-    if any(name in _NOT_INLINE for name in op_names):
+    if any(needs_thunks(op) for op in ops):
         return False
     return kernel_bytes + _TUPLE_SLOT_BYTES * carried < threshold
 

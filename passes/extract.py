@@ -340,6 +340,8 @@ def _attrs(op: ir.Operation) -> dict[str, Any]:
             out["rhs_batch_dims"] = tuple(dn.rhs_batching_dimensions)
             out["lhs_contracting_dims"] = tuple(dn.lhs_contracting_dimensions)
             out["rhs_contracting_dims"] = tuple(dn.rhs_contracting_dimensions)
+        elif name == "scatter_dimension_numbers":
+            out["index_vector_dim"] = stablehlo.ScatterDimensionNumbers(attr).index_vector_dim
         elif name == "dimension_numbers" and op.name == "stablehlo.convolution":
             cn = stablehlo.ConvDimensionNumbers(attr)
             out["input_batch_dim"] = cn.input_batch_dimension

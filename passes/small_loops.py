@@ -55,9 +55,8 @@ def small_loops(view: ModuleView, cache: AnalysisCache) -> dict[int, list[int]]:
             continue
         blocks = view.blocks_inside(info.id)
         ids = [i for block in blocks for i in block]
-        names = [view.records[i].info.short_name for i in ids]
         nbytes = sum(_kernel_bytes(view, cache, block) for block in blocks)
-        if is_small_loop(names, nbytes, len(info.results)):
+        if is_small_loop([view.records[i].info for i in ids], nbytes, len(info.results)):
             found[info.id] = ids
             covered.update(ids)
     return found

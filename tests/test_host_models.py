@@ -449,9 +449,23 @@ def test_small_loops_are_the_ones_xla_cpu_compiles_into_one_kernel():
     def with_sort(x):
         return lax.fori_loop(0, 10, lambda i, v: jnp.sort(v) * 0.5, x)
 
+    def scatter_at(positions):
+        def fn(x):
+            def body(i, v):
+                return v.at[jnp.stack([(i + k) % x.shape[0] for k in range(positions)])].add(1.0)
+
+            return lax.fori_loop(0, 10, body, x)
+
+        fn.__name__ = f"scatter_at_{positions}"
+        return fn
+
+    def scatter_row(x):  # one index vector into a (4, 8): a row
+        return lax.fori_loop(0, 10, lambda i, v: v.at[i % 4].add(1.0), x)
+
     cases = [(tanh_loop, (n,)) for n in (1, 64, 123, 124, 256)]
     cases += [(two_carries, (n,), (n,)) for n in (80, 81, 82, 84)]
     cases += [(with_dot, (4, 4)), (with_dot, (8, 8)), (with_sort, (8,))]
+    cases += [(scatter_at(1), (16,)), (scatter_at(2), (16,)), (scatter_row, (4, 8))]
     for fn, *shapes in cases:
         args = [jnp.ones(s) for s in shapes]
         xla = "xla_cpu_small_call" in jax.jit(fn).lower(*args).compile().as_text()
@@ -519,8 +533,25 @@ def test_small_loop_member_prices_by_hand():
     i = TensorType((), "i32")
     assert op_latency_ns(OpInfo.build(0, "stablehlo.add", [i, i], [i]), table) == 0.0
     # 8 bytes per carried value; a sort keeps the loop thunked, a dot does not.
-    assert is_small_loop(["add", "tanh"], 984 + 21, 2) and not is_small_loop(["add"], 992 + 21, 2)
-    assert not is_small_loop(["sort", "add"], 16, 2) and is_small_loop(["dot_general"], 16, 2)
+    add, tanh1 = OpInfo.build(0, "stablehlo.add", [s, s], [s]), one
+    assert is_small_loop([add, tanh1], 984 + 21, 2) and not is_small_loop([add], 992 + 21, 2)
+    sort = OpInfo.build(0, "stablehlo.sort", [s], [s])
+    m = TensorType((4, 4), "f32")
+    dot = OpInfo.build(0, "stablehlo.dot_general", [m, m], [m])
+    assert not is_small_loop([sort, add], 16, 2) and is_small_loop([dot], 16, 2)
+    # A scatter at one index vector is a dynamic-update-slice to XLA; at two, a scatter.
+    v = TensorType((16,), "f32")
+
+    def scatter(indices: tuple[int, ...], index_vector_dim: int) -> OpInfo:
+        idx = TensorType(indices, "i32")
+        upd = TensorType((indices[0] if len(indices) > 1 else 1,), "f32")
+        return OpInfo.build(
+            0, "stablehlo.scatter", [v, idx, upd], [v], {"index_vector_dim": index_vector_dim}
+        )
+
+    assert is_small_loop([scatter((1,), 1)], 16, 1) and is_small_loop([scatter((1, 1), 1)], 16, 1)
+    assert not is_small_loop([scatter((2, 1), 1)], 16, 1)
+    assert not is_small_loop([scatter((2,), 1)], 16, 1)  # index_vector_dim = rank: two scalars
 
 
 def test_kernels_of_a_thunked_loop_cost_one_thunk_not_the_calibration_loops_three():
