@@ -34,16 +34,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from stablehlo_perf.analysis.fusion import (
-    ELEMENTWISE_CLASSES,
+    INDEX_MOVES,
     FusionPlan,
     GroupTraffic,
+    gathered_scales,
     library_reduce,
 )
 from stablehlo_perf.analysis.opinfo import READS_PART, READS_WHAT_IT_RETURNS, OpInfo
 from stablehlo_perf.analysis.service import OpCost
 from stablehlo_perf.analysis.targets import Target
 
-__all__ = ["GroupCost", "gathered_scales", "member_compute_ns", "price_groups"]
+__all__ = ["GroupCost", "member_compute_ns", "price_groups"]
 
 
 @dataclass(frozen=True)
@@ -78,12 +79,6 @@ def _memory_ns(op: OpInfo, target: Target) -> float:
         nbytes += min(op.results[0].nbytes or 0, table) - table
     return nbytes / target.memory_bandwidth * 1e9
 
-
-# Moves a fused loop does by index arithmetic alone: no compute of their own in a CPU
-# group (a broadcast priced by the copy data would add the read of a whole tensor it never
-# reads: 316 us for each scalar broadcast of 2048x1024 f32 clipped and rounded).
-_INDEX_MOVES = frozenset({"broadcast_in_dim", "broadcast", "reshape", "iota"})
-_PER_ELEMENT_MOVES = _INDEX_MOVES | {"transpose"}
 
 _TINY = 1024
 """Elements up to which a fused member adds no compute of its own on a CPU: its measured
@@ -146,84 +141,6 @@ def member_compute_ns(op: OpInfo, cost: OpCost, target: Target) -> float:
     )
 
 
-def _per_element(op: OpInfo) -> bool:
-    return op.op_class in ELEMENTWISE_CLASSES or op.short_name in _PER_ELEMENT_MOVES
-
-
-def gathered_scales(
-    ops: Sequence[OpInfo],
-    members: Sequence[int],
-    sources: Sequence[Sequence[int | None]],
-    live_out: Sequence[int] = (),
-) -> dict[int, float]:
-    """Members a fused gather evaluates only at the positions it reads, and the share of
-    their elements that is: XLA fuses elementwise producers into a gather, so
-    `take_along_axis(log_softmax(x), labels)` computes 128 of a 128x1000 tensor's
-    log-probabilities. A producer qualifies when it is elementwise (or a broadcast /
-    reshape / transpose), all its uses in the group lead only into gathers' data operand,
-    and the block does not return it."""
-    inside = set(members)
-    users: dict[int, set[int]] = {i: set() for i in members}
-    for j in members:
-        for s in sources[j]:
-            if s is not None and s in inside:
-                users[s].add(j)
-    out: dict[int, float] = {}
-    kept_out = set(live_out)
-    for g in members:
-        if ops[g].short_name != "gather" or not sources[g] or not ops[g].results:
-            continue
-        start = sources[g][0]
-        if start is None or start not in inside:
-            continue
-        found: set[int] = set()
-        todo = [start]
-        while todo:
-            i = todo.pop()
-            if i in found or i in kept_out or not _per_element(ops[i]):
-                continue
-            found.add(i)
-            todo.extend(s for s in sources[i] if s is not None and s in inside)
-        changed = True
-        while changed:  # drop producers with a use outside the gathered cone
-            changed = False
-            for i in sorted(found):
-                if any(u not in found and not (u == g and i == start) for u in users[i]):
-                    found.discard(i)
-                    changed = True
-        n_out = ops[g].results[0].num_elements
-        for i in found:
-            n = ops[i].results[0].num_elements if ops[i].results else None
-            if n and n_out is not None and n > n_out:
-                out[i] = min(out.get(i, 1.0), n_out / n)
-    return out
-
-
-def _gathered_savings(
-    ops: Sequence[OpInfo],
-    members: Sequence[int],
-    sources: Sequence[Sequence[int | None]],
-    shares: dict[int, float],
-) -> tuple[float, float]:
-    """Bytes of a group's inputs and FLOPs its gathers leave unread and unrun: members
-    evaluated at gathered positions only (`gathered_scales`) run their share of their work,
-    and an input only they read is read at their share, not whole. XLA's kernel for softmax
-    cross-entropy's take_along_axis reads 64 of the 64x1000 log-probabilities it selects
-    from (1.3 us in a loop, jax.profiler; priced 11.4 us as a read of all 256 KB)."""
-    inside = set(members)
-    reads: dict[object, tuple[float, float]] = {}  # value -> (bytes, largest share read)
-    for i in members:
-        for k, t in enumerate(ops[i].operands):
-            s = sources[i][k] if k < len(sources[i]) else None
-            if s is not None and s in inside:
-                continue
-            key: object = s if s is not None else (i, k)
-            size, share = reads.get(key, (float(t.nbytes or 0), 0.0))
-            reads[key] = (size, max(share, shares.get(i, 1.0)))
-    unrun = sum((ops[i].flops or 0) * (1.0 - share) for i, share in shares.items())
-    return sum(size * (1.0 - share) for size, share in reads.values()), unrun
-
-
 def price_groups(
     ops: Sequence[OpInfo],
     plan: FusionPlan,
@@ -240,13 +157,10 @@ def price_groups(
     members: list[list[int]] = [[] for _ in plan.kinds]
     for i, g in enumerate(plan.groups):
         members[g].append(i)
-    saved = [(0.0, 0.0)] * len(plan.kinds)
     if sources is not None:
         costs = list(costs)
-        for g, ids in enumerate(members):
-            shares = gathered_scales(ops, ids, sources, live_out)
-            saved[g] = _gathered_savings(ops, ids, sources, shares)
-            for i, share in shares.items():
+        for ids in members:
+            for i, share in gathered_scales(ops, ids, sources, live_out).items():
                 c = costs[i]
                 scaled = min(c.latency_ns, overhead) + max(c.latency_ns - overhead, 0.0) * share
                 costs[i] = OpCost(c.cycles, scaled, c.dram_bytes, c.model, c.extra)
@@ -269,8 +183,7 @@ def price_groups(
         matrix = kind == "output" or root.op_class == "matmul"
         peak = target.peak_flops(root.element_type, matrix=matrix)
         hit = _input_hit_rate([ops[i] for i in members[g]])
-        read = max(t.input_bytes - saved[g][0], 0.0)
-        flops = max(t.flops - saved[g][1], 0.0)
+        read, flops = t.input_bytes, t.flops
         dram = read * (1.0 - hit) + t.output_bytes
         bandwidth = target.memory_bandwidth
         if target.kind == "cpu" and kind == "input" and t.input_bytes < _l2_bytes(target):
@@ -289,7 +202,7 @@ def price_groups(
             compute = sum(
                 member_compute_ns(ops[i], costs[i], target)
                 for i in dedicated
-                if ops[i].short_name not in _INDEX_MOVES and not _tiny(ops[i])
+                if ops[i].short_name not in INDEX_MOVES and not _tiny(ops[i])
             )
             serial = compute + memory_s * 1e9
             if serial > best_ns:
