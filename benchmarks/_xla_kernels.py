@@ -229,7 +229,7 @@ def our_kernels(blocks: Sequence[FlatBlock], kind: str = "cpu") -> OurKernels:
         plan = b.plan(kind)
         members = plan.members()
         for i, carried in b.carried.items():
-            copies += while_init_copies(b.ops, b.sources, i, carried)
+            copies += len(while_init_copies(b.ops, b.sources, i, carried))
         for g, k in enumerate(plan.kinds):
             names = [b.ops[i].short_name for i in members[g]]
             if k == "free":

@@ -21,6 +21,7 @@ from stablehlo_perf.analysis.service import OpCost, default_registry
 from stablehlo_perf.analysis.targets import DEFAULT_TARGET, Target, load_target
 from stablehlo_perf.passes.base import AnalysisCache
 from stablehlo_perf.passes.extract import BRANCH_WEIGHTS, CONTROL_OPS, ModuleView
+from stablehlo_perf.passes.loop_copies import LoopCopies, loop_copies, loop_copy_costs
 from stablehlo_perf.passes.small_loops import small_loop_costs, small_loops, thunked_loop_costs
 
 __all__ = ["AnnotateCyclesPass", "control_nodes"]
@@ -92,6 +93,8 @@ class AnnotateCyclesPass:
         costs = small_loop_costs(costs, unfused, infos, loops, target, registry)
         if target.kind == "cpu" and target.calibrated:
             costs = thunked_loop_costs(costs, view, cache, loops, target)
+        copies = loop_copies(view, cache, skip=list(loops))
+        costs = loop_copy_costs(costs, infos, copies, target, registry)
         own = np.array([[c.latency_ns, c.cycles, c.dram_bytes] for c in costs], dtype=float)
         nodes = control_nodes(view)
         agg = aggregate(
@@ -110,7 +113,7 @@ class AnnotateCyclesPass:
             model = cost.model
             node = nodes.get(i)
             if node is not None:
-                model = _control_model(node, self.branches, i in loops)
+                model = _control_model(node, self.branches, i in loops, copies.get(i))
                 cycles = latency * target.clock_ghz
             cache.write(rec, "perf.cycles", round(cycles))
             cache.write(rec, "perf.latency_ns", latency)
@@ -187,12 +190,23 @@ def _model_input(
     return dataclasses.replace(info, attrs={**info.attrs, **extra}) if extra else info
 
 
-def _control_model(node: ControlNode, policy: str, one_kernel: bool = False) -> str:
+def _control_model(
+    node: ControlNode, policy: str, one_kernel: bool = False, copies: LoopCopies | None = None
+) -> str:
     if node.kind == "call":
         return f"call(@{node.callee})"
     if node.kind == "while":
         trips = f"x{node.trips}" if node.trips is not None else "x1?"
-        return f"while({trips}, one kernel)" if one_kernel else f"while({trips})"
+        if one_kernel:
+            return f"while({trips}, one kernel)"
+        if copies is not None:
+            made = [
+                f"{n} {when}"
+                for n, when in ((len(copies.per_trip), "a trip"), (len(copies.before), "before"))
+                if n
+            ]
+            return f"while({trips}, copies: {', '.join(made)})"
+        return f"while({trips})"
     shares = branch_shares(node.weights, len(node.regions))
     if shares is None:
         return f"{node.kind}(max branch)" if policy == "max" else f"{node.kind}(mean of branches)"

@@ -77,60 +77,90 @@ class ModuleView:
     regions: dict[int, list[list[int]]]
     filename: str
     terminators: dict[tuple[int, ...], ir.Operation] = field(default_factory=dict)
-    _op_ids: dict | None = None
 
     def block_deps(self, ids: Sequence[int]) -> list[list[int]]:
         """For each op of a block, the block-local indices of the ops its operands come from,
         including operands used inside its regions (values captured from the block)."""
-        op_ids = self.op_ids()
-        local = {i: k for k, i in enumerate(ids)}
+        local = self._local(ids)
         deps: list[list[int]] = []
-        for i in ids:
+        for k, i in enumerate(ids):
             found: set[int] = set()
             stack = [i]
             while stack:
                 j = stack.pop()
                 for v in self.records[j].op.operands:
-                    src = op_ids.get(v.owner)
-                    if src is not None and src != i and src in local:
-                        found.add(local[src])
+                    src = local.get(v.owner)
+                    if src is not None and src != k:
+                        found.add(src)
                 for block in self.regions.get(j, ()):
                     stack.extend(block)
             deps.append(sorted(found))
         return deps
 
-    def op_ids(self) -> dict:
-        """MLIR op -> analysed op id."""
-        if self._op_ids is None:
-            self._op_ids = {rec.op: rec.info.id for rec in self.records}
-        return self._op_ids
+    def _local(self, ids: Sequence[int]) -> dict:
+        """MLIR op -> block-local index, for a block's ops. Built per call: an op's hash
+        covers its attributes (jaxlib 0.10's bindings), which the passes keep writing, so a
+        table kept from before a write no longer finds the op."""
+        return {self.records[i].op: k for k, i in enumerate(ids)}
 
     def block_sources(self, ids: Sequence[int]) -> list[list[int | None]]:
         """Per op and operand: the block-local index of the producing op, or a negative
         number naming a value from outside the block (the same number for the same value)."""
-        op_ids = self.op_ids()
-        local = {i: k for k, i in enumerate(ids)}
+        local = self._local(ids)
         outside: dict[ir.Value, int] = {}
         out: list[list[int | None]] = []
         for i in ids:
             row: list[int | None] = []
             for v in self.records[i].op.operands:
-                src = op_ids.get(v.owner)
-                if src is not None and src in local:
-                    row.append(local[src])
+                src = local.get(v.owner)
+                if src is not None:
+                    row.append(src)
                 else:
                     row.append(outside.setdefault(v, -1 - len(outside)))
             out.append(row)
         return out
+
+    def block_arguments(
+        self, ids: Sequence[int]
+    ) -> tuple[dict[int, set[int]], list[tuple[str, int]]]:
+        """A region block's arguments: which ops (block-local indices) read each, from their
+        own operands or from inside their regions, and what its terminator returns, per
+        operand: ("op", local index), ("arg", argument number) or ("outside", -1)."""
+        term = self.terminators.get(tuple(ids))
+        if term is None:
+            return {}, []
+        block = term.block
+        readers: dict[int, set[int]] = {}
+        for k, i in enumerate(ids):
+            stack = [i]
+            while stack:
+                j = stack.pop()
+                for v in self.records[j].op.operands:
+                    arg = _block_arg_index(v, block)
+                    if arg is not None:
+                        readers.setdefault(arg, set()).add(k)
+                for inner in self.regions.get(j, ()):
+                    stack.extend(inner)
+        local = self._local(ids)
+        returns: list[tuple[str, int]] = []
+        for v in term.operands:
+            arg = _block_arg_index(v, block)
+            src = local.get(v.owner)
+            if arg is not None:
+                returns.append(("arg", arg))
+            elif src is not None:
+                returns.append(("op", src))
+            else:
+                returns.append(("outside", -1))
+        return readers, returns
 
     def block_live_out(self, ids: Sequence[int]) -> list[int]:
         """Block-local indices of the ops whose results the block's terminator returns."""
         term = self.terminators.get(tuple(ids))
         if term is None:
             return []
-        op_ids = self.op_ids()
-        local = {i: k for k, i in enumerate(ids)}
-        found = {local[op_ids[v.owner]] for v in term.operands if op_ids.get(v.owner) in local}
+        local = self._local(ids)
+        found = {local[v.owner] for v in term.operands if v.owner in local}
         return sorted(found)
 
     def branch_shares(self, op_id: int) -> np.ndarray | None:

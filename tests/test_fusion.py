@@ -328,8 +328,8 @@ def test_while_copies_of_read_only_inputs() -> None:
     b = Block()
     c = b.op("constant", [], [], SCALAR)
     b.op("while", [c, -1, -2], [SCALAR, T, T])
-    assert while_init_copies(b.ops, b.sources, 1, [True, True, False]) == 2
-    assert while_init_copies(b.ops, b.sources, 1, [False, False, False]) == 0
+    assert while_init_copies(b.ops, b.sources, 1, [True, True, False]) == [0, 1]
+    assert while_init_copies(b.ops, b.sources, 1, [False, False, False]) == []
 
 
 def test_unknown_kind_is_an_error() -> None:
@@ -796,3 +796,76 @@ def test_one_read_ops_are_the_two_operand_ops_of_a_loop_reading_one_tensor() -> 
     b2 = Block()
     b2.op("multiply", [-1, -2])
     assert one_read_ops(b2.ops, b2.plan("tpu"), b2.sources) == set()
+
+
+def _xla_body_copies(compiled_text: str) -> list[int]:
+    """Copies in each while body of XLA's optimised HLO."""
+    import re
+
+    out = []
+    for m in re.finditer(r"while\([^)]*\), condition=%?[\w.\-]+, body=%?([\w.\-]+)", compiled_text):
+        start = compiled_text.find(f"%{m.group(1)} ")
+        body = compiled_text[start : compiled_text.find("\n}\n", start)]
+        out.append(sum(bool(re.search(r"= \S+ copy\(", line)) for line in body.splitlines()))
+    return out
+
+
+def test_loop_state_copies_are_the_ones_xla_inserts() -> None:
+    """Our count of the copies a while body makes each trip against XLA's compiled HLO:
+    none where each value is updated in place, one per value the other update still reads,
+    two per value of a permutation; jax.random's threefry loop."""
+    import re
+
+    import jax
+    import jax.numpy as jnp
+    from jax import lax
+
+    import stablehlo_perf as sp
+
+    def loop(step):
+        return lambda a, b: lax.fori_loop(0, 5, lambda i, c: step(*c), (a, b))
+
+    cases = {
+        "independent": loop(lambda a, b: (a * 2, b * 3)),
+        "cross": loop(lambda a, b: (a + b, a - b)),
+        "permuted": loop(lambda a, b: (b * 2, a * 3)),
+        "read_first": loop(lambda a, b: (a * 0.5 + jnp.tanh(b @ a), b)),
+        "cross_dot": loop(lambda a, b: (jnp.tanh(a @ b), jnp.tanh(b) + a)),
+        "uniform": lambda a, b: jax.random.uniform(jax.random.key(0), (64, 64)) + a,
+    }
+    x = jnp.ones((64, 64))
+    for name, fn in cases.items():
+        lowered = jax.jit(fn).lower(x, x)
+        (xla,) = _xla_body_copies(lowered.compile().as_text())
+        (loop_op,) = [
+            o for o in sp.analyze(lowered, target="host").report.ops if o.name == "stablehlo.while"
+        ]
+        m = re.search(r"copies: (\d+) a trip", loop_op.model)
+        assert (int(m.group(1)) if m else 0) == xla, (name, loop_op.model, xla)
+
+
+def test_loop_copies_are_priced_as_copy_kernels() -> None:
+    """`(a + b, a - b)` on 1024 f32 for 5 trips on unit-cpu (100 B/ns, 100 ns a kernel):
+    both values copied each trip and, being entry parameters, once before, with the
+    counter's initial constant; each copy a kernel moving its bytes twice."""
+    import jax
+    import jax.numpy as jnp
+    from jax import lax
+
+    import stablehlo_perf as sp
+
+    def f(a, b):
+        return lax.fori_loop(0, 5, lambda i, c: (c[0] + c[1], c[0] - c[1]), (a, b))
+
+    unit = str(ROOT / "test_ir" / "Inputs" / "unit_cpu.toml")
+    res = sp.analyze(jax.jit(f).lower(jnp.ones(1024), jnp.ones(1024)), target=unit)
+    (loop_op,) = [o for o in res.report.ops if o.name == "stablehlo.while"]
+    assert loop_op.model == "while(x5, copies: 2 a trip, 3 before)"
+    launch, bw = 100.0, 100.0
+    vector_op = launch + 3 * 4096 / bw  # the add and the subtract: two reads, one write
+    counter = launch + 8 / bw  # i + 1
+    test = launch + 5 / bw  # i < 5
+    copy = launch + 2 * 4096 / bw
+    scalar_copy = launch + 2 * 4 / bw
+    expected = 5 * (2 * vector_op + counter) + 6 * test + (10 + 2) * copy + scalar_copy
+    assert loop_op.latency_ns == pytest.approx(expected)

@@ -106,3 +106,32 @@ def test_topological_order_keeps_program_order_and_detects_cycles():
     assert topological_order([[1], [0]]) is None
     with pytest.raises(ValueError, match="topological order"):
         longest_path([1, 1], [[1], []])
+
+
+def test_block_dataflow_survives_the_passes_attribute_writes() -> None:
+    """An MLIR op's hash covers its attributes (jaxlib 0.10), so a table of ops built before
+    a pass writes `perf.*` attributes no longer finds them: the block's dataflow (deps,
+    sources, live-out, what a loop body returns) must still be read after the writes."""
+    import jax
+    import jax.numpy as jnp
+    from jax import lax
+    from stablehlo_perf.passes.base import AnalysisCache
+    from stablehlo_perf.passes.ir import make_context, parse_module
+
+    def f(a):
+        return lax.fori_loop(0, 3, lambda i, v: jnp.tanh(v) * 2.0, a)
+
+    text = jax.jit(f).lower(jnp.ones(512)).as_text()
+    with make_context() as ctx:
+        module = parse_module(text, "f.mlir", ctx)
+        cache = AnalysisCache("f.mlir")
+        view = cache.view(module.operation)
+        (loop,) = [r.info.id for r in view.records if r.info.name == "stablehlo.while"]
+        body = view.regions[loop][1]
+        before = (view.block_deps(body), view.block_sources(body), view.block_live_out(body))
+        for rec in view.records:
+            cache.write(rec, "perf.latency_ns", 1.0)
+        after = (view.block_deps(body), view.block_sources(body), view.block_live_out(body))
+        assert after == before and any(before[0]) and before[2]
+        _, returns = view.block_arguments(body)
+        assert [kind for kind, _ in returns] == ["op", "op"]  # i + 1 and tanh(v) * 2

@@ -574,11 +574,21 @@ def test_kernels_of_a_thunked_loop_cost_one_thunk_not_the_calibration_loops_thre
 
     rep = sp.perf_jit(newton, target="host").analyze(jnp.full((512,), 0.7)).report
     loop = next(o for o in rep.ops if o.name == "stablehlo.while")
-    assert loop.model == "while(x50)"  # 512 floats: too large to become one kernel
+    # 512 floats: too large to become one kernel; x and the counter's 0 copied before it
+    assert loop.model == "while(x50, copies: 2 before)"
     test = next(o for o in rep.ops if o.name == "stablehlo.compare")
     thunk = host.launch_overhead_ns / 3  # a scalar compare: one thunk and a few bytes
     assert thunk <= test.latency_ns < thunk + 1.0
     body = [o for o in rep.ops if not o.top_level and o.name != "stablehlo.compare"]
+    from stablehlo_perf.analysis.opinfo import OpInfo, TensorType
+    from stablehlo_perf.analysis.service import default_registry
+
+    copied = [TensorType((512,), "f32"), TensorType((), "i32")]
+    copies = default_registry().price(
+        [OpInfo.build(0, "stablehlo.copy", [t], [t]) for t in copied], host
+    )
     assert loop.latency_ns == pytest.approx(
-        50 * sum(o.latency_ns for o in body) + 51 * test.latency_ns
+        50 * sum(o.latency_ns for o in body)
+        + 51 * test.latency_ns
+        + sum(c.latency_ns for c in copies)
     )

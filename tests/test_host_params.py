@@ -393,7 +393,7 @@ def test_the_ramp_counts_a_loops_first_trip_only(tmp_path: Path) -> None:
     )
     rep = sp.analyze(FORI_LOOP.read_text(), target=target).report
     loop = next(o for o in rep.ops if o.name == "stablehlo.while")
-    assert loop.model == "while(x10)" and loop.top_level
+    assert loop.model == "while(x10, copies: 2 before)" and loop.top_level
     makespan = rep.total_latency_ns - rep.call_overhead_ns
     assert makespan == pytest.approx(loop.latency_ns) and makespan > 0  # the loop is the call
     assert rep.call_overhead_ns == pytest.approx(makespan - 0.9 * loop.latency_ns - 1.0)
