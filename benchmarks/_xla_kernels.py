@@ -20,7 +20,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from jaxlib.mlir import ir
-from stablehlo_perf.analysis.fusion import FusionPlan, plan_fusion, while_init_copies
+from stablehlo_perf.analysis.fusion import (
+    FusionPlan,
+    group_deps,
+    loop_body_copies,
+    plan_fusion,
+    while_init_copies,
+)
 from stablehlo_perf.analysis.opinfo import OpInfo
 from stablehlo_perf.passes.extract import view_module
 from stablehlo_perf.passes.inline import inline_calls
@@ -157,6 +163,7 @@ class FlatBlock:
     live_out: list[int] = field(default_factory=list)
     carried: dict[int, list[bool]] = field(default_factory=dict)
     locs: list[str] = field(default_factory=list)
+    arguments: tuple[dict[int, set[int]], list[tuple[str, int]]] | None = None  # while bodies
 
     @property
     def deps(self) -> list[list[int]]:
@@ -186,7 +193,7 @@ def flat_blocks(text: str, entry: str = "main") -> list[FlatBlock]:
         view = view_module(module, "<fusion>")
         blocks: list[FlatBlock] = []
 
-        def add(owner: str, ids: list[int]) -> None:
+        def add(owner: str, ids: list[int], body: bool = False) -> None:
             recs = [view.records[i] for i in ids]
             flat = FlatBlock(
                 owner,
@@ -199,12 +206,13 @@ def flat_blocks(text: str, entry: str = "main") -> list[FlatBlock]:
                     if r.op.name == "stablehlo.while"
                 },
                 [r.info.loc for r in recs],
+                view.block_arguments(ids) if body else None,
             )
             blocks.append(flat)
             for i in ids:
                 short = view.records[i].info.short_name
                 for ri, region in enumerate(view.regions.get(i, ())):
-                    add(f"{short}#{i}/{ri}", region)
+                    add(f"{short}#{i}/{ri}", region, short == "while" and ri == 1)
 
         add(entry, view.funcs[entry].top)
     return blocks
@@ -213,7 +221,8 @@ def flat_blocks(text: str, entry: str = "main") -> list[FlatBlock]:
 @dataclass(frozen=True)
 class OurKernels:
     """Our grouping of a module: kernels (launches of non-control groups, plus the copies
-    XLA inserts before while loops), control ops, and each kernel's op names."""
+    XLA inserts before while loops and in their bodies), control ops, and each kernel's op
+    names."""
 
     kernels: int
     control: int
@@ -230,6 +239,9 @@ def our_kernels(blocks: Sequence[FlatBlock], kind: str = "cpu") -> OurKernels:
         members = plan.members()
         for i, carried in b.carried.items():
             copies += len(while_init_copies(b.ops, b.sources, i, carried))
+        if b.arguments is not None and b.ops:
+            readers, returns = b.arguments
+            copies += sum(loop_body_copies(plan.groups, group_deps(plan, b.deps), readers, returns))
         for g, k in enumerate(plan.kinds):
             names = [b.ops[i].short_name for i in members[g]]
             if k == "free":

@@ -48,9 +48,6 @@ xk = _load("_xla_kernels", ROOT / "benchmarks" / "_xla_kernels.py")
 EXPLAINED = {
     "gather": "XLA turns the column gather x[:, cols] into a row gather plus transpose and "
     "copies the result back to row-major layout (wrapped_copy): a layout copy we do not model",
-    "scan": "copy insertion adds a copy of the loop counter inside the body (copy.4: the "
-    "old counter is read by dynamic-slice after i+1 is written); we model only the copies "
-    "of read-only while inputs",
     "transformer_block": "XLA:CPU computes the bf16 softmax in f32 and keeps the bf16 scaled "
     "scores (multiply_convert_fusion) as a kernel of their own; we duplicate the cheap "
     "scaling into the max-reduce and the exp fusions",
@@ -196,7 +193,7 @@ def main(argv: list[str]) -> int:
         if r.ours != r.xla:
             print(f"  {r.name}: {r.ours} vs {r.xla}: {EXPLAINED.get(r.name, 'unexplained')}")
     print("control: while/conditional ops (ours/XLA), not counted as kernels; copies: the "
-          "copies of read-only while inputs we add (XLA's copy insertion)")  # fmt: skip
+          "copies XLA's copy insertion makes, of read-only while inputs and in while bodies")  # fmt: skip
     if not wanted:
         n, wall, cpu, kernels = time_100k(corpus)
         print(f"plan_fusion on a {n:,}-op block (one transformer layer repeated): "
