@@ -233,6 +233,15 @@ def matmul_specs(quick: bool) -> list[Spec]:
     gemm |= {(1, m, n, k) for m in thin for k in thin for n in (1, 16)}
     gemm |= {(1, m, n, k) for n in thin for k in thin for m in (1, 16)}
     gemm |= {(b, m, m, k) for b in (4, 16) for m in (16, 64) for k in (16, 64)}
+    # Many small products in one call (vmap, attention's batch x heads): YNNPACK pays per
+    # product, which 4 and 16 of them did not show (a vmap of 256 16x32 @ 32x16 products,
+    # a benchmarks/unseen_programs.py program, was predicted at 69 us, measured 130-200).
+    gemm |= {
+        (b, m, m, k)
+        for b in (32, 128, 512) for m in (8, 32, 64) for k in (16, 64)
+        if b * m * m * k <= 2**24
+    }  # fmt: skip
+    gemm |= {(b, 64, 16, 64) for b in (32, 128)}
     # A few rows or columns (RNN steps, small-batch inference, narrow heads): between M or
     # N of 1 and 16 the trees had no rows, and 8x128 @ 128x128 was predicted at 8.0 us
     # against 2.9 measured, 128x128 @ 128x8 at 5.8 against 2.8 (Xeon VM, 2026-12-01).
