@@ -98,7 +98,7 @@ class AnnotateCyclesPass:
         costs = small_loop_costs(costs, unfused, infos, loops, target, registry)
         if target.kind == "cpu" and target.calibrated:
             costs = thunked_loop_costs(costs, view, cache, loops, target)
-        copies = loop_copies(view, cache, skip=list(loops))
+        copies = loop_copies(view, cache, skip=[i for w, ids in loops.items() for i in (w, *ids)])
         costs, before_ns = loop_copy_costs(costs, infos, copies, target, registry)
         for w, ns in before_ns.items():
             cache.values.setdefault(w, {})[COPIES_BEFORE] = ns

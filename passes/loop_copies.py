@@ -5,7 +5,7 @@ parameter, a constant) once before the loop (`analysis.fusion.while_init_copies`
 
 jax.random's threefry loop copies both halves of its counter block every trip: for a
 512x512 uniform, ten 1 MiB copies a call (jax.profiler on the Xeon VM: 140 us each, more
-than the loop's two fused kernels), which a price of the loop's kernels alone left out.
+than either of the loop's two fused kernels), which a price of its kernels alone left out.
 """
 
 from __future__ import annotations
@@ -44,8 +44,10 @@ def _block_of(view: ModuleView, op_id: int) -> list[int]:
 def loop_copies(
     view: ModuleView, cache: AnalysisCache, skip: Sequence[int] = ()
 ) -> dict[int, LoopCopies]:
-    """The copies of every while loop but those in `skip` (loops run as one kernel), from
-    perf-fusion's kernels of the body where it ran, else one kernel per op."""
+    """The copies of every while loop but those in `skip` (loops run as one kernel, and the
+    ops inside them), from perf-fusion's kernels of the body where it ran, else one kernel
+    per op. A body of no ops (a pure permutation) is left out: its block has no ops to
+    find its terminator by."""
     out: dict[int, LoopCopies] = {}
     for rec in view.records:
         info = rec.info
@@ -53,6 +55,8 @@ def loop_copies(
         if info.name != "stablehlo.while" or info.id in skip or len(regions) < 2:
             continue
         body = regions[1]
+        if not body:
+            continue
         readers, returns = view.block_arguments(body)
         if len(returns) != len(info.results):
             continue
