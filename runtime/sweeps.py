@@ -282,6 +282,14 @@ def matmul_specs(quick: bool) -> list[Spec]:
         for c, g in ((16, 16), (32, 32), (64, 64), (128, 128), (64, 8), (128, 32)):
             for stride in (1, 2):
                 conv.add((1, hw, hw, c, 3, 3, c, stride, g))
+    # Sequence convolutions (audio, text, a state-space model's conv1d), which XLA:CPU runs
+    # as 1 x W images with 1 x K kernels: the square layers above never had a 1-high image
+    # nor 3- or 7-tap windows alone.
+    conv |= {
+        (nb, 1, w, c, 1, k, c, 1)
+        for nb in (1, 4) for w in (256, 2048) for c in (32, 128) for k in (3, 7)
+        if nb * w * c * c * k <= 2**27
+    }  # fmt: skip
     specs = [Spec("dot_general", "f32", s) for s in sorted(gemm)]
     # bf16 and int8 (int32-accumulating, as quantised models call it) products run on other
     # code paths at other rates, and int8 ones on AMX/VNNI units gain more from longer N
