@@ -152,11 +152,14 @@ class FusionPlan:
 
 @dataclass(frozen=True)
 class GroupTraffic:
-    """What one fused group moves and computes: external inputs once, outputs once."""
+    """What one fused group moves and computes: external inputs once, outputs once; and
+    the members a fused gather evaluates at its positions only, with their share of their
+    elements (`gathered_scales`, by block-local index)."""
 
     input_bytes: int
     output_bytes: int
     flops: int
+    gathered: Mapping[int, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -819,7 +822,7 @@ def group_traffic(
                 outb += sum(t.nbytes or 0 for t in written)
         inp += sum(read for _, read in reads.values())
         out.append(
-            GroupTraffic(input_bytes=round(inp), output_bytes=round(outb), flops=round(flops))
+            GroupTraffic(round(inp), round(outb), round(flops), gathered)
         )
     return out
 

@@ -37,7 +37,6 @@ from stablehlo_perf.analysis.fusion import (
     INDEX_MOVES,
     FusionPlan,
     GroupTraffic,
-    gathered_scales,
     library_reduce,
 )
 from stablehlo_perf.analysis.opinfo import READS_PART, READS_WHAT_IT_RETURNS, OpInfo
@@ -147,23 +146,21 @@ def price_groups(
     traffic: Sequence[GroupTraffic],
     costs: Sequence[OpCost],
     target: Target,
-    sources: Sequence[Sequence[int | None]] | None = None,
-    live_out: Sequence[int] = (),
 ) -> tuple[list[GroupCost], list[float], list[int]]:
-    """Group costs, and each op's share of its group's latency and DRAM bytes. With the
-    block's operand `sources` (and live-out ops), producers fused into a gather are priced
-    at the gathered elements only (`gathered_scales`)."""
+    """Group costs, and each op's share of its group's latency and DRAM bytes. Producers
+    fused into a gather are priced at the gathered elements only (`GroupTraffic.gathered`)."""
     overhead = target.launch_overhead_ns
     members: list[list[int]] = [[] for _ in plan.kinds]
     for i, g in enumerate(plan.groups):
         members[g].append(i)
-    if sources is not None:
-        costs = list(costs)
-        for ids in members:
-            for i, share in gathered_scales(ops, ids, sources, live_out).items():
-                c = costs[i]
-                scaled = min(c.latency_ns, overhead) + max(c.latency_ns - overhead, 0.0) * share
-                costs[i] = OpCost(c.cycles, scaled, c.dram_bytes, c.model, c.extra)
+    costs = list(costs)
+    for g, t in enumerate(traffic):
+        for i, share in t.gathered.items():
+            if plan.groups[i] != g:  # a copy recomputed here: priced with its own group
+                continue
+            c = costs[i]
+            scaled = min(c.latency_ns, overhead) + max(c.latency_ns - overhead, 0.0) * share
+            costs[i] = OpCost(c.cycles, scaled, c.dram_bytes, c.model, c.extra)
     groups: list[GroupCost] = []
     for g, kind in enumerate(plan.kinds):
         t = traffic[g]

@@ -155,9 +155,8 @@ def _fused_costs(
     for bf in cache.fusion.values():
         ops = [infos[i] for i in bf.ids]
         groups, latency, dram = price_groups(
-            ops, bf.plan, bf.traffic, [costs[i] for i in bf.ids], target,
-            bf.sources or None, bf.live_out,
-        )  # fmt: skip
+            ops, bf.plan, bf.traffic, [costs[i] for i in bf.ids], target
+        )
         bf.costs = groups
         sizes = [0] * bf.plan.num_groups
         for g in bf.plan.groups:

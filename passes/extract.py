@@ -10,7 +10,7 @@ once per element inside their parent, whose OpInfo carries their FLOPs as
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -84,18 +84,18 @@ class ModuleView:
         local = self._local(ids)
         deps: list[list[int]] = []
         for k, i in enumerate(ids):
-            found: set[int] = set()
-            stack = [i]
-            while stack:
-                j = stack.pop()
-                for v in self.records[j].op.operands:
-                    src = local.get(v.owner)
-                    if src is not None and src != k:
-                        found.add(src)
-                for block in self.regions.get(j, ()):
-                    stack.extend(block)
-            deps.append(sorted(found))
+            found = {local.get(v.owner) for v in self._operands_within(i)}
+            deps.append(sorted(src for src in found if src is not None and src != k))
         return deps
+
+    def _operands_within(self, op_id: int) -> Iterator[ir.Value]:
+        """The operands of an op and of every op inside its regions."""
+        stack = [op_id]
+        while stack:
+            j = stack.pop()
+            yield from self.records[j].op.operands
+            for block in self.regions.get(j, ()):
+                stack.extend(block)
 
     def _local(self, ids: Sequence[int]) -> dict:
         """MLIR op -> block-local index, for a block's ops. Built per call: an op's hash
@@ -132,15 +132,10 @@ class ModuleView:
         block = term.block
         readers: dict[int, set[int]] = {}
         for k, i in enumerate(ids):
-            stack = [i]
-            while stack:
-                j = stack.pop()
-                for v in self.records[j].op.operands:
-                    arg = _block_arg_index(v, block)
-                    if arg is not None:
-                        readers.setdefault(arg, set()).add(k)
-                for inner in self.regions.get(j, ()):
-                    stack.extend(inner)
+            for v in self._operands_within(i):
+                arg = _block_arg_index(v, block)
+                if arg is not None:
+                    readers.setdefault(arg, set()).add(k)
         local = self._local(ids)
         returns: list[tuple[str, int]] = []
         for v in term.operands:

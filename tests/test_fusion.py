@@ -690,7 +690,7 @@ def test_a_fused_gather_reads_only_the_gathered_part_of_its_producers_inputs() -
     plan, traffic, target, bw = _one_cpu_kernel(b)
     costs = [OpCost(0, 0.0, 0, "roofline")] * len(b.ops)
     x_read, col_read, idx_bytes, out_bytes = 128 * 4, 128 * 128 * 4 / 128_000, 512, 512
-    (group,), _, _ = price_groups(b.ops, plan, traffic, costs, target, b.sources)
+    (group,), _, _ = price_groups(b.ops, plan, traffic, costs, target)
     assert traffic[0].input_bytes == round(x_read + col_read + idx_bytes)
     assert traffic[0].flops == 128  # logp's subtract at the 128 gathered positions, not 128,000
     assert group.dram_bytes == round(x_read + col_read + idx_bytes + out_bytes)
@@ -699,7 +699,7 @@ def test_a_fused_gather_reads_only_the_gathered_part_of_its_producers_inputs() -
     live = [ids["logp"]]
     (t_whole,) = group_traffic(b.ops, b.deps, plan, b.sources, live)
     assert t_whole.input_bytes == 128_000 * 4 + 128 * 4 + idx_bytes
-    (whole,), _, _ = price_groups(b.ops, plan, [t_whole], costs, target, b.sources, live)
+    (whole,), _, _ = price_groups(b.ops, plan, [t_whole], costs, target)
     assert whole.dram_bytes == t_whole.input_bytes + t_whole.output_bytes
 
 
