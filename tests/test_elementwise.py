@@ -313,6 +313,23 @@ def test_floor_stays_positive_when_large_ops_steer_the_line() -> None:
     assert np.all(small < 1.0)
 
 
+def test_below_the_smallest_size_the_smallest_rows_time_scales_down() -> None:
+    """A floor of 5 us steered by large ops and 2 us measured at the smallest size (100
+    elements, three rows: too few for a leaf of their own): below it, at most 2 us x n / 100
+    and never under a quarter of the fastest row (0.5 us). 50 elements: 1.0 us; 10: 0.5 us,
+    where the line and trees alone put 5.0 and 4.6."""
+    sizes = [100, 200, 400] + [1000 * k for k in range(1, 40)]
+    X = np.array([[*ew.shape_features((n,), 4.0), ew.OP_CODES.index("cosine")] for n in sizes])
+    n = X[:, 0]
+    y = np.where(n < 1000, 2.0 * n / 100, 5.0 + 1e-2 * n)
+    model = ew.LatencyRegressor().fit(X, y)
+    below = np.array(
+        [[*ew.shape_features((m,), 4.0), ew.OP_CODES.index("cosine")] for m in (50, 10)]
+    )
+    assert model.extrapolated(below).all()
+    np.testing.assert_allclose(model.predict(below), [1.0, 0.5], rtol=1e-9)
+
+
 def test_size_split_never_shares_a_size() -> None:
     sizes = np.array([4, 4, 8, 8, 8, 16, 32, 32, 64, 128])
     train, test = ew.size_split(sizes, 0.4, seed=3)

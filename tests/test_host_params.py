@@ -28,10 +28,11 @@ ROWS = [
     ("multiply", "f32", (1024, 1024), 200.0, NAN),
     ("add", "f32", (1 << 21,), 420.0, NAN),  # 25.17 MB / 420 us = 59.92 GB/s
     ("add", "bf16", (1 << 22,), 900.0, NAN),  # not f32: ignored for bandwidth
-    # Small elementwise ops (<= 1024 elements): the per-kernel overhead is their median,
-    # 400 ns; 4096 elements do work beyond it.
+    # Small cheap elementwise ops (<= 1024 elements): the per-kernel overhead is their
+    # median, 400 ns; 4096 elements do work beyond it, and so does a transcendental.
     ("add", "f32", (32,), 0.3, NAN),
-    ("exponential", "f32", (1024,), 0.5, NAN),
+    ("maximum", "f32", (1024,), 0.5, NAN),
+    ("exponential", "f32", (1024,), 2.5, NAN),
     ("maximum", "bf16", (4096,), 3.0, NAN),
     ("transpose", "f32", (32, 32), 5.0, NAN),  # movement: not an overhead sample
     ("fft", "f32", (1024,), 12.0, NAN),  # nor library calls and comparator reduces

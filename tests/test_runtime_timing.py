@@ -217,6 +217,17 @@ def test_measure_is_resumable_and_drops_broken_lines(
     assert len(rows) == 3
 
 
+def test_measure_leaves_out_ops_whose_loop_xla_runs_as_one_kernel(tmp_path: Path) -> None:
+    """A loop of 32 f32 adds is hoisted into one kernel (its state is under XLA:CPU's
+    1024-byte small-call limit), one of 544 is not: only the latter is a measurement."""
+    hoisted, kept = sweeps.Spec("add", "f32", (32,)), sweeps.Spec("add", "f32", (544,))
+    assert sweeps.build_loop_case(hoisted).hoisted
+    assert not sweeps.build_loop_case(kept).hoisted
+    rows = calibrate.measure([hoisted, kept], tmp_path / "p.csv", repeats=3, progress=False)
+    assert set(rows) == {kept.key}
+    assert set(calibrate.read_partial(tmp_path / "p.csv")) == {kept.key}
+
+
 def test_calibrate_cli_end_to_end_and_corrupted_cache(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
