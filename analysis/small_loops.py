@@ -39,6 +39,7 @@ __all__ = [
     "LATENCY_KEY",
     "REFERENCE_ELEMENTS",
     "SMALL_LOOP_BYTES",
+    "THUNKED_KEY",
     "format_latencies",
     "is_small_loop",
     "loop_member_ns",
@@ -51,6 +52,10 @@ __all__ = [
 LATENCY_KEY = "small_loop_ns"
 """Calibration header line of the small-loop probe (`runtime/small_loop_probes.py`): ns a
 trip of the loop itself costs (`base`) and each op's latency on one element, by short name."""
+
+THUNKED_KEY = "thunked_loop"
+"""Calibration header line of the thunked-loop probe (`runtime/thunked_loop_probes.py`):
+`base`, `kernel` (ns) and `l1_gbps`, `l2_gbps`, as `name=value` pairs."""
 
 SMALL_LOOP_BYTES = 1024
 """XLA:CPU's default `xla_cpu_small_while_loop_byte_threshold`."""

@@ -100,14 +100,44 @@ def small_loop_costs(
 _CALIBRATION_THUNKS = 3
 
 
-def _thunked_ids(view: ModuleView, small: dict[int, list[int]]) -> set[int]:
-    """Ops inside while loops XLA:CPU runs kernel by kernel (not hoisted into one)."""
+def _thunked_ids(view: ModuleView, small: dict[int, list[int]]) -> dict[int, int]:
+    """Ops inside while loops XLA:CPU runs kernel by kernel (not hoisted into one), each with
+    the bytes its innermost such loop carries (its operands: JAX passes the arrays a body
+    reads from outside as loop state too), what stays in cache from trip to trip if any."""
     hoisted = {i for ids in small.values() for i in ids}
-    out: set[int] = set()
-    for rec in view.records:
-        if rec.info.name == "stablehlo.while" and rec.info.id not in small:
-            out.update(i for block in view.blocks_inside(rec.info.id) for i in block)
-    return out - hoisted
+    out: dict[int, int] = {}
+    for rec in view.records:  # outer loops first: an inner loop's ops take its bytes
+        info = rec.info
+        if info.name == "stablehlo.while" and info.id not in small:
+            carried = sum(t.nbytes or 0 for t in info.operands)
+            out.update((i, carried) for block in view.blocks_inside(info.id) for i in block)
+    return {i: b for i, b in out.items() if i not in hoisted}
+
+
+_SCALAR_BYTES = 64
+"""Bytes up to which a kernel of a thunked loop is one of its scalar kernels (the counter's
+add, the test's compare), which the thunked-loop probe prices together as `base`."""
+
+
+def _in_loop_ns(nbytes: float, carried: int, target: Target) -> float | None:
+    """Time a kernel of a thunked loop carrying `carried` bytes takes beyond its compute to
+    launch and move `nbytes` of state kept in cache from trip to trip (`Target.thunked_loop`:
+    the fixed cost, and the bandwidth of the smallest of a core's L1 and L2 that holds them);
+    None where the target has no such measurement or the loop's state outgrows L2."""
+    p = target.thunked_loop
+    if not {"base", "kernel", "l1_gbps", "l2_gbps"} <= set(p):
+        return None
+    # A loop whose state outgrows a core's L2 streams it: a body slicing a 2 MiB input
+    # (unseen dyn_slice_loop) reads new data every trip.
+    if carried > target.onchip_mib.get("l2", 0.0) * 2**20:
+        return None
+    if nbytes <= _SCALAR_BYTES:
+        return p["base"] / 2
+    if nbytes <= target.onchip_mib.get("l1", 0.0) * 2**20:
+        bandwidth = p["l1_gbps"] * 1e9
+    else:
+        bandwidth = p["l2_gbps"] * 1e9
+    return p["kernel"] + nbytes / bandwidth * 1e9
 
 
 def thunked_loop_costs(
@@ -117,7 +147,9 @@ def thunked_loop_costs(
     small: dict[int, list[int]],
     target: Target,
 ) -> list[OpCost]:
-    """`costs` with every kernel inside a thunk-by-thunk loop at its calibrated time less the
+    """`costs` with every kernel inside a thunk-by-thunk loop at its compute plus what the
+    thunked-loop probe says launching it and moving its bytes in cache cost
+    (`_in_loop_ns`), or where the target has no probe at its calibrated time less the
     calibration loop's two other thunks a trip (a kernel costs at least one thunk)."""
     inside = _thunked_ids(view, small)
     if not inside:
@@ -125,11 +157,22 @@ def thunked_loop_costs(
     thunk = target.launch_overhead_ns / _CALIBRATION_THUNKS
     out = list(costs)
 
-    def rescale(ids: list[int], launches: int) -> float:
+    def rescale(ids: list[int], launches: int, nbytes: float | None = None) -> float:
+        """Rescale these ops' costs to their kernel's in-loop time; `nbytes`, where the
+        kernel was priced from its bytes at the streaming bandwidth (a roofline or a
+        serial fused loop, not a learned model's time, which was measured in a loop)."""
         total = sum(out[i].latency_ns for i in ids)
         if total <= 0 or launches <= 0:
             return total
-        new = max(total - (_CALIBRATION_THUNKS - 1) * thunk * launches, thunk * launches)
+        moved = None if nbytes is None else _in_loop_ns(nbytes / launches, inside[ids[0]], target)
+        if moved is None:
+            new = max(total - (_CALIBRATION_THUNKS - 1) * thunk * launches, thunk * launches)
+        else:
+            # The compute: what the kernel costs beyond its launches and its bytes at the
+            # streaming bandwidth (`analysis.fusion_cost`), kept; those two replaced.
+            streamed = nbytes / target.memory_bandwidth * 1e9
+            compute = max(total - target.launch_overhead_ns * launches - streamed, 0.0)
+            new = compute + moved * launches
         for i in ids:
             c = out[i]
             latency = c.latency_ns * new / total
@@ -146,11 +189,17 @@ def thunked_loop_costs(
             root = view.records[bf.ids[bf.plan.roots[g]]].info
             if bf.plan.kinds[g] == "free" or root.op_class == "control":
                 continue
-            new = rescale(members, bf.plan.launches[g])
+            t, model = bf.traffic[g], bf.costs[g].model if bf.costs else ""
+            # XLA's own loop kernels; a library call (a dot, a YNNPACK reduce: "opaque",
+            # "input") pays its call beyond its bytes (scan_rnn's 8x128 dots in a loop:
+            # ~3 us a trip, priced 0.6 from their bytes in cache).
+            streamed = bf.plan.kinds[g] == "loop" and model.endswith((":roofline", "+serial"))
+            nbytes = t.input_bytes + t.output_bytes if streamed else None
+            new = rescale(members, bf.plan.launches[g], nbytes)
             if bf.costs:
                 bf.costs[g] = dataclasses.replace(bf.costs[g], latency_ns=new)
             done.update(members)
-    for i in inside - done:
+    for i in inside.keys() - done:
         if view.records[i].info.op_class != "control":
             rescale([i], 1)
     return out

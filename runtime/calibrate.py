@@ -7,8 +7,9 @@ harness: each op inside a runtime-trip-count loop, so that what is stored is its
 cost within a program (`runtime.timing.time_in_loop`), and as a program of its own
 in the same rounds (what a call costs beyond its kernels: `analysis.host_params`);
 then multi-kernel probe programs (`runtime.program_probes`), the fused bf16 chain
-(`runtime.fused_probes`) and the latencies of ops in small loops
-(`runtime.small_loop_probes`).
+(`runtime.fused_probes`), the latencies of ops in small loops
+(`runtime.small_loop_probes`) and the costs of kernels in loops run thunk by thunk
+(`runtime.thunked_loop_probes`).
 Each interleaved chunk is appended to a partial CSV, so an interrupted run resumes
 where it stopped. The finished calibration goes to the user's cache
 (`analysis.calibration_files.calibration_path`) with a header naming machine, device,
@@ -35,8 +36,21 @@ import numpy as np
 from stablehlo_perf.analysis import calibration_files as cf
 from stablehlo_perf.analysis import elementwise as ew
 from stablehlo_perf.analysis.host_params import HOST_PARAMS_KEY, fit_host_params
-from stablehlo_perf.analysis.small_loops import LATENCY_KEY, format_latencies, parse_latencies
-from stablehlo_perf.runtime import fused_probes, program_probes, small_loop_probes, sweeps, timing
+from stablehlo_perf.analysis.small_loops import (
+    LATENCY_KEY,
+    THUNKED_KEY,
+    format_latencies,
+    parse_latencies,
+)
+from stablehlo_perf.analysis.targets import l1_data_mib
+from stablehlo_perf.runtime import (
+    fused_probes,
+    program_probes,
+    small_loop_probes,
+    sweeps,
+    thunked_loop_probes,
+    timing,
+)
 from tqdm import tqdm
 
 __all__ = [
@@ -208,11 +222,13 @@ def write_calibration(
     probes: Sequence[program_probes.Probe] = (),
     bf16_fused_ns: float = math.nan,
     loop_latencies: Mapping[str, float] | None = None,
+    thunked_loop: Mapping[str, float] | None = None,
 ) -> None:
     """Write rows under `head`, the probes, the dispatch floor, the roofline parameters they
     imply (`analysis.host_params`, with the per-call terms fitted from `probes` where given:
     all their measurements together; `bf16_fused_ns` from `runtime.fused_probes`;
-    `loop_latencies` from `runtime.small_loop_probes`) and a
+    `loop_latencies` from `runtime.small_loop_probes`; `thunked_loop` from
+    `runtime.thunked_loop_probes`) and a
     `# sha256:` of the body, atomically (tmp + rename)."""
     body = ",".join(COLUMNS) + "\n" + "".join(",".join(r) + "\n" for r in sorted(rows))
     digest = hashlib.sha256(body.encode()).hexdigest()
@@ -243,6 +259,7 @@ def write_calibration(
                 else []
             ),
             *([f"# {LATENCY_KEY}: {format_latencies(loop_latencies)}"] if loop_latencies else []),
+            *([f"# {THUNKED_KEY}: {format_latencies(thunked_loop)}"] if thunked_loop else []),
             f"# dispatch_us: {disp:.3f}",
             f"# {HOST_PARAMS_KEY}: {params.header()}",
             f"# sha256: {digest}",
@@ -263,6 +280,7 @@ def refit(path: Path, note: str = "") -> None:
         f"# {program_probes.PROBE_KEY}: ",
         f"# {fused_probes.KEY}:",
         f"# {LATENCY_KEY}:",
+        f"# {THUNKED_KEY}:",
         "# dispatch_us:",
         f"# {HOST_PARAMS_KEY}:",
         "# sha256:",
@@ -275,7 +293,8 @@ def refit(path: Path, note: str = "") -> None:
     kept = cf.header_value(path, fused_probes.KEY)
     bf16 = float(kept) if kept else math.nan
     loops = parse_latencies(cf.header_value(path, LATENCY_KEY))
-    write_calibration(list(read_partial(path).values()), path, head, probes, bf16, loops)
+    thunked = parse_latencies(cf.header_value(path, THUNKED_KEY))
+    write_calibration(list(read_partial(path).values()), path, head, probes, bf16, loops, thunked)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -362,8 +381,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     probes = program_probes.pooled(earlier_probes, fresh)
     bf16 = fused_probes.measure_bf16_fused(repeats=args.repeats)
     loops = small_loop_probes.measure_loop_latencies(repeats=args.repeats)
+    l1_bytes = (l1_data_mib() or 0.0) * 2**20
+    thunked = None
+    if l1_bytes:
+        fit = thunked_loop_probes.measure_thunked_loops(l1_bytes, repeats=args.repeats)[0]
+        ref = cf.median_sentinel([float(r[-1]) for r in rows.values()])
+        speed = ref / gauge if math.isfinite(ref) and math.isfinite(gauge) else 1.0
+        thunked = fit.at_speed(speed).pairs()  # at the rows' median speed, as the probes
     head = earlier + [ln for ln in header(args.target, args.note) if ln not in earlier]
-    write_calibration(list(rows.values()), path, head, probes, bf16, loops)
+    write_calibration(list(rows.values()), path, head, probes, bf16, loops, thunked)
     partial.unlink()
     models = ew.fit_class_models(ew.load_measurements(path))
     print(f"{path}: {len(rows)} shapes; fitted classes: {', '.join(sorted(models))}")

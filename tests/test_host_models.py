@@ -577,7 +577,10 @@ def test_kernels_of_a_thunked_loop_cost_one_thunk_not_the_calibration_loops_thre
     # 512 floats: too large to become one kernel; x and the counter's 0 copied before it
     assert loop.model == "while(x50, copies: 2 before)"
     test = next(o for o in rep.ops if o.name == "stablehlo.compare")
-    thunk = host.launch_overhead_ns / 3  # a scalar compare: one thunk and a few bytes
+    # a scalar compare: one thunk and a few bytes, or, where the thunked-loop probe ran,
+    # half of what a trip of its loop of no other kernel costs (the counter is the other)
+    probed = host.thunked_loop.get("base")
+    thunk = probed / 2 if probed is not None else host.launch_overhead_ns / 3
     assert thunk <= test.latency_ns < thunk + 1.0
     body = [o for o in rep.ops if not o.top_level and o.name != "stablehlo.compare"]
     from stablehlo_perf.analysis.opinfo import OpInfo, TensorType
@@ -592,3 +595,56 @@ def test_kernels_of_a_thunked_loop_cost_one_thunk_not_the_calibration_loops_thre
         + 51 * test.latency_ns
         + sum(c.latency_ns for c in copies)
     )
+
+
+def test_thunked_loop_probe_fit_recovers_its_parameters_by_hand() -> None:
+    """Trips made from base 20 ns, 10 ns a kernel, 100 GB/s in a 48 KiB L1 and 50 beyond:
+    the relative least squares gives them back exactly."""
+    from stablehlo_perf.runtime.thunked_loop_probes import SIZES, fit_thunked_loops
+
+    l1 = 48 * 1024
+    rows = [(n, k, 20.0 + k * (10.0 + 8 * n / (100.0 if 8 * n <= l1 else 50.0))) for n, k in SIZES]
+    fit = fit_thunked_loops(rows, l1)
+    assert fit.base_ns == pytest.approx(20.0) and fit.kernel_ns == pytest.approx(10.0)
+    assert fit.l1_gbps == pytest.approx(100.0) and fit.l2_gbps == pytest.approx(50.0)
+    slow = fit.at_speed(2.0)  # a machine twice as slow: times double, bandwidths halve
+    assert (slow.base_ns, slow.kernel_ns, slow.l1_gbps) == pytest.approx((40.0, 20.0, 50.0))
+
+
+def test_kernels_of_a_thunked_loop_move_their_state_at_the_probes_cache_bandwidth(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`(a + b, a - b)` on 1024 f32 for 5 trips on unit-cpu (100 B/ns, 100 ns a kernel) with
+    a thunked-loop probe of base 20 ns, 10 ns a kernel, 200 GB/s in a 48 KiB L1: each
+    vector kernel's 12 KiB at 200 B/ns plus 10 ns (its roofline had no compute beyond its
+    launch and bytes), the scalar counter and test 10 ns each (base / 2); the copies, priced
+    by the copy model, and the condition's extra run unchanged."""
+    import dataclasses
+
+    import stablehlo_perf as sp
+    from stablehlo_perf.passes import annotate_cycles
+
+    unit = str(Path(__file__).resolve().parents[1] / "test_ir" / "Inputs" / "unit_cpu.toml")
+    probed = dataclasses.replace(
+        load_target(unit),
+        calibrated=True,
+        onchip_mib={"l1": 48 / 1024, "l2": 2.0},
+        thunked_loop={"base": 20.0, "kernel": 10.0, "l1_gbps": 200.0, "l2_gbps": 100.0},
+    )
+    monkeypatch.setattr(annotate_cycles, "load_target", lambda name: probed)
+
+    def f(a, b):
+        return lax.fori_loop(0, 5, lambda i, c: (c[0] + c[1], c[0] - c[1]), (a, b))
+
+    res = sp.analyze(jax.jit(f).lower(jnp.ones(1024), jnp.ones(1024)), target=unit)
+    (loop_op,) = [o for o in res.report.ops if o.name == "stablehlo.while"]
+    vector_op = 10.0 + 3 * 4096 / 200.0
+    scalar = 20.0 / 2
+    copy, scalar_copy = 100.0 + 2 * 4096 / 100.0, 100.0 + 2 * 4 / 100.0
+    expected = 5 * (2 * vector_op + scalar) + 6 * scalar + (10 + 2) * copy + scalar_copy
+    assert loop_op.latency_ns == pytest.approx(expected)
+    # Past L1 a kernel's bytes move at the L2 rate; a loop carrying more than L2 streams.
+    from stablehlo_perf.passes.small_loops import _in_loop_ns
+
+    assert _in_loop_ns(100_000, 200_000, probed) == pytest.approx(10.0 + 100_000 / 100.0)
+    assert _in_loop_ns(100_000, 3 * 2**20, probed) is None

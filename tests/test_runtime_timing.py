@@ -19,7 +19,7 @@ from stablehlo_perf.analysis import elementwise as ew
 from stablehlo_perf.analysis.host_params import HOST_PARAMS_KEY, HostParams
 from stablehlo_perf.analysis.opinfo import OpInfo, TensorType
 from stablehlo_perf.analysis.small_loops import LATENCY_KEY, parse_latencies
-from stablehlo_perf.analysis.targets import load_target
+from stablehlo_perf.analysis.targets import l1_data_mib, load_target
 from stablehlo_perf.runtime import (
     calibrate,
     calibration_check,
@@ -27,6 +27,7 @@ from stablehlo_perf.runtime import (
     program_probes,
     small_loop_probes,
     sweeps,
+    thunked_loop_probes,
     timing,
 )
 
@@ -239,6 +240,8 @@ def test_calibrate_cli_end_to_end_and_corrupted_cache(
     monkeypatch.setattr(
         small_loop_probes, "OPS", {k: small_loop_probes.OPS[k] for k in ("add", "tanh")}
     )
+    sizes = ((300, 1), (300, 2), (1024, 1), (16384, 1), (16384, 2))
+    monkeypatch.setattr(thunked_loop_probes, "SIZES", sizes)
     first = ["--target", "host", "--quick", "--repeats", "3", "--no-progress"]
     assert calibrate.main([*first, "--note", "first run"]) == 0
     path = cf.calibration_path("host")
@@ -267,6 +270,12 @@ def test_calibrate_cli_end_to_end_and_corrupted_cache(
     loops = parse_latencies(cf.header_value(path, LATENCY_KEY))
     assert set(loops) == {"base", "add", "tanh"} and 1.0 < loops["tanh"] < 500.0
     assert host.small_loop_latency_ns == loops
+    # The thunked-loop probe ran (where the OS gives the L1 size): a kernel's fixed cost and
+    # its bytes' rates, which the host uses.
+    thunked = parse_latencies(cf.header_value(path, thunked_loop_probes.KEY))
+    if l1_data_mib():
+        assert set(thunked) == {"base", "kernel", "l1_gbps", "l2_gbps"}
+        assert host.thunked_loop == thunked
     # Corrupt one value: detected, reported, re-measured.
     assert "\nadd,f32,4096,4096," in text
     path.write_text(text.replace("\nadd,f32,4096,4096,", "\nadd,f32,4096,4097,", 1))
@@ -301,6 +310,9 @@ def test_calibrate_cli_end_to_end_and_corrupted_cache(
     monkeypatch.setattr(fused_probes, "measure_bf16_fused", lambda *a, **k: pytest.fail("measured"))
     monkeypatch.setattr(
         small_loop_probes, "measure_loop_latencies", lambda *a, **k: pytest.fail("measured")
+    )
+    monkeypatch.setattr(
+        thunked_loop_probes, "measure_thunked_loops", lambda *a, **k: pytest.fail("measured")
     )
     path.write_text(before.replace(cf.header_value(path, HOST_PARAMS_KEY), "bandwidth_gbps=1"))
     assert calibrate.main(["--target", "host", "--refit", "--note", "refit"]) == 0

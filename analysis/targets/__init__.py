@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from stablehlo_perf.analysis.host_params import HostParams
 
-__all__ = ["DEFAULT_TARGET", "Target", "TargetError", "list_targets", "load_target"]
+__all__ = ["DEFAULT_TARGET", "Target", "TargetError", "l1_data_mib", "list_targets", "load_target"]
 
 DEFAULT_TARGET = "tpu-v5e"
 _KINDS = ("tpu", "gpu", "cpu")
@@ -77,6 +77,10 @@ class Target:
     # itself, and each op's latency on one element by short name (runtime/small_loop_probes.py).
     # Empty where unknown.
     small_loop_latency_ns: Mapping[str, float] = field(default_factory=dict)
+    # What a kernel of a loop XLA:CPU runs thunk by thunk costs (runtime/thunked_loop_probes.py):
+    # `base` ns a trip of the loop itself, `kernel` ns a kernel's fixed cost, and the GB/s its
+    # bytes move at in a core's L1 and L2 (`l1_gbps`, `l2_gbps`). Empty where unknown.
+    thunked_loop: Mapping[str, float] = field(default_factory=dict)
     calibrated: bool = False
     calibration_note: str = ""
     sources: Mapping[str, str] = field(default_factory=dict)
@@ -295,12 +299,14 @@ def _calibrated_host(base: Target) -> Target:
     found = training_files("host")
     if found is None or not found[1]:
         return base
-    params, when, latencies = _host_header(str(found[0]), found[0].stat().st_mtime_ns)
+    params, when, latencies, thunked = _host_header(str(found[0]), found[0].stat().st_mtime_ns)
     if params is None:
         return base
     change: dict[str, object] = {}
     if latencies:
         change["small_loop_latency_ns"] = latencies
+    if thunked:
+        change["thunked_loop"] = thunked
     if math.isfinite(params.bandwidth_gbps):
         change["memory_bandwidth_gbps"] = params.bandwidth_gbps
     if math.isfinite(params.f32_tflops):
@@ -333,29 +339,35 @@ def _calibrated_host(base: Target) -> Target:
 
 
 @functools.lru_cache(maxsize=8)
-def _host_header(path: str, mtime_ns: int) -> tuple[HostParams | None, str, dict[str, float]]:
-    """A calibration's fitted host parameters, date and small-loop latencies, read once per
-    file version (every pass loads its target)."""
+def _host_header(
+    path: str, mtime_ns: int
+) -> tuple[HostParams | None, str, dict[str, float], dict[str, float]]:
+    """A calibration's fitted host parameters, date, small-loop latencies and thunked-loop
+    costs, read once per file version (every pass loads its target)."""
     from stablehlo_perf.analysis.calibration_files import header_value
     from stablehlo_perf.analysis.host_params import HOST_PARAMS_KEY, HostParams
-    from stablehlo_perf.analysis.small_loops import LATENCY_KEY, parse_latencies
+    from stablehlo_perf.analysis.small_loops import LATENCY_KEY, THUNKED_KEY, parse_latencies
 
     p = Path(path)
     return (
         HostParams.parse(header_value(p, HOST_PARAMS_KEY)),
         header_value(p, "date"),
         parse_latencies(header_value(p, LATENCY_KEY)),
+        parse_latencies(header_value(p, THUNKED_KEY)),
     )
 
 
 _SIZE_UNITS_MIB = {"K": 1 / 1024, "M": 1.0, "G": 1024.0}
 
 
-def _l2_mib(cache: Path = Path("/sys/devices/system/cpu/cpu0/cache")) -> float | None:
-    """One core's L2 cache in MiB, from sysfs (None where the OS does not say)."""
+def _l2_mib(
+    cache: Path = Path("/sys/devices/system/cpu/cpu0/cache"), level: int = 2
+) -> float | None:
+    """One core's L2 (or `level`) data cache in MiB, from sysfs (None where the OS does not
+    say)."""
     for index in sorted(cache.glob("index*")):
         try:
-            if (index / "level").read_text().strip() != "2":
+            if (index / "level").read_text().strip() != str(level):
                 continue
             if (index / "type").read_text().strip() == "Instruction":
                 continue
@@ -365,6 +377,11 @@ def _l2_mib(cache: Path = Path("/sys/devices/system/cpu/cpu0/cache")) -> float |
         if size[-1:] in _SIZE_UNITS_MIB and size[:-1].isdigit():
             return int(size[:-1]) * _SIZE_UNITS_MIB[size[-1]]
     return None
+
+
+def l1_data_mib() -> float | None:
+    """This machine's per-core L1 data cache in MiB (None where the OS does not say)."""
+    return _l2_mib(level=1)
 
 
 def _describe_host(base: Target) -> Target:
@@ -388,9 +405,9 @@ def _describe_host(base: Target) -> Target:
     f32 = cores * clock * per_cycle / 1000
     peaks = {"f32": f32, "bf16": f32, "f16": f32, "f64": f32 / 2, "int8": f32, "int32": f32}
     onchip = dict(base.onchip_mib)
-    l2 = _l2_mib()
-    if l2:
-        onchip["l2"] = l2
+    for name, size in (("l1", l1_data_mib()), ("l2", _l2_mib())):
+        if size:
+            onchip[name] = size
     return Target(
         **{
             **base.__dict__,
