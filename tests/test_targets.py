@@ -86,9 +86,10 @@ def test_xla_thread_count_is_part_of_the_machine(monkeypatch):
     assert cf.xla_cpu_threads() == 1
 
 
-def test_host_l2_size_comes_from_sysfs(tmp_path):
-    """The per-core L2 size is the level-2 data or unified cache's; none without one."""
-    from stablehlo_perf.analysis.targets import _l2_mib
+def test_host_cache_sizes_come_from_sysfs(tmp_path):
+    """The per-core L2 size is the level-2 data or unified cache's, L1 the level-1 data
+    cache's; none without one."""
+    from stablehlo_perf.analysis.targets import _cache_mib
 
     for name, level, kind, size in [
         ("index0", 1, "Data", "48K"),
@@ -101,12 +102,13 @@ def test_host_l2_size_comes_from_sysfs(tmp_path):
         (d / "level").write_text(f"{level}\n")
         (d / "type").write_text(f"{kind}\n")
         (d / "size").write_text(f"{size}\n")
-    assert _l2_mib(tmp_path) == 2.0
+    assert _cache_mib(tmp_path) == 2.0
+    assert _cache_mib(tmp_path, level=1) == 48 / 1024  # the data cache, not instructions
     (tmp_path / "index2" / "size").write_text("1M\n")
-    assert _l2_mib(tmp_path) == 1.0
+    assert _cache_mib(tmp_path) == 1.0
     (tmp_path / "index2" / "level").write_text("4\n")
-    assert _l2_mib(tmp_path) is None
-    assert _l2_mib(tmp_path / "missing") is None
+    assert _cache_mib(tmp_path) is None
+    assert _cache_mib(tmp_path / "missing") is None
 
 
 def test_unknown_name_lists_valid_targets():

@@ -360,11 +360,11 @@ def _host_header(
 _SIZE_UNITS_MIB = {"K": 1 / 1024, "M": 1.0, "G": 1024.0}
 
 
-def _l2_mib(
+def _cache_mib(
     cache: Path = Path("/sys/devices/system/cpu/cpu0/cache"), level: int = 2
 ) -> float | None:
-    """One core's L2 (or `level`) data cache in MiB, from sysfs (None where the OS does not
-    say)."""
+    """One core's data (or unified) cache of this `level` in MiB, from sysfs (None where the
+    OS does not say)."""
     for index in sorted(cache.glob("index*")):
         try:
             if (index / "level").read_text().strip() != str(level):
@@ -381,7 +381,7 @@ def _l2_mib(
 
 def l1_data_mib() -> float | None:
     """This machine's per-core L1 data cache in MiB (None where the OS does not say)."""
-    return _l2_mib(level=1)
+    return _cache_mib(level=1)
 
 
 def _describe_host(base: Target) -> Target:
@@ -405,7 +405,7 @@ def _describe_host(base: Target) -> Target:
     f32 = cores * clock * per_cycle / 1000
     peaks = {"f32": f32, "bf16": f32, "f16": f32, "f64": f32 / 2, "int8": f32, "int32": f32}
     onchip = dict(base.onchip_mib)
-    for name, size in (("l1", l1_data_mib()), ("l2", _l2_mib())):
+    for name, size in (("l1", l1_data_mib()), ("l2", _cache_mib())):
         if size:
             onchip[name] = size
     return Target(
