@@ -250,6 +250,19 @@ def _per_mib(mib: np.ndarray, residual_us: np.ndarray) -> float:
     return max(float(q[order][np.searchsorted(cum, cum[-1] / 2)]), 0.0) * 1e3
 
 
+_WIDE_ROW = 64
+
+
+def _narrow_rows(shape: tuple[int, ...]) -> bool:
+    """Whether a tensor's rows are shorter than `_WIDE_ROW` elements: XLA:CPU's loop then runs
+    its vector tail on much of every row and is compute-bound (`analysis.elementwise`
+    vector_tail: 4248x7 f32 add at 1.9 ns per element, 22191x64 at 0.3), so its time is no
+    bandwidth. The Xeon reference's 479157x3 and 236287x6 adds, multiplies and divides
+    (5-16 GB/s) put the median of its 18 rows of 1M+ elements at 22.7 GB/s; the other 12 give
+    28.9."""
+    return len(shape) > 1 and shape[-1] < _WIDE_ROW
+
+
 def fit_host_params(
     rows: Sequence[tuple[str, str, tuple[int, ...], float, float]],
 ) -> HostParams:
@@ -265,7 +278,7 @@ def fit_host_params(
         if t_us <= 0:
             continue
         numel = math.prod(shape)
-        if op in _BINARY and dtype == "f32" and numel >= 1 << 20:
+        if op in _BINARY and dtype == "f32" and numel >= 1 << 20 and not _narrow_rows(shape):
             bw.append(3 * 4 * numel / t_us / 1e3)
         elif op == "dot_general" and dtype == "f32" and len(shape) == 4:  # operands M x K, K x N
             b, m, n, k = shape

@@ -28,6 +28,7 @@ ROWS = [
     ("multiply", "f32", (1024, 1024), 200.0, NAN),
     ("add", "f32", (1 << 21,), 420.0, NAN),  # 25.17 MB / 420 us = 59.92 GB/s
     ("add", "bf16", (1 << 22,), 900.0, NAN),  # not f32: ignored for bandwidth
+    ("add", "f32", (524288, 3), 1000.0, NAN),  # rows of 3: the vector tail's time, no bandwidth
     # Small cheap elementwise ops (<= 1024 elements): the per-kernel overhead is their
     # median, 400 ns; 4096 elements do work beyond it, and so does a transcendental.
     ("add", "f32", (32,), 0.3, NAN),
