@@ -6,8 +6,8 @@ cache from the trip before. Such a kernel costs far less than a program's kernel
 same bytes (the project's Xeon VM, 2026-12-01: `v * 0.5 + c` on 1024 f32 carried by a
 loop, 70-100 ns a kernel; on 16384, 1.7 us: 77 GB/s; the fused-loop roofline priced them
 at 400 ns and 5.8 us from the streaming bandwidth then fitted, 22.7 GB/s, and the
-three-thunk floor). The probe times fori_loops carrying k arrays of n f32, each updated by one kernel a trip,
-at two trip counts, and fits
+three-thunk floor). The probe times fori_loops carrying k arrays of n f32, each updated
+by one kernel a trip, at two trip counts, and fits
 
     trip(n, k) = base + k * (kernel + 8 n / bandwidth(tier of 8 n)),
 
