@@ -48,11 +48,14 @@ __all__ = ["GroupCost", "member_compute_ns", "price_groups"]
 
 @dataclass(frozen=True)
 class GroupCost:
-    """One fusion group's latency, DRAM bytes and the model that set it."""
+    """One fusion group's latency, DRAM bytes and the model that set it; `streamed` where
+    that latency is the group's bytes at the target's memory bandwidth (a roofline, or the
+    members' compute plus those bytes), not a dedicated model's time."""
 
     latency_ns: float
     dram_bytes: int
     model: str
+    streamed: bool = False
 
 
 def _input_hit_rate(members: Sequence[OpInfo]) -> float:
@@ -190,6 +193,7 @@ def price_groups(
         memory_s = dram / bandwidth + read * hit / l2_bw
         roofline_ns = max(flops / peak, memory_s) * 1e9
         best_ns, model = roofline_ns, "roofline"
+        streamed = bandwidth == target.memory_bandwidth
         dedicated = [i for i in members[g] if costs[i].model not in _UNMEASURED]
         if target.kind == "cpu" and dedicated and len(members[g]) > 1:
             # Each member's compute: its measured time beyond its launch and beyond moving
@@ -208,9 +212,9 @@ def price_groups(
             for i in dedicated:
                 c = costs[i]
                 if c.latency_ns - overhead > best_ns:
-                    best_ns, model = c.latency_ns - overhead, c.model
+                    best_ns, model, streamed = c.latency_ns - overhead, c.model, False
         latency = best_ns + overhead * plan.launches[g]
-        groups.append(GroupCost(latency, round(dram), f"fused-{kind}:{model}"))
+        groups.append(GroupCost(latency, round(dram), f"fused-{kind}:{model}", streamed))
     latency_share = [0.0] * len(ops)
     dram_share = [0] * len(ops)
     for g, ids in enumerate(members):

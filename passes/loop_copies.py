@@ -49,10 +49,11 @@ def loop_copies(
     per op. A body of no ops (a pure permutation) is left out: its block has no ops to
     find its terminator by."""
     out: dict[int, LoopCopies] = {}
+    skipped = set(skip)
     for rec in view.records:
         info = rec.info
         regions = view.regions.get(info.id, [])
-        if info.name != "stablehlo.while" or info.id in skip or len(regions) < 2:
+        if info.name != "stablehlo.while" or info.id in skipped or len(regions) < 2:
             continue
         body = regions[1]
         if not body:

@@ -189,11 +189,11 @@ def thunked_loop_costs(
             root = view.records[bf.ids[bf.plan.roots[g]]].info
             if bf.plan.kinds[g] == "free" or root.op_class == "control":
                 continue
-            t, model = bf.traffic[g], bf.costs[g].model if bf.costs else ""
-            # XLA's own loop kernels; a library call (a dot, a YNNPACK reduce: "opaque",
-            # "input") pays its call beyond its bytes (scan_rnn's 8x128 dots in a loop:
-            # ~3 us a trip, priced 0.6 from their bytes in cache).
-            streamed = bf.plan.kinds[g] == "loop" and model.endswith((":roofline", "+serial"))
+            t = bf.traffic[g]
+            # XLA's own loop kernels priced from their bytes; a library call (a dot, a
+            # YNNPACK reduce: "opaque", "input") pays its call beyond its bytes (scan_rnn's
+            # 8x128 dots in a loop: ~3 us a trip, priced 0.6 from their bytes in cache).
+            streamed = bf.plan.kinds[g] == "loop" and bool(bf.costs) and bf.costs[g].streamed
             nbytes = t.input_bytes + t.output_bytes if streamed else None
             new = rescale(members, bf.plan.launches[g], nbytes)
             if bf.costs:
