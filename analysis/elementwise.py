@@ -73,6 +73,7 @@ __all__ = [
     "fft_features",
     "fit_class_models",
     "gather_features",
+    "lad_line",
     "gemm_layout",
     "load_measurements",
     "matmul_features",
@@ -764,7 +765,7 @@ def _ceil_div(a: int, b: int) -> int:
 # --- estimator ------------------------------------------------------------------------
 
 
-def _lad_line(x: np.ndarray, y: np.ndarray, iters: int = 60) -> tuple[float, float]:
+def lad_line(x: np.ndarray, y: np.ndarray, iters: int = 60) -> tuple[float, float]:
     """Least-absolute-deviation fit y ≈ a + b·x (IRLS); the median line resists outliers."""
     a_mat = np.c_[np.ones_like(x), x]
     scale = max(float(np.max(np.abs(x))), 1.0)
@@ -835,7 +836,7 @@ class LatencyRegressor(RegressorMixin, BaseEstimator):
             self.floor_ = 0.5 * float(y.min())
             self.slope_ = float(np.median((y - self.floor_) / np.maximum(self._base(X), 1e-12)))
         elif self.line == "lad":
-            self.floor_, self.slope_ = _lad_line(self._base(X), y)
+            self.floor_, self.slope_ = lad_line(self._base(X), y)
         else:
             raise ValueError(f"line must be 'lad' or 'ratio', got {self.line!r}")
         if self.residual == "log":

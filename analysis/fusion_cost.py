@@ -39,6 +39,7 @@ from stablehlo_perf.analysis.fusion import (
     GroupTraffic,
     library_reduce,
 )
+from stablehlo_perf.analysis.fused_loops import group_composition, model_for_host
 from stablehlo_perf.analysis.opinfo import READS_PART, READS_WHAT_IT_RETURNS, OpInfo
 from stablehlo_perf.analysis.service import OpCost
 from stablehlo_perf.analysis.targets import Target
@@ -143,6 +144,17 @@ def member_compute_ns(op: OpInfo, cost: OpCost, target: Target) -> float:
     )
 
 
+def _learned_loop_ns(members: Sequence[OpInfo], root: OpInfo, t: GroupTraffic) -> float | None:
+    """A host loop kernel's time from the fused-chain model (`analysis.fused_loops`), None
+    where it does not answer (no data for this machine, members or sizes it did not see)."""
+    comp = group_composition(members, t.input_bytes)
+    if comp is None or not root.results or root.results[0].shape is None:
+        return None
+    model = model_for_host()
+    us = model.predict_us(root.results[0].shape, comp) if model else None
+    return None if us is None else us * 1e3
+
+
 def price_groups(
     ops: Sequence[OpInfo],
     plan: FusionPlan,
@@ -213,6 +225,10 @@ def price_groups(
                 c = costs[i]
                 if c.latency_ns - overhead > best_ns:
                     best_ns, model, streamed = c.latency_ns - overhead, c.model, False
+        if target.kind == "cpu" and target.name == "host" and kind == "loop":
+            learned = _learned_loop_ns([ops[i] for i in members[g]], root, t)
+            if learned is not None:
+                best_ns, model, streamed = max(learned - overhead, 0.0), "hgb-host-fused", False
         latency = best_ns + overhead * plan.launches[g]
         groups.append(GroupCost(latency, round(dram), f"fused-{kind}:{model}", streamed))
     latency_share = [0.0] * len(ops)

@@ -1,0 +1,267 @@
+"""Learned latency of the host's fused elementwise loop kernels (XLA:CPU), from measured chains.
+
+A loop kernel of several elementwise ops is priced elsewhere from its members: its bytes at
+the streaming bandwidth plus each member's compute from its single-op measurement
+(`analysis.fusion_cost`). XLA:CPU's code for a fused chain depends on the chain and the
+shape in ways no member shows (`runtime/fused_chains.py`; `benchmarks/fused_chains.py`
+scored that rule on 81 chains at an error factor of 2.1: 4-12x under for transcendental
+chains on rows of 16, 4-11x over for cheap chains on (n, 1)). This model learns kernel
+time from measured chains, as the op models do from single ops: a least-absolute-deviation
+line in work (elements x ops) carries the size trend and boosted trees learn the
+multiplicative residual from the output's shape features (`elementwise.shape_features`)
+and the kernel's composition (`Composition`).
+
+It answers for f32 loop kernels whose members are the chains' ops (`_TRAINED`: arithmetic,
+maximum, tanh, exp, rsqrt) and the index moves a loop does for free (broadcasts, reshapes),
+with no more of each kind than the training chains had, on the machine the chains were measured on
+(`calibration_files.nearest_machine`); anything else keeps the member rule.
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+import math
+from collections.abc import Sequence
+from dataclasses import astuple, dataclass
+from pathlib import Path
+
+import numpy as np
+from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.ensemble import HistGradientBoostingRegressor
+from stablehlo_perf.analysis.calibration_files import header_value, nearest_machine
+from stablehlo_perf.analysis.elementwise import CalibrationError, lad_line, shape_features
+from stablehlo_perf.analysis.opinfo import OpInfo
+from threadpoolctl import threadpool_limits
+
+__all__ = [
+    "Composition",
+    "FusedLoopModel",
+    "FusedLoopRegressor",
+    "chain_composition",
+    "group_composition",
+    "load_chains",
+    "model_for_host",
+]
+
+DATA = Path(__file__).parent / "data" / "host_fused_xeon.csv"
+
+_TRAINED = frozenset(
+    {"add", "subtract", "multiply", "divide", "maximum", "tanh", "exponential", "rsqrt"}
+)
+"""Elementwise ops the training chains run (`runtime.fused_chains.VOCAB`; a subtract costs
+what an add does). A sine fused with a multiply on 512x256 f32 takes ~700 us, a tanh 90:
+the composition counts transcendentals, not which, so it answers for no op it did not see."""
+_FREE = frozenset({"broadcast_in_dim", "reshape", "constant"})
+
+
+@dataclass(frozen=True)
+class Composition:
+    """What a fused loop kernel computes, beyond its output's shape: elementwise ops, of which
+    transcendentals and divides, inputs of the output's size and broadcast vectors (each
+    broadcast of a non-scalar counted)."""
+
+    ops: int
+    transcendental: int
+    divides: int
+    full_inputs: int
+    broadcasts: int
+
+
+_STEP = {
+    "add_c": (0, 0),
+    "mul_c": (0, 0),
+    "max0": (0, 0),
+    "add_y": (0, 0),
+    "mul_y": (0, 0),
+    "div_y": (0, 1),
+    "mul_row": (0, 0),
+    "sub_col": (0, 0),
+    "tanh": (1, 0),
+    "exp": (1, 0),
+    "rsqrt": (1, 0),
+}
+"""Per `runtime.fused_chains.VOCAB` step: (transcendental, divide)."""
+
+
+def chain_composition(ops: Sequence[str], shape: Sequence[int]) -> Composition:
+    """The composition of a measured chain (`runtime.fused_chains.VOCAB` step names) on x of
+    `shape`, as `group_composition` finds it in the chain's StableHLO: the row vector (the
+    last dimension) is a full-size input where the leading dimensions are 1 and a broadcast
+    where x has two dimensions or more (of a (1, d) chain, both), the column vector (the
+    leading dimensions) a full-size input where the last dimension is 1 and a broadcast
+    where it is more and the leading ones are."""
+    try:
+        steps = [_STEP[o] for o in ops]
+    except KeyError as e:
+        raise CalibrationError(f"unknown chain step {e.args[0]!r}") from None
+    rank = len(shape)
+    row_full = math.prod(shape[:-1]) == 1
+    row_broadcast = rank > 1 and shape[-1] > 1
+    col_full = rank > 1 and shape[-1] == 1
+    col_broadcast = rank > 1 and shape[-1] > 1 and math.prod(shape[:-1]) > 1
+    rows, cols = ops.count("mul_row"), ops.count("sub_col")
+    full = 1 + int(any(o.endswith("_y") for o in ops))
+    full += int(rows > 0 and row_full) + int(cols > 0 and col_full)
+    return Composition(
+        ops=len(steps),
+        transcendental=sum(s[0] for s in steps),
+        divides=sum(s[1] for s in steps),
+        full_inputs=full,
+        broadcasts=rows * row_broadcast + cols * col_broadcast,
+    )
+
+
+def group_composition(members: Sequence[OpInfo], input_bytes: float) -> Composition | None:
+    """The composition of a fused group's members reading `input_bytes` (its distinct inputs,
+    `fusion.GroupTraffic`), or None where the model does not answer for it: a member other
+    than f32 elementwise ops the chains ran (`_TRAINED`) and free index moves, or no
+    elementwise op. A broadcast counts
+    where it makes a full-size tensor of a non-scalar (JAX broadcasts a row vector in two
+    steps, 16 -> 1x16 -> 16384x16)."""
+    work = [op for op in members if op.short_name not in _FREE]
+    if not work:
+        return None
+    for op in work:
+        if op.short_name not in _TRAINED or not op.results:
+            return None
+        if any(t.element_type != "f32" for t in (*op.operands, *op.results)):
+            return None
+    out = max(op.results[0].num_elements or 0 for op in work)
+    out_bytes = max(op.results[0].nbytes or 0 for op in work)
+    if out == 0 or out_bytes == 0:
+        return None
+    broadcasts = sum(
+        1
+        for op in members
+        if op.short_name == "broadcast_in_dim"
+        and op.operands
+        and (op.operands[0].num_elements or 0) > 1
+        and op.results
+        and op.results[0].num_elements == out
+    )
+    return Composition(
+        ops=len(work),
+        transcendental=sum(op.op_class == "transcendental" for op in work),
+        divides=sum(op.short_name == "divide" for op in work),
+        full_inputs=max(1, int(input_bytes // out_bytes)),
+        broadcasts=broadcasts,
+    )
+
+
+def features(shape: Sequence[int], comp: Composition) -> list[float]:
+    """Shape features of the kernel's f32 output, its composition and its work (elements x ops)."""
+    n = math.prod(shape) if shape else 1
+    return [*shape_features(shape, 4.0), *map(float, astuple(comp)), float(n * comp.ops)]
+
+
+_WORK = -1  # the features' last column: elements x ops
+
+
+class FusedLoopRegressor(RegressorMixin, BaseEstimator):
+    """Kernel time (us) from `features` rows: a LAD floor + slope line in work times a boosted
+    multiplicative residual, trained on absolute error of the log ratio; fixed seed."""
+
+    def __init__(
+        self,
+        max_iter: int = 200,
+        learning_rate: float = 0.1,
+        min_samples_leaf: int = 5,
+        random_state: int = 0,
+    ) -> None:
+        self.max_iter = max_iter
+        self.learning_rate = learning_rate
+        self.min_samples_leaf = min_samples_leaf
+        self.random_state = random_state
+
+    def _line(self, X: np.ndarray) -> np.ndarray:
+        return np.maximum(self.floor_ + self.slope_ * X[:, _WORK], self.floor_)
+
+    def fit(self, X: np.ndarray, y: np.ndarray) -> FusedLoopRegressor:
+        X, y = np.asarray(X, dtype=float), np.asarray(y, dtype=float)
+        floor, slope = lad_line(X[:, _WORK], y)
+        self.floor_ = max(floor, 0.25 * float(y.min()))
+        self.slope_ = max(slope, 0.0)
+        self.range_ = (X.min(axis=0), X.max(axis=0))
+        self.hgb_ = HistGradientBoostingRegressor(
+            loss="absolute_error",
+            max_iter=self.max_iter,
+            learning_rate=self.learning_rate,
+            min_samples_leaf=self.min_samples_leaf,
+            early_stopping=False,
+            random_state=self.random_state,
+        )
+        with threadpool_limits(1):
+            self.hgb_.fit(X, np.log(y / self._line(X)))
+        return self
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        X = np.asarray(X, dtype=float)
+        with threadpool_limits(1):
+            return self._line(X) * np.exp(self.hgb_.predict(X))
+
+    def covers(self, X: np.ndarray) -> np.ndarray:
+        """True where a row's size and every composition count lie within the training rows'
+        (its composition columns and work are what the chains spanned)."""
+        X = np.asarray(X, dtype=float)
+        lo, hi = self.range_
+        comp = slice(len(shape_features((1,), 4.0)), None)
+        size = (X[:, 0] >= lo[0]) & (X[:, 0] <= hi[0])
+        return size & np.all((X[:, comp] >= lo[comp]) & (X[:, comp] <= hi[comp]), axis=1)
+
+
+def load_chains(path: Path) -> tuple[np.ndarray, np.ndarray]:
+    """(features, us) of a fused-chain CSV (`runtime.fused_chains.write_csv`); rows at the
+    file's median machine speed by their `sentinel_us`."""
+    rows = [ln for ln in path.read_text().splitlines() if ln and not ln.startswith("#")]
+    reader = csv.DictReader(rows)
+    X, y, speed = [], [], []
+    for k, r in enumerate(reader, start=2):
+        try:
+            shape = tuple(int(d) for d in r["shape"].split("x"))
+            t = float(r["measured_us_median"])
+            s = float(r.get("sentinel_us") or "nan")
+            ops = r["chain"].split(".")
+        except (KeyError, ValueError, AttributeError) as e:
+            raise CalibrationError(f"{path}: row {k}: malformed ({e})") from None
+        if not (math.isfinite(t) and t > 0):
+            raise CalibrationError(f"{path}: row {k}: time {t!r} is not a positive number")
+        X.append(features(shape, chain_composition(ops, shape)))
+        y.append(t)
+        speed.append(s)
+    if not X:
+        raise CalibrationError(f"{path}: no rows")
+    s = np.array(speed)
+    scale = np.where(np.isfinite(s), np.nanmedian(s) / s, 1.0) if np.isfinite(s).any() else 1.0
+    return np.array(X), np.array(y) * scale
+
+
+@dataclass(frozen=True)
+class FusedLoopModel:
+    """A fitted regressor and the CSV it came from."""
+
+    regressor: FusedLoopRegressor
+    source: str
+
+    def predict_us(self, shape: Sequence[int], comp: Composition) -> float | None:
+        """The kernel's time in us, or None where the training chains do not cover it."""
+        x = np.array([features(shape, comp)])
+        if not self.regressor.covers(x)[0]:
+            return None
+        return float(self.regressor.predict(x)[0])
+
+
+@functools.lru_cache(maxsize=4)
+def _fit(path: str, mtime_ns: int) -> FusedLoopModel:
+    X, y = load_chains(Path(path))
+    return FusedLoopModel(FusedLoopRegressor().fit(X, y), Path(path).name)
+
+
+def model_for_host(path: Path = DATA) -> FusedLoopModel | None:
+    """The model fitted from `path` if its chains were measured on this machine, else None."""
+    if not path.is_file():
+        return None
+    found = nearest_machine([header_value(path, "machine")])
+    if found is None or not found[1]:
+        return None
+    return _fit(str(path), path.stat().st_mtime_ns)

@@ -1,0 +1,195 @@
+"""Chains of elementwise ops that XLA:CPU fuses into one loop kernel, and their in-loop time.
+
+The calibration's sweep times single ops; a real program's loop kernels fuse several
+(a bias add and an activation, a normalisation's subtract, scale and shift), and their
+time is not the members' sum: on the project's 2-vCPU Xeon VM (jax 0.10.2, 2026-12-01)
+`tanh(v) * 0.5 + v` on 8192 f32 took 15-16 us in a loop on 512x16 and 256x32 and 4-5 us
+on 128x64, 1024x8 and 8192; `tanh(v) + v` 5 us on all; chains without a transcendental
+on (n, 1) ran 4-11x faster than their members' single-op times priced them. A chain is a
+sequence of ops from `VOCAB` applied to x (its shape the kernel's), some reading a second
+full-size input y, a row vector (the last dimension, broadcast) or a column vector (the
+leading dimensions, broadcast); `draw` picks them from a seed, `measure` times them
+inside a while loop with the calibration's sentinels, and `write_csv` (or
+`python -m stablehlo_perf.runtime.fused_chains --out FILE`) stores the rows that
+`analysis.fused_loops` fits.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import math
+import platform
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+from stablehlo_perf.analysis.calibration_files import machine_fingerprint
+from stablehlo_perf.runtime import sweeps, timing
+
+__all__ = [
+    "COLUMNS",
+    "Chain",
+    "TRAINING_SHAPES",
+    "VOCAB",
+    "build",
+    "draw",
+    "main",
+    "measure",
+    "write_csv",
+]
+
+Step = Callable[[jax.Array, dict[str, jax.Array]], jax.Array]
+
+VOCAB: dict[str, Step] = {
+    "add_c": lambda v, a: v + 0.5,
+    "mul_c": lambda v, a: v * 0.9,
+    "max0": lambda v, a: jnp.maximum(v, 0.0),
+    "add_y": lambda v, a: v + a["y"],
+    "mul_y": lambda v, a: v * a["y"],
+    "div_y": lambda v, a: v / a["y"],
+    "mul_row": lambda v, a: v * a["row"],
+    "sub_col": lambda v, a: v - a["col"],
+    "tanh": lambda v, a: jnp.tanh(v),
+    "exp": lambda v, a: jnp.exp(v),
+    "rsqrt": lambda v, a: lax.rsqrt(v),
+}
+"""Chain steps by name: `_c` with a constant, `_y` with the second full-size input,
+`_row` / `_col` with a broadcast vector, the rest unary."""
+
+COLUMNS = ("chain", "dtype", "shape", "measured_us_median", "spread", "sentinel_us")
+
+_LAST_DIMS = (1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 100, 128, 256, 512, 1000, 1024, 2048)
+_SIZES = (1024, 4096, 16384, 65536, 262144, 1048576)
+TRAINING_SHAPES: tuple[tuple[int, ...], ...] = tuple(
+    [(n // d, d) for n in _SIZES for d in _LAST_DIMS if d < n and n % d == 0]
+    + [(n // 1000, 1000) for n in _SIZES if n >= 16384]
+    + [(n // 100, 100) for n in _SIZES if n >= 4096]
+    + [(n,) for n in _SIZES]
+)
+"""Shapes the training chains run on: every last dimension of `_LAST_DIMS` that divides
+each size, and the flat arrays."""
+
+
+@dataclass(frozen=True)
+class Chain:
+    """Ops from `VOCAB` applied in order to x of `shape`."""
+
+    ops: tuple[str, ...]
+    shape: tuple[int, ...]
+    dtype: str = "f32"
+
+    @property
+    def key(self) -> str:
+        """`ops.joined.by.dots/shape` (the CSV's chain and shape columns, joined)."""
+        return f"{'.'.join(self.ops)}/{'x'.join(map(str, self.shape))}"
+
+
+def draw(
+    shapes: Sequence[tuple[int, ...]],
+    per_shape: int,
+    seed: int,
+    lengths: tuple[int, int] = (1, 8),
+) -> list[Chain]:
+    """`per_shape` chains of `lengths` (inclusive) ops on every shape, the same for a seed."""
+    rng = np.random.default_rng(seed)
+    names = sorted(VOCAB)
+    out = []
+    for shape in shapes:
+        for _ in range(per_shape):
+            n = int(rng.integers(lengths[0], lengths[1] + 1))
+            out.append(Chain(tuple(str(o) for o in rng.choice(names, size=n)), tuple(shape)))
+    return out
+
+
+def build(chain: Chain) -> tuple[Callable[..., jax.Array], tuple[jax.Array, ...]]:
+    """The chain as a function of (x, y, row, col) and standard normal inputs."""
+    key = jax.random.key(0)
+    dt = {"f32": jnp.float32, "bf16": jnp.bfloat16}[chain.dtype]
+    shape = chain.shape
+    x, y = (jax.random.normal(jax.random.fold_in(key, i), shape, dt) for i in (1, 2))
+    row = jax.random.normal(jax.random.fold_in(key, 3), shape[-1:], dt)
+    col = jax.random.normal(jax.random.fold_in(key, 4), (*shape[:-1], 1), dt)
+
+    def fn(x: jax.Array, y: jax.Array, row: jax.Array, col: jax.Array) -> jax.Array:
+        args = {"y": y, "row": row, "col": col}
+        v = x
+        for op in chain.ops:
+            v = VOCAB[op](v, args)
+        return v
+
+    return fn, (x, y, row, col)
+
+
+def measure(chains: Sequence[Chain], repeats: int = 5) -> list[dict[str, Any]]:
+    """Each chain's in-loop time (runtime.timing.time_in_loop, interleaved rounds) with the
+    calibration's sentinel ops timed in the same rounds (their geometric mean per row)."""
+    from stablehlo_perf.runtime import calibrate
+
+    looped = []
+    for c in chains:
+        fn, args = build(c)
+        compiled = jax.jit(sweeps.in_loop(fn)).lower(jnp.int32(1), *args).compile()
+        spec = sweeps.Spec(f"chain:{c.key}", c.dtype, c.shape)
+        looped.append((c.key, sweeps.LoopCase(spec, compiled, args)))
+    sentinels = calibrate.sentinel_cases()
+    out, _, _ = timing.time_in_loop(looped + sentinels, repeats=repeats)
+    speed = calibrate.sentinel_time(out, sentinels)
+    return [
+        {
+            "chain": ".".join(c.ops),
+            "dtype": c.dtype,
+            "shape": "x".join(map(str, c.shape)),
+            "measured_us_median": out[c.key][0].median_us,
+            "spread": out[c.key][0].spread,
+            "sentinel_us": speed,
+        }
+        for c in chains
+    ]
+
+
+def write_csv(rows: Sequence[dict[str, Any]], path: Path, note: str = "") -> None:
+    """Rows under a header naming the machine, date, versions and method."""
+    lines = [
+        "# stablehlo-perf fused-chain latencies (runtime/fused_chains.py)",
+        *([f"# note: {note}"] if note else []),
+        f"# machine: {machine_fingerprint()}",
+        f"# device: {timing.device_description()}",
+        f"# date: {datetime.now(timezone.utc).strftime('%Y-%m-%dT%H:%MZ')}",
+        f"# versions: python {platform.python_version()}, jax {jax.__version__}, "
+        f"numpy {np.__version__}",
+        f"# method: {timing.LOOP_METHOD}; sentinel_us as in the op calibration",
+    ]
+    with path.open("w", newline="") as f:
+        f.write("\n".join(lines) + "\n")
+        w = csv.DictWriter(f, fieldnames=COLUMNS)
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: (f"{r[k]:.4f}" if isinstance(r[k], float) else r[k]) for k in COLUMNS})
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description="Time fused elementwise chains inside a loop.")
+    p.add_argument("--out", type=Path, required=True, help="CSV to write")
+    p.add_argument("--per-shape", type=int, default=2, help="chains per training shape")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--repeats", type=int, default=5, help="interleaved rounds")
+    p.add_argument("--note", default="", help="a line of provenance for the header")
+    a = p.parse_args(argv)
+    chains = draw(TRAINING_SHAPES, a.per_shape, a.seed)
+    rows = measure(chains, a.repeats)
+    write_csv(rows, a.out, a.note)
+    bad = [r for r in rows if not math.isfinite(r["measured_us_median"])]
+    print(f"{a.out}: {len(rows)} chains measured", file=sys.stderr)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,166 @@
+"""The fused-loop model (analysis/fused_loops.py), its chains (runtime/fused_chains.py) and
+its place in group pricing (analysis/fusion_cost.py)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import stablehlo_perf.analysis.fusion_cost as fusion_cost
+from stablehlo_perf import perf_jit
+from stablehlo_perf.analysis import fused_loops as fl
+from stablehlo_perf.analysis.calibration_files import machine_fingerprint
+from stablehlo_perf.analysis.elementwise import CalibrationError
+from stablehlo_perf.runtime import fused_chains as fc
+
+HEADER = "chain,dtype,shape,measured_us_median,spread,sentinel_us"
+
+
+class Spy:
+    """A model that records the compositions it is asked about and answers 1 us."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[tuple[int, ...], fl.Composition]] = []
+
+    def predict_us(self, shape, comp):
+        self.seen.append((tuple(shape), comp))
+        return 1.0
+
+
+def test_chain_composition_is_what_the_pipeline_finds_in_the_lowered_chain(monkeypatch) -> None:
+    """The features the model trains on (from step names) and those it is asked about (from
+    the fusion group's StableHLO members) agree, on flat arrays, (n, 1) and wide shapes."""
+    spy = Spy()
+    monkeypatch.setattr(fusion_cost, "model_for_host", lambda: spy)
+    shapes = [(4096,), (4096, 1), (256, 16), (16, 256), (1, 1024)]
+    for chain in fc.draw(shapes, 3, seed=11):
+        spy.seen.clear()
+        fn, args = fc.build(chain)
+        perf_jit(fn, target="host").analyze(*args)
+        assert spy.seen == [(chain.shape, fl.chain_composition(chain.ops, chain.shape))], chain
+
+
+def test_composition_by_hand() -> None:
+    comp = fl.chain_composition(("mul_row", "tanh", "div_y", "sub_col", "mul_row"), (64, 32))
+    assert comp == fl.Composition(ops=5, transcendental=1, divides=1, full_inputs=2, broadcasts=3)
+    # On (n, 1) the column vector is a second full-size input; on (n,) the row vector is.
+    assert fl.chain_composition(("sub_col",), (64, 1)).full_inputs == 2
+    assert fl.chain_composition(("mul_row",), (64,)) == fl.Composition(1, 0, 0, 2, 0)
+    with pytest.raises(CalibrationError, match="unknown chain step 'sin'"):
+        fl.chain_composition(("sin",), (8,))
+
+
+def test_a_group_with_an_op_the_chains_never_ran_is_left_to_the_member_rule(monkeypatch) -> None:
+    spy = Spy()
+    monkeypatch.setattr(fusion_cost, "model_for_host", lambda: spy)
+    res = perf_jit(lambda x: jnp.sin(x) * 2.0, target="host").analyze(jnp.ones((512, 256)))
+    assert spy.seen == []
+    assert "hgb-host-fused" not in res.result.report.fusion_groups[0]["model"]
+
+
+def _synthetic_rows() -> tuple[np.ndarray, np.ndarray, list[tuple]]:
+    """Chains on a grid whose time is exactly 0.5 us + 1 ns per element and op."""
+    rows = []
+    for shape in [(n // d, d) for n in (1024, 8192, 65536) for d in (8, 64, 512)]:
+        for ops in [("add_c",), ("tanh", "mul_y"), ("exp", "mul_row", "div_y", "add_c")]:
+            comp = fl.chain_composition(ops, shape)
+            rows.append((shape, comp, 0.5 + 1e-3 * math.prod(shape) * comp.ops))
+    X = np.array([fl.features(s, c) for s, c, _ in rows])
+    return X, np.array([t for *_, t in rows]), rows
+
+
+def test_regressor_fits_a_line_in_work_and_says_what_it_covers() -> None:
+    X, y, rows = _synthetic_rows()
+    reg = fl.FusedLoopRegressor().fit(X, y)
+    np.testing.assert_allclose(reg.predict(X), y, rtol=0.02)
+    assert reg.covers(X).all()
+    shape, comp, _ = rows[-1]
+    more_ops = fl.Composition(comp.ops + 1, comp.transcendental, comp.divides, 2, 1)
+    bigger = (131072, 8)
+    assert not reg.covers(np.array([fl.features(shape, more_ops)]))[0]
+    assert not reg.covers(np.array([fl.features(bigger, comp)]))[0]
+
+
+def _write(path: Path, lines: list[str], machine: str | None = None) -> Path:
+    head = [f"# machine: {machine or machine_fingerprint()}", HEADER]
+    path.write_text("\n".join(head + lines) + "\n")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("row", "message"),
+    [
+        ("tanh,f32,64x8,-1.0,0.1,150", "row 3: time -1.0 is not a positive number"),
+        ("tanh,f32,64x8,nan,0.1,150", "row 3: time nan is not a positive number"),
+        ("tanh,f32,64xeight,1.0,0.1,150", "row 3: malformed"),
+        ("sin,f32,64x8,1.0,0.1,150", "unknown chain step 'sin'"),
+    ],
+)
+def test_bad_chain_rows_are_clear_errors(tmp_path: Path, row: str, message: str) -> None:
+    path = _write(tmp_path / "chains.csv", ["add_c,f32,64x8,1.0,0.1,150", row])
+    with pytest.raises(CalibrationError, match=message):
+        fl.load_chains(path)
+
+
+def test_an_empty_chain_file_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(CalibrationError, match="no rows"):
+        fl.load_chains(_write(tmp_path / "chains.csv", []))
+
+
+def test_rows_are_put_at_the_files_median_machine_speed(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path / "chains.csv",
+        ["add_c,f32,64x8,1.0,0.1,100", "add_c,f32,64x16,3.0,0.1,150", "tanh,f32,64x8,2.0,0.1,200"],
+    )
+    _, y = fl.load_chains(path)
+    np.testing.assert_allclose(y, [1.5, 3.0, 1.5])
+
+
+def test_the_model_answers_only_on_the_machine_its_chains_were_measured_on(tmp_path: Path) -> None:
+    _, _, rows = _synthetic_rows()
+    lines = [
+        f"{'.'.join(ops)},f32,{'x'.join(map(str, s))},{t},0.1,150"
+        for s, ops, t in [
+            (s, o, 0.5 + 1e-3 * math.prod(s) * len(o))
+            for s in [(128, 8), (1024, 64), (128, 512)]
+            for o in [("add_c",), ("tanh", "mul_y"), ("exp", "mul_row", "div_y", "add_c")]
+        ]
+    ]
+    here = fl.model_for_host(_write(tmp_path / "here.csv", lines))
+    assert here is not None and here.source == "here.csv"
+    elsewhere = _write(tmp_path / "other.csv", lines, machine="Some Other CPU, 2 cores, riscv64")
+    assert fl.model_for_host(elsewhere) is None
+    assert fl.model_for_host(tmp_path / "missing.csv") is None
+
+
+def test_a_covered_host_loop_is_priced_by_the_model(monkeypatch) -> None:
+    X, y, _ = _synthetic_rows()
+    model = fl.FusedLoopModel(fl.FusedLoopRegressor().fit(X, y), "synthetic")
+    monkeypatch.setattr(fusion_cost, "model_for_host", lambda: model)
+    chain = fc.Chain(("tanh", "mul_y"), (128, 64))
+    fn, args = fc.build(chain)
+    group = perf_jit(fn, target="host").analyze(*args).result.report.fusion_groups[0]
+    want = model.predict_us(chain.shape, fl.chain_composition(chain.ops, chain.shape))
+    assert group["model"] == "fused-loop:hgb-host-fused"
+    assert group["latency_ns"] == pytest.approx(want * 1e3)
+    # Other targets keep their own rules.
+    tpu = perf_jit(fn, target="tpu-v5e").analyze(*args).result.report.fusion_groups[0]
+    assert "hgb-host-fused" not in tpu["model"]
+
+
+def test_draw_is_deterministic_and_build_computes_the_chain() -> None:
+    assert fc.draw(fc.TRAINING_SHAPES[:5], 2, seed=3) == fc.draw(fc.TRAINING_SHAPES[:5], 2, seed=3)
+    fn, (x, y, row, col) = fc.build(fc.Chain(("mul_row", "sub_col", "div_y", "tanh"), (3, 4)))
+    np.testing.assert_allclose(fn(x, y, row, col), np.tanh((x * row - col) / y), rtol=1e-5)
+
+
+def test_shipped_chains_load_and_the_fit_reproduces_them() -> None:
+    """The shipped Xeon chains (510 rows, two seeds): in-sample median relative error of the
+    fit under 15% (a broken feature or a shuffled column would not get there)."""
+    X, y = fl.load_chains(fl.DATA)
+    assert len(y) >= 500
+    reg = fl.FusedLoopRegressor().fit(X, y)
+    assert float(np.median(np.abs(reg.predict(X) / y - 1))) < 0.15
