@@ -29,7 +29,11 @@ from pathlib import Path
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.ensemble import HistGradientBoostingRegressor
-from stablehlo_perf.analysis.calibration_files import header_value, nearest_machine
+from stablehlo_perf.analysis.calibration_files import (
+    calibration_path,
+    header_value,
+    nearest_machine,
+)
 from stablehlo_perf.analysis.elementwise import CalibrationError, lad_line, shape_features
 from stablehlo_perf.analysis.opinfo import OpInfo
 from threadpoolctl import threadpool_limits
@@ -39,6 +43,7 @@ __all__ = [
     "FusedLoopModel",
     "FusedLoopRegressor",
     "chain_composition",
+    "chains_path",
     "group_composition",
     "load_chains",
     "model_for_host",
@@ -187,7 +192,7 @@ class FusedLoopRegressor(RegressorMixin, BaseEstimator):
             loss="absolute_error",
             max_iter=self.max_iter,
             learning_rate=self.learning_rate,
-            min_samples_leaf=self.min_samples_leaf,
+            min_samples_leaf=min(self.min_samples_leaf, max(1, len(y) // 2)),
             early_stopping=False,
             random_state=self.random_state,
         )
@@ -257,8 +262,17 @@ def _fit(path: str, mtime_ns: int) -> FusedLoopModel:
     return FusedLoopModel(FusedLoopRegressor().fit(X, y), Path(path).name)
 
 
-def model_for_host(path: Path = DATA) -> FusedLoopModel | None:
-    """The model fitted from `path` if its chains were measured on this machine, else None."""
+def chains_path(calibration: Path) -> Path:
+    """Where `stablehlo-perf-calibrate` writes the fused chains it measures with a calibration."""
+    return calibration.with_name(calibration.stem + ".fused.csv")
+
+
+def model_for_host(path: Path | None = None) -> FusedLoopModel | None:
+    """The model fitted from `path` (default: the chains of this machine's host calibration,
+    else the shipped ones) if its chains were measured on this machine, else None."""
+    if path is None:
+        mine = chains_path(calibration_path("host"))
+        path = mine if mine.is_file() else DATA
     if not path.is_file():
         return None
     found = nearest_machine([header_value(path, "machine")])

@@ -8,8 +8,11 @@ cost within a program (`runtime.timing.time_in_loop`), and as a program of its o
 in the same rounds (what a call costs beyond its kernels: `analysis.host_params`);
 then multi-kernel probe programs (`runtime.program_probes`), the fused bf16 chain
 (`runtime.fused_probes`), the latencies of ops in small loops
-(`runtime.small_loop_probes`) and the costs of kernels in loops run thunk by thunk
-(`runtime.thunked_loop_probes`).
+(`runtime.small_loop_probes`), the costs of kernels in loops run thunk by thunk
+(`runtime.thunked_loop_probes`) and, for the host, chains of elementwise ops fused into
+one loop kernel (`runtime.fused_chains`, written beside the calibration as
+`analysis.fused_loops.chains_path`, one chain per training shape with --quick, three
+without).
 Each interleaved chunk is appended to a partial CSV, so an interrupted run resumes
 where it stopped. The finished calibration goes to the user's cache
 (`analysis.calibration_files.calibration_path`) with a header naming machine, device,
@@ -35,6 +38,7 @@ import jaxlib
 import numpy as np
 from stablehlo_perf.analysis import calibration_files as cf
 from stablehlo_perf.analysis import elementwise as ew
+from stablehlo_perf.analysis import fused_loops
 from stablehlo_perf.analysis.host_params import HOST_PARAMS_KEY, fit_host_params
 from stablehlo_perf.analysis.small_loops import (
     LATENCY_KEY,
@@ -44,6 +48,7 @@ from stablehlo_perf.analysis.small_loops import (
 )
 from stablehlo_perf.analysis.targets import l1_data_mib
 from stablehlo_perf.runtime import (
+    fused_chains,
     fused_probes,
     program_probes,
     small_loop_probes,
@@ -388,6 +393,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         ref = cf.median_sentinel([float(r[-1]) for r in rows.values()])
         speed = ref / gauge if math.isfinite(ref) and math.isfinite(gauge) else 1.0
         thunked = fit.at_speed(speed).pairs()  # at the rows' median speed, as the probes
+    if args.target == "host":
+        chains = fused_chains.draw(fused_chains.TRAINING_SHAPES, 1 if args.quick else 3, seed=0)
+        measured = fused_chains.measure(chains, args.repeats)
+        fused_chains.write_csv(measured, fused_loops.chains_path(path), args.note)
     head = earlier + [ln for ln in header(args.target, args.note) if ln not in earlier]
     write_calibration(list(rows.values()), path, head, probes, bf16, loops, thunked)
     partial.unlink()

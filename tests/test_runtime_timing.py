@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from stablehlo_perf.analysis import calibration_files as cf
 from stablehlo_perf.analysis import elementwise as ew
+from stablehlo_perf.analysis import fused_loops
 from stablehlo_perf.analysis.host_params import HOST_PARAMS_KEY, HostParams
 from stablehlo_perf.analysis.opinfo import OpInfo, TensorType
 from stablehlo_perf.analysis.small_loops import LATENCY_KEY, parse_latencies
@@ -23,6 +24,7 @@ from stablehlo_perf.analysis.targets import l1_data_mib, load_target
 from stablehlo_perf.runtime import (
     calibrate,
     calibration_check,
+    fused_chains,
     fused_probes,
     program_probes,
     small_loop_probes,
@@ -242,6 +244,7 @@ def test_calibrate_cli_end_to_end_and_corrupted_cache(
     )
     sizes = ((300, 1), (300, 2), (1024, 1), (16384, 1), (16384, 2))
     monkeypatch.setattr(thunked_loop_probes, "SIZES", sizes)
+    monkeypatch.setattr(fused_chains, "TRAINING_SHAPES", ((64, 16), (1024,)))
     first = ["--target", "host", "--quick", "--repeats", "3", "--no-progress"]
     assert calibrate.main([*first, "--note", "first run"]) == 0
     path = cf.calibration_path("host")
@@ -276,6 +279,13 @@ def test_calibrate_cli_end_to_end_and_corrupted_cache(
     if l1_data_mib():
         assert set(thunked) == {"base", "kernel", "l1_gbps", "l2_gbps"}
         assert host.thunked_loop == thunked
+    # Fused chains were measured beside it (one per shape with --quick), and the host's
+    # fused-loop model is fitted from them, not from the shipped chains.
+    chains = fused_loops.chains_path(path)
+    X, y = fused_loops.load_chains(chains)
+    assert len(y) == 2 and (y > 0).all()
+    assert "# machine: " + cf.machine_fingerprint() in chains.read_text()
+    assert fused_loops.model_for_host().source == chains.name
     # Corrupt one value: detected, reported, re-measured.
     assert "\nadd,f32,4096,4096," in text
     path.write_text(text.replace("\nadd,f32,4096,4096,", "\nadd,f32,4096,4097,", 1))
@@ -314,6 +324,7 @@ def test_calibrate_cli_end_to_end_and_corrupted_cache(
     monkeypatch.setattr(
         thunked_loop_probes, "measure_thunked_loops", lambda *a, **k: pytest.fail("measured")
     )
+    monkeypatch.setattr(fused_chains, "measure", lambda *a, **k: pytest.fail("measured"))
     path.write_text(before.replace(cf.header_value(path, HOST_PARAMS_KEY), "bandwidth_gbps=1"))
     assert calibrate.main(["--target", "host", "--refit", "--note", "refit"]) == 0
     assert (
