@@ -4,16 +4,18 @@ A loop kernel of several elementwise ops is priced elsewhere from its members: i
 the streaming bandwidth plus each member's compute from its single-op measurement
 (`analysis.fusion_cost`). XLA:CPU's code for a fused chain depends on the chain and the
 shape in ways no member shows (`runtime/fused_chains.py`; `benchmarks/fused_chains.py`
-scored that rule on 81 chains at an error factor of 2.1: 4-12x under for transcendental
-chains on rows of 16, 4-11x over for cheap chains on (n, 1)). This model learns kernel
+scored that rule at an error factor of 1.9-2.1 on two sets of ~80 chains, 4-12x under for
+transcendental chains on rows of 16, 4-11x over for cheap chains on (n, 1), and this
+model, trained on other chains, at 1.42-1.47). This model learns kernel
 time from measured chains, as the op models do from single ops: a least-absolute-deviation
 line in work (elements x ops) carries the size trend and boosted trees learn the
 multiplicative residual from the output's shape features (`elementwise.shape_features`)
 and the kernel's composition (`Composition`).
 
 It answers for f32 loop kernels whose members are the chains' ops (`_TRAINED`: arithmetic,
-maximum, tanh, exp, rsqrt) and the index moves a loop does for free (broadcasts, reshapes),
-with no more of each kind than the training chains had, on the machine the chains were measured on
+maximum, minimum, abs, round, compare and select, tanh, exp, log, rsqrt, sine) and the
+index moves a loop does for free (broadcasts, reshapes), with no more of each kind than
+the training chains had, on the machine the chains were measured on
 (`calibration_files.nearest_machine`); anything else keeps the member rule.
 """
 
@@ -52,41 +54,61 @@ __all__ = [
 DATA = Path(__file__).parent / "data" / "host_fused_xeon.csv"
 
 _TRAINED = frozenset(
-    {"add", "subtract", "multiply", "divide", "maximum", "tanh", "exponential", "rsqrt"}
-)
+    {
+        "add", "subtract", "multiply", "divide", "maximum", "minimum", "negate", "abs",
+        "round_nearest_even", "compare", "select", "tanh", "exponential", "log", "rsqrt", "sine",
+    }
+)  # fmt: skip
 """Elementwise ops the training chains run (`runtime.fused_chains.VOCAB`; a subtract costs
-what an add does). A sine fused with a multiply on 512x256 f32 takes ~700 us, a tanh 90:
-the composition counts transcendentals, not which, so it answers for no op it did not see."""
+what an add does). The composition counts kinds of ops, not which: a sine fused with a
+multiply on 512x256 f32 takes ~700 us, a tanh 90, so it answers for no op it did not see."""
+_TRIGONOMETRIC = frozenset({"sine"})
+_SELECTS = frozenset({"compare", "select"})
+_TYPES = frozenset({"f32", "i1"})
 _FREE = frozenset({"broadcast_in_dim", "reshape", "constant"})
 
 
 @dataclass(frozen=True)
 class Composition:
-    """What a fused loop kernel computes, beyond its output's shape: elementwise ops, of which
-    transcendentals and divides, inputs of the output's size and broadcast vectors (each
-    broadcast of a non-scalar counted)."""
+    """What a fused loop kernel computes, beyond its output's shape: elementwise ops (on more
+    than one element), of which transcendentals (sine apart), sines, divides and compares or
+    selects; inputs of the output's size and broadcast vectors (each broadcast of a
+    non-scalar to the output's size counted)."""
 
     ops: int
     transcendental: int
+    trigonometric: int
     divides: int
+    selects: int
     full_inputs: int
     broadcasts: int
 
 
+# Per `runtime.fused_chains.VOCAB` step: (ops, transcendental, sine, divide, compare/select,
+# reads y, row vector, column vector); a column's compare is counted by `chain_composition`.
 _STEP = {
-    "add_c": (0, 0),
-    "mul_c": (0, 0),
-    "max0": (0, 0),
-    "add_y": (0, 0),
-    "mul_y": (0, 0),
-    "div_y": (0, 1),
-    "mul_row": (0, 0),
-    "sub_col": (0, 0),
-    "tanh": (1, 0),
-    "exp": (1, 0),
-    "rsqrt": (1, 0),
+    "add_c": (1, 0, 0, 0, 0, 0, 0, 0),
+    "mul_c": (1, 0, 0, 0, 0, 0, 0, 0),
+    "max0": (1, 0, 0, 0, 0, 0, 0, 0),
+    "min_c": (1, 0, 0, 0, 0, 0, 0, 0),
+    "neg": (1, 0, 0, 0, 0, 0, 0, 0),
+    "abs": (1, 0, 0, 0, 0, 0, 0, 0),
+    "round": (1, 0, 0, 0, 0, 0, 0, 0),
+    "clip": (2, 0, 0, 0, 0, 0, 0, 0),
+    "add_y": (1, 0, 0, 0, 0, 1, 0, 0),
+    "mul_y": (1, 0, 0, 0, 0, 1, 0, 0),
+    "div_y": (1, 0, 0, 1, 0, 1, 0, 0),
+    "where_y": (2, 0, 0, 0, 2, 1, 0, 0),
+    "mul_row": (1, 0, 0, 0, 0, 0, 1, 0),
+    "sub_col": (1, 0, 0, 0, 0, 0, 0, 1),
+    "where_col": (1, 0, 0, 0, 1, 0, 0, 1),
+    "tanh": (1, 1, 0, 0, 0, 0, 0, 0),
+    "exp": (1, 1, 0, 0, 0, 0, 0, 0),
+    "log": (1, 1, 0, 0, 0, 0, 0, 0),
+    "rsqrt": (1, 1, 0, 0, 0, 0, 0, 0),
+    "sigmoid": (4, 1, 0, 1, 0, 0, 0, 0),
+    "sin": (1, 0, 1, 0, 0, 0, 0, 0),
 }
-"""Per `runtime.fused_chains.VOCAB` step: (transcendental, divide)."""
 
 
 def chain_composition(ops: Sequence[str], shape: Sequence[int]) -> Composition:
@@ -95,23 +117,28 @@ def chain_composition(ops: Sequence[str], shape: Sequence[int]) -> Composition:
     last dimension) is a full-size input where the leading dimensions are 1 and a broadcast
     where x has two dimensions or more (of a (1, d) chain, both), the column vector (the
     leading dimensions) a full-size input where the last dimension is 1 and a broadcast
-    where it is more and the leading ones are."""
+    where it is more and the leading ones are; `where_col` compares the column, an op
+    unless the column is one element."""
     try:
         steps = [_STEP[o] for o in ops]
     except KeyError as e:
         raise CalibrationError(f"unknown chain step {e.args[0]!r}") from None
     rank = len(shape)
-    row_full = math.prod(shape[:-1]) == 1
-    row_broadcast = rank > 1 and shape[-1] > 1
+    lead = math.prod(shape[:-1])
+    row_full, row_broadcast = lead == 1, rank > 1 and shape[-1] > 1
     col_full = rank > 1 and shape[-1] == 1
-    col_broadcast = rank > 1 and shape[-1] > 1 and math.prod(shape[:-1]) > 1
-    rows, cols = ops.count("mul_row"), ops.count("sub_col")
-    full = 1 + int(any(o.endswith("_y") for o in ops))
+    col_broadcast = rank > 1 and shape[-1] > 1 and lead > 1
+    rows = sum(s[6] for s in steps)
+    cols = sum(s[7] for s in steps)
+    compares = ops.count("where_col") * int(lead > 1)
+    full = 1 + int(any(s[5] for s in steps))
     full += int(rows > 0 and row_full) + int(cols > 0 and col_full)
     return Composition(
-        ops=len(steps),
-        transcendental=sum(s[0] for s in steps),
-        divides=sum(s[1] for s in steps),
+        ops=sum(s[0] for s in steps) + compares,
+        transcendental=sum(s[1] for s in steps),
+        trigonometric=sum(s[2] for s in steps),
+        divides=sum(s[3] for s in steps),
+        selects=sum(s[4] for s in steps) + compares,
         full_inputs=full,
         broadcasts=rows * row_broadcast + cols * col_broadcast,
     )
@@ -120,17 +147,22 @@ def chain_composition(ops: Sequence[str], shape: Sequence[int]) -> Composition:
 def group_composition(members: Sequence[OpInfo], input_bytes: float) -> Composition | None:
     """The composition of a fused group's members reading `input_bytes` (its distinct inputs,
     `fusion.GroupTraffic`), or None where the model does not answer for it: a member other
-    than f32 elementwise ops the chains ran (`_TRAINED`) and free index moves, or no
-    elementwise op. A broadcast counts
-    where it makes a full-size tensor of a non-scalar (JAX broadcasts a row vector in two
-    steps, 16 -> 1x16 -> 16384x16)."""
-    work = [op for op in members if op.short_name not in _FREE]
+    than f32 (and boolean) ops the chains ran (`_TRAINED`), free index moves and scalar
+    work (XLA hoists it), or no elementwise op. A broadcast counts where it makes a
+    full-size tensor of a non-scalar (JAX broadcasts a row vector in two steps, 16 -> 1x16
+    -> 16384x16)."""
+    work = [
+        op
+        for op in members
+        if op.short_name not in _FREE
+        and any((t.num_elements or 0) > 1 for t in (*op.operands, *op.results))
+    ]
     if not work:
         return None
     for op in work:
         if op.short_name not in _TRAINED or not op.results:
             return None
-        if any(t.element_type != "f32" for t in (*op.operands, *op.results)):
+        if any(t.element_type not in _TYPES for t in (*op.operands, *op.results)):
             return None
     out = max(op.results[0].num_elements or 0 for op in work)
     out_bytes = max(op.results[0].nbytes or 0 for op in work)
@@ -147,8 +179,12 @@ def group_composition(members: Sequence[OpInfo], input_bytes: float) -> Composit
     )
     return Composition(
         ops=len(work),
-        transcendental=sum(op.op_class == "transcendental" for op in work),
+        transcendental=sum(
+            op.op_class == "transcendental" and op.short_name not in _TRIGONOMETRIC for op in work
+        ),
+        trigonometric=sum(op.short_name in _TRIGONOMETRIC for op in work),
         divides=sum(op.short_name == "divide" for op in work),
+        selects=sum(op.short_name in _SELECTS for op in work),
         full_inputs=max(1, int(input_bytes // out_bytes)),
         broadcasts=broadcasts,
     )

@@ -37,7 +37,7 @@ from stablehlo_perf import perf_jit
 from stablehlo_perf.runtime import fused_chains
 from stablehlo_perf.runtime.fused_chains import Chain
 
-TRANSCENDENTAL = frozenset({"tanh", "exp", "rsqrt"})
+TRANSCENDENTAL = frozenset({"tanh", "exp", "log", "rsqrt", "sigmoid", "sin"})
 LAST_DIMS = (1, 8, 16, 32, 64, 128, 512, 1024)
 SIZES = (4096, 32768, 262144)
 SHAPES = [(n // d, d) for n in SIZES for d in LAST_DIMS if d <= n] + [(n,) for n in SIZES]

@@ -52,17 +52,28 @@ VOCAB: dict[str, Step] = {
     "add_c": lambda v, a: v + 0.5,
     "mul_c": lambda v, a: v * 0.9,
     "max0": lambda v, a: jnp.maximum(v, 0.0),
+    "min_c": lambda v, a: jnp.minimum(v, 0.5),
+    "neg": lambda v, a: -v,
+    "abs": lambda v, a: jnp.abs(v),
+    "round": lambda v, a: jnp.round(v),
+    "clip": lambda v, a: jnp.clip(v, -1.0, 1.0),
     "add_y": lambda v, a: v + a["y"],
     "mul_y": lambda v, a: v * a["y"],
     "div_y": lambda v, a: v / a["y"],
+    "where_y": lambda v, a: jnp.where(v > 0, v, a["y"]),
     "mul_row": lambda v, a: v * a["row"],
     "sub_col": lambda v, a: v - a["col"],
+    "where_col": lambda v, a: jnp.where(a["col"] > 0, v, 0.0),
     "tanh": lambda v, a: jnp.tanh(v),
     "exp": lambda v, a: jnp.exp(v),
+    "log": lambda v, a: jnp.log(v),
     "rsqrt": lambda v, a: lax.rsqrt(v),
+    "sigmoid": lambda v, a: jax.nn.sigmoid(v),
+    "sin": lambda v, a: jnp.sin(v),
 }
 """Chain steps by name: `_c` with a constant, `_y` with the second full-size input,
-`_row` / `_col` with a broadcast vector, the rest unary."""
+`_row` / `_col` with a broadcast vector, the rest unary (`clip` a maximum and a minimum,
+`sigmoid` a negate, exp, add and divide, `where_*` a compare and a select)."""
 
 COLUMNS = ("chain", "dtype", "shape", "measured_us_median", "spread", "sentinel_us")
 
@@ -98,14 +109,19 @@ def draw(
     seed: int,
     lengths: tuple[int, int] = (1, 8),
 ) -> list[Chain]:
-    """`per_shape` chains of `lengths` (inclusive) ops on every shape, the same for a seed."""
+    """`per_shape` different chains of `lengths` (inclusive) ops on every shape, the same for
+    a seed (a chain drawn twice for a shape is drawn again)."""
     rng = np.random.default_rng(seed)
     names = sorted(VOCAB)
     out = []
     for shape in shapes:
-        for _ in range(per_shape):
+        drawn: set[tuple[str, ...]] = set()
+        while len(drawn) < per_shape:
             n = int(rng.integers(lengths[0], lengths[1] + 1))
-            out.append(Chain(tuple(str(o) for o in rng.choice(names, size=n)), tuple(shape)))
+            ops = tuple(str(o) for o in rng.choice(names, size=n))
+            if ops not in drawn:
+                drawn.add(ops)
+                out.append(Chain(ops, tuple(shape)))
     return out
 
 
