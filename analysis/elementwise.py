@@ -82,6 +82,7 @@ __all__ = [
     "op_model_class",
     "reduce_features",
     "regressor_for",
+    "residual_trees",
     "spec_window_features",
     "topk_features",
     "window_features",
@@ -779,6 +780,22 @@ def lad_line(x: np.ndarray, y: np.ndarray, iters: int = 60) -> tuple[float, floa
     return float(coef[0]), float(coef[1] / scale)
 
 
+def residual_trees(
+    params: BaseEstimator, rows: int, categorical: list[int] | None = None
+) -> HistGradientBoostingRegressor:
+    """The boosted trees of a residual fit: absolute-error loss, the estimator's `max_iter`,
+    `learning_rate`, `min_samples_leaf` (at most half the rows) and `random_state`."""
+    return HistGradientBoostingRegressor(
+        loss="absolute_error",
+        max_iter=params.max_iter,
+        learning_rate=params.learning_rate,
+        min_samples_leaf=min(params.min_samples_leaf, max(1, rows // 2)),
+        early_stopping=False,
+        random_state=params.random_state,
+        categorical_features=categorical,
+    )
+
+
 class LatencyRegressor(RegressorMixin, BaseEstimator):
     """Latency (us) from a FEATURE_NAMES matrix: a LAD floor + slope line times a boosted
     multiplicative residual (residual="log"), or the paper's plain HGB (residual="plain").
@@ -848,14 +865,10 @@ class LatencyRegressor(RegressorMixin, BaseEstimator):
             target = np.log(y / self._line(X))
         else:
             target = y
-        self.hgb_ = HistGradientBoostingRegressor(
-            loss="absolute_error",
-            max_iter=self.max_iter,
-            learning_rate=self.learning_rate,
-            min_samples_leaf=min(self.min_samples_leaf, max(1, len(y) // 2)),
-            early_stopping=False,
-            random_state=self.random_state,
-            categorical_features=[cols.index(_IDX["op_code"])] if _IDX["op_code"] in cols else None,
+        self.hgb_ = residual_trees(
+            self,
+            len(y),
+            [cols.index(_IDX["op_code"])] if _IDX["op_code"] in cols else None,
         )
         with threadpool_limits(1):
             self.hgb_.fit(X[:, cols], target)

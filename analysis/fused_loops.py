@@ -24,19 +24,24 @@ from __future__ import annotations
 import csv
 import functools
 import math
+import warnings
 from collections.abc import Sequence
 from dataclasses import astuple, dataclass
 from pathlib import Path
 
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
-from sklearn.ensemble import HistGradientBoostingRegressor
 from stablehlo_perf.analysis.calibration_files import (
     calibration_path,
     header_value,
     nearest_machine,
 )
-from stablehlo_perf.analysis.elementwise import CalibrationError, lad_line, shape_features
+from stablehlo_perf.analysis.elementwise import (
+    CalibrationError,
+    lad_line,
+    residual_trees,
+    shape_features,
+)
 from stablehlo_perf.analysis.opinfo import OpInfo
 from threadpoolctl import threadpool_limits
 
@@ -224,14 +229,7 @@ class FusedLoopRegressor(RegressorMixin, BaseEstimator):
         self.floor_ = max(floor, 0.25 * float(y.min()))
         self.slope_ = max(slope, 0.0)
         self.range_ = (X.min(axis=0), X.max(axis=0))
-        self.hgb_ = HistGradientBoostingRegressor(
-            loss="absolute_error",
-            max_iter=self.max_iter,
-            learning_rate=self.learning_rate,
-            min_samples_leaf=min(self.min_samples_leaf, max(1, len(y) // 2)),
-            early_stopping=False,
-            random_state=self.random_state,
-        )
+        self.hgb_ = residual_trees(self, len(y))
         with threadpool_limits(1):
             self.hgb_.fit(X, np.log(y / self._line(X)))
         return self
@@ -284,12 +282,20 @@ class FusedLoopModel:
     regressor: FusedLoopRegressor
     source: str
 
-    def predict_us(self, shape: Sequence[int], comp: Composition) -> float | None:
-        """The kernel's time in us, or None where the training chains do not cover it."""
-        x = np.array([features(shape, comp)])
-        if not self.regressor.covers(x)[0]:
-            return None
-        return float(self.regressor.predict(x)[0])
+    def predict_us(
+        self, kernels: Sequence[tuple[Sequence[int], Composition]]
+    ) -> list[float | None]:
+        """Each (output shape, composition) kernel's time in us, None where the training
+        chains do not cover it; one regressor call for all."""
+        if not kernels:
+            return []
+        X = np.array([features(shape, comp) for shape, comp in kernels])
+        covered = self.regressor.covers(X)
+        out: list[float | None] = [None] * len(kernels)
+        if covered.any():
+            for i, t in zip(np.flatnonzero(covered), self.regressor.predict(X[covered])):
+                out[int(i)] = float(t)
+        return out
 
 
 @functools.lru_cache(maxsize=4)
@@ -305,7 +311,8 @@ def chains_path(calibration: Path) -> Path:
 
 def model_for_host(path: Path | None = None) -> FusedLoopModel | None:
     """The model fitted from `path` (default: the chains of this machine's host calibration,
-    else the shipped ones) if its chains were measured on this machine, else None."""
+    else the shipped ones) if its chains were measured on this machine, else None; a file it
+    cannot read is named in a warning and not used."""
     if path is None:
         mine = chains_path(calibration_path("host"))
         path = mine if mine.is_file() else DATA
@@ -314,4 +321,8 @@ def model_for_host(path: Path | None = None) -> FusedLoopModel | None:
     found = nearest_machine([header_value(path, "machine")])
     if found is None or not found[1]:
         return None
-    return _fit(str(path), path.stat().st_mtime_ns)
+    try:
+        return _fit(str(path), path.stat().st_mtime_ns)
+    except CalibrationError as e:
+        warnings.warn(f"{e}; fused loop kernels priced from their members", stacklevel=2)
+        return None

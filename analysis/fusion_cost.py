@@ -39,7 +39,12 @@ from stablehlo_perf.analysis.fusion import (
     GroupTraffic,
     library_reduce,
 )
-from stablehlo_perf.analysis.fused_loops import group_composition, model_for_host
+from stablehlo_perf.analysis.fused_loops import (
+    Composition,
+    FusedLoopModel,
+    group_composition,
+    model_for_host,
+)
 from stablehlo_perf.analysis.opinfo import READS_PART, READS_WHAT_IT_RETURNS, OpInfo
 from stablehlo_perf.analysis.service import OpCost
 from stablehlo_perf.analysis.targets import Target
@@ -144,15 +149,26 @@ def member_compute_ns(op: OpInfo, cost: OpCost, target: Target) -> float:
     )
 
 
-def _learned_loop_ns(members: Sequence[OpInfo], root: OpInfo, t: GroupTraffic) -> float | None:
-    """A host loop kernel's time from the fused-chain model (`analysis.fused_loops`), None
-    where it does not answer (no data for this machine, members or sizes it did not see)."""
-    comp = group_composition(members, t.input_bytes)
-    if comp is None or not root.results or root.results[0].shape is None:
-        return None
-    model = model_for_host()
-    us = model.predict_us(root.results[0].shape, comp) if model else None
-    return None if us is None else us * 1e3
+def _learned_loop_ns(
+    model: FusedLoopModel,
+    ops: Sequence[OpInfo],
+    plan: FusionPlan,
+    members: Sequence[Sequence[int]],
+    traffic: Sequence[GroupTraffic],
+) -> dict[int, float]:
+    """Loop groups' times from the host's fused-chain model (`analysis.fused_loops`), by group;
+    groups it does not answer for (members or sizes its chains did not cover) left out."""
+    asked: list[tuple[int, tuple[int, ...], Composition]] = []
+    for g, kind in enumerate(plan.kinds):
+        root = ops[plan.roots[g]]
+        if kind != "loop" or plan.launches[g] == 0 or not root.results:
+            continue
+        shape = root.results[0].shape
+        comp = group_composition([ops[i] for i in members[g]], traffic[g].input_bytes)
+        if comp is not None and shape is not None:
+            asked.append((g, tuple(shape), comp))
+    times = model.predict_us([(shape, comp) for _, shape, comp in asked])
+    return {g: us * 1e3 for (g, _, _), us in zip(asked, times, strict=True) if us is not None}
 
 
 def price_groups(
@@ -168,6 +184,8 @@ def price_groups(
     members: list[list[int]] = [[] for _ in plan.kinds]
     for i, g in enumerate(plan.groups):
         members[g].append(i)
+    fused = model_for_host() if target.kind == "cpu" and target.name == "host" else None
+    learned = _learned_loop_ns(fused, ops, plan, members, traffic) if fused else {}
     costs = list(costs)
     for g, t in enumerate(traffic):
         for i, share in t.gathered.items():
@@ -225,10 +243,8 @@ def price_groups(
                 c = costs[i]
                 if c.latency_ns - overhead > best_ns:
                     best_ns, model, streamed = c.latency_ns - overhead, c.model, False
-        if target.kind == "cpu" and target.name == "host" and kind == "loop":
-            learned = _learned_loop_ns([ops[i] for i in members[g]], root, t)
-            if learned is not None:
-                best_ns, model, streamed = max(learned - overhead, 0.0), "hgb-host-fused", False
+        if g in learned:
+            best_ns, model, streamed = max(learned[g] - overhead, 0.0), "hgb-host-fused", False
         latency = best_ns + overhead * plan.launches[g]
         groups.append(GroupCost(latency, round(dram), f"fused-{kind}:{model}", streamed))
     latency_share = [0.0] * len(ops)

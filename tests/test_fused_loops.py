@@ -26,9 +26,9 @@ class Spy:
     def __init__(self) -> None:
         self.seen: list[tuple[tuple[int, ...], fl.Composition]] = []
 
-    def predict_us(self, shape, comp):
-        self.seen.append((tuple(shape), comp))
-        return 1.0
+    def predict_us(self, kernels):
+        self.seen.extend((tuple(shape), comp) for shape, comp in kernels)
+        return [1.0] * len(kernels)
 
 
 def test_chain_composition_is_what_the_pipeline_finds_in_the_lowered_chain(monkeypatch) -> None:
@@ -145,6 +145,9 @@ def test_the_model_answers_only_on_the_machine_its_chains_were_measured_on(tmp_p
     elsewhere = _write(tmp_path / "other.csv", lines, machine="Some Other CPU, 2 cores, riscv64")
     assert fl.model_for_host(elsewhere) is None
     assert fl.model_for_host(tmp_path / "missing.csv") is None
+    broken = _write(tmp_path / "broken.csv", [*lines, "tanh,f32,64x8,-1,0.1,150"])
+    with pytest.warns(UserWarning, match=r"broken.csv: row \d+: time -1.0 is not a positive"):
+        assert fl.model_for_host(broken) is None
 
 
 def test_a_covered_host_loop_is_priced_by_the_model(monkeypatch) -> None:
@@ -154,7 +157,7 @@ def test_a_covered_host_loop_is_priced_by_the_model(monkeypatch) -> None:
     chain = fc.Chain(("tanh", "mul_y"), (128, 64))
     fn, args = fc.build(chain)
     group = perf_jit(fn, target="host").analyze(*args).result.report.fusion_groups[0]
-    want = model.predict_us(chain.shape, fl.chain_composition(chain.ops, chain.shape))
+    [want] = model.predict_us([(chain.shape, fl.chain_composition(chain.ops, chain.shape))])
     assert group["model"] == "fused-loop:hgb-host-fused"
     assert group["latency_ns"] == pytest.approx(want * 1e3)
     # Other targets keep their own rules.
