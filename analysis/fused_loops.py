@@ -31,11 +31,7 @@ from pathlib import Path
 
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
-from stablehlo_perf.analysis.calibration_files import (
-    calibration_path,
-    header_value,
-    nearest_machine,
-)
+from stablehlo_perf.analysis import calibration_files as cf
 from stablehlo_perf.analysis.elementwise import (
     CalibrationError,
     lad_line,
@@ -56,7 +52,8 @@ __all__ = [
     "model_for_host",
 ]
 
-DATA = Path(__file__).parent / "data" / "host_fused_xeon.csv"
+SHIPPED = "host_fused_xeon.csv"
+"""The shipped chains (`analysis/data`), measured on the project's Xeon VM."""
 
 _TRAINED = frozenset(
     {
@@ -202,6 +199,7 @@ def features(shape: Sequence[int], comp: Composition) -> list[float]:
 
 
 _WORK = -1  # the features' last column: elements x ops
+_COMPOSITION = slice(len(shape_features((1,), 4.0)), None)  # composition columns and work
 
 
 class FusedLoopRegressor(RegressorMixin, BaseEstimator):
@@ -244,9 +242,9 @@ class FusedLoopRegressor(RegressorMixin, BaseEstimator):
         (its composition columns and work are what the chains spanned)."""
         X = np.asarray(X, dtype=float)
         lo, hi = self.range_
-        comp = slice(len(shape_features((1,), 4.0)), None)
+        c = _COMPOSITION
         size = (X[:, 0] >= lo[0]) & (X[:, 0] <= hi[0])
-        return size & np.all((X[:, comp] >= lo[comp]) & (X[:, comp] <= hi[comp]), axis=1)
+        return size & np.all((X[:, c] >= lo[c]) & (X[:, c] <= hi[c]), axis=1)
 
 
 def load_chains(path: Path) -> tuple[np.ndarray, np.ndarray]:
@@ -270,9 +268,7 @@ def load_chains(path: Path) -> tuple[np.ndarray, np.ndarray]:
         speed.append(s)
     if not X:
         raise CalibrationError(f"{path}: no rows")
-    s = np.array(speed)
-    scale = np.where(np.isfinite(s), np.nanmedian(s) / s, 1.0) if np.isfinite(s).any() else 1.0
-    return np.array(X), np.array(y) * scale
+    return np.array(X), np.array(y) * np.array(cf.speed_factors(speed))
 
 
 @dataclass(frozen=True)
@@ -314,11 +310,11 @@ def model_for_host(path: Path | None = None) -> FusedLoopModel | None:
     else the shipped ones) if its chains were measured on this machine, else None; a file it
     cannot read is named in a warning and not used."""
     if path is None:
-        mine = chains_path(calibration_path("host"))
-        path = mine if mine.is_file() else DATA
+        mine = chains_path(cf.calibration_path("host"))
+        path = mine if mine.is_file() else cf._shipped_file(SHIPPED)
     if not path.is_file():
         return None
-    found = nearest_machine([header_value(path, "machine")])
+    found = cf.nearest_machine([cf.header_value(path, "machine")])
     if found is None or not found[1]:
         return None
     try:

@@ -39,12 +39,7 @@ from stablehlo_perf.analysis.fusion import (
     GroupTraffic,
     library_reduce,
 )
-from stablehlo_perf.analysis.fused_loops import (
-    Composition,
-    FusedLoopModel,
-    group_composition,
-    model_for_host,
-)
+from stablehlo_perf.analysis.fused_loops import Composition, FusedLoopModel, group_composition
 from stablehlo_perf.analysis.opinfo import READS_PART, READS_WHAT_IT_RETURNS, OpInfo
 from stablehlo_perf.analysis.service import OpCost
 from stablehlo_perf.analysis.targets import Target
@@ -177,14 +172,16 @@ def price_groups(
     traffic: Sequence[GroupTraffic],
     costs: Sequence[OpCost],
     target: Target,
+    fused: FusedLoopModel | None = None,
 ) -> tuple[list[GroupCost], list[float], list[int]]:
     """Group costs, and each op's share of its group's latency and DRAM bytes. Producers
-    fused into a gather are priced at the gathered elements only (`GroupTraffic.gathered`)."""
+    fused into a gather are priced at the gathered elements only (`GroupTraffic.gathered`);
+    with `fused` (the host's fused-loop model, `fused_loops.model_for_host`) the loop groups
+    it covers are priced by it."""
     overhead = target.launch_overhead_ns
     members: list[list[int]] = [[] for _ in plan.kinds]
     for i, g in enumerate(plan.groups):
         members[g].append(i)
-    fused = model_for_host() if target.kind == "cpu" and target.name == "host" else None
     learned = _learned_loop_ns(fused, ops, plan, members, traffic) if fused else {}
     costs = list(costs)
     for g, t in enumerate(traffic):

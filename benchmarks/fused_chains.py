@@ -25,14 +25,14 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import re
 from collections import defaultdict
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import jax
 import numpy as np
+from _xla_kernels import xla_kernels
+from small_loops import _geomean_factor
 from stablehlo_perf import perf_jit
 from stablehlo_perf.runtime import fused_chains
 from stablehlo_perf.runtime.fused_chains import Chain
@@ -42,20 +42,13 @@ LAST_DIMS = (1, 8, 16, 32, 64, 128, 512, 1024)
 SIZES = (4096, 32768, 262144)
 SHAPES = [(n // d, d) for n in SIZES for d in LAST_DIMS if d <= n] + [(n,) for n in SIZES]
 SEED = 20261201
-"""Not a seed of the shipped training chains (`analysis/data/host_fused_xeon.csv`: 0 and 1),
-and shapes of their sizes' neighbours: these chains are held out."""
+"""Not a seed of the shipped training chains (`analysis/data/host_fused_xeon.csv`: 0, 1 and
+2), on sizes between theirs: these chains are held out."""
 
 
 def chains() -> list[Chain]:
     """The benchmark's chains, the same on every run: three of 2-6 ops per shape."""
     return fused_chains.draw(SHAPES, 3, SEED, lengths=(2, 6))
-
-
-def xla_kernels(fn: Callable[..., Any], args: tuple) -> int:
-    """Kernels (fusions and other thunks) in the entry of XLA:CPU's compiled program."""
-    text = jax.jit(fn).lower(*args).compile().as_text()
-    entry = text[text.find("\nENTRY") :]
-    return len(re.findall(r"= \S+ (?:fusion|custom-call|copy)\(", entry))
 
 
 def measure(rounds: int) -> dict[str, Any]:
@@ -69,10 +62,6 @@ def measure(rounds: int) -> dict[str, Any]:
             for c, r in zip(cs, rows, strict=True)
         },
     }
-
-
-def _factor(ratios: list[float]) -> float:
-    return float(np.exp(np.mean(np.abs(np.log(ratios))))) if ratios else math.nan
 
 
 def _last_dim_bucket(shape: tuple[int, ...]) -> str:
@@ -104,7 +93,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         pred = (res.predicted_ns - res.result.report.call_overhead_ns) / 1e3
         kernel = max(res.result.report.fusion_groups, key=lambda g: g["latency_ns"])
         meas = row["measured_us"]
-        kernels = xla_kernels(fn, args)
+        kernels = len(xla_kernels(jax.jit(fn).lower(*args).compile().as_text()).kernels)
         r = pred / meas if meas > 0 else math.nan
         print(
             f"| {'.'.join(ops)} | {'x'.join(map(str, shape))} | {kernels} | {kernel['model']} "
@@ -128,8 +117,10 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     for name in order:
         rs = groups.get(name, [])
         if rs:
-            summary[name] = _factor(rs)
-            print(f"| {name} | {len(rs)} | {_factor(rs):.2f} | {float(np.median(rs)):.2f} |")
+            summary[name] = _geomean_factor(rs)
+            print(
+                f"| {name} | {len(rs)} | {_geomean_factor(rs):.2f} | {float(np.median(rs)):.2f} |"
+            )
     return summary
 
 

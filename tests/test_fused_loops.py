@@ -10,9 +10,10 @@ from pathlib import Path
 import jax.numpy as jnp
 import numpy as np
 import pytest
-import stablehlo_perf.analysis.fusion_cost as fusion_cost
+import stablehlo_perf.passes.annotate_cycles as annotate_cycles
 from stablehlo_perf import perf_jit
 from stablehlo_perf.analysis import fused_loops as fl
+from stablehlo_perf.analysis import calibration_files as cf
 from stablehlo_perf.analysis.calibration_files import machine_fingerprint
 from stablehlo_perf.analysis.elementwise import CalibrationError
 from stablehlo_perf.runtime import fused_chains as fc
@@ -35,7 +36,7 @@ def test_chain_composition_is_what_the_pipeline_finds_in_the_lowered_chain(monke
     """The features the model trains on (from step names) and those it is asked about (from
     the fusion group's StableHLO members) agree, on flat arrays, (n, 1) and wide shapes."""
     spy = Spy()
-    monkeypatch.setattr(fusion_cost, "model_for_host", lambda: spy)
+    monkeypatch.setattr(annotate_cycles, "model_for_host", lambda: spy)
     shapes = [(4096,), (4096, 1), (256, 16), (16, 256), (1, 1024)]
     for chain in fc.draw(shapes, 4, seed=11):
         spy.seen.clear()
@@ -66,7 +67,7 @@ def test_composition_by_hand() -> None:
 
 def test_a_group_with_an_op_the_chains_never_ran_is_left_to_the_member_rule(monkeypatch) -> None:
     spy = Spy()
-    monkeypatch.setattr(fusion_cost, "model_for_host", lambda: spy)
+    monkeypatch.setattr(annotate_cycles, "model_for_host", lambda: spy)
     res = perf_jit(lambda x: jnp.cos(x) * 2.0, target="host").analyze(jnp.ones((512, 256)))
     assert spy.seen == []
     assert "hgb-host-fused" not in res.result.report.fusion_groups[0]["model"]
@@ -153,13 +154,15 @@ def test_the_model_answers_only_on_the_machine_its_chains_were_measured_on(tmp_p
 def test_a_covered_host_loop_is_priced_by_the_model(monkeypatch) -> None:
     X, y, _ = _synthetic_rows()
     model = fl.FusedLoopModel(fl.FusedLoopRegressor().fit(X, y), "synthetic")
-    monkeypatch.setattr(fusion_cost, "model_for_host", lambda: model)
+    monkeypatch.setattr(annotate_cycles, "model_for_host", lambda: model)
     chain = fc.Chain(("tanh", "mul_y"), (128, 64))
     fn, args = fc.build(chain)
     group = perf_jit(fn, target="host").analyze(*args).result.report.fusion_groups[0]
     [want] = model.predict_us([(chain.shape, fl.chain_composition(chain.ops, chain.shape))])
     assert group["model"] == "fused-loop:hgb-host-fused"
     assert group["latency_ns"] == pytest.approx(want * 1e3)
+    # By hand: the synthetic chains take 0.5 us + 1 ns per element and op, 8192 x 2 here.
+    assert group["latency_ns"] == pytest.approx(500 + 8192 * 2, rel=0.02)
     # Other targets keep their own rules.
     tpu = perf_jit(fn, target="tpu-v5e").analyze(*args).result.report.fusion_groups[0]
     assert "hgb-host-fused" not in tpu["model"]
@@ -176,7 +179,7 @@ def test_draw_is_deterministic_and_build_computes_the_chain() -> None:
 def test_shipped_chains_load_and_the_fit_reproduces_them() -> None:
     """The shipped Xeon chains (765 rows, three seeds): in-sample median relative error of
     the fit under 15% (a broken feature or a shuffled column would not get there)."""
-    X, y = fl.load_chains(fl.DATA)
+    X, y = fl.load_chains(cf._shipped_file(fl.SHIPPED))
     assert len(y) >= 750
     reg = fl.FusedLoopRegressor().fit(X, y)
     assert float(np.median(np.abs(reg.predict(X) / y - 1))) < 0.15
