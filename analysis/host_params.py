@@ -39,9 +39,10 @@ program), and these follow from it:
   new pages costs (x * 2 on 16 MiB of f32: 1.21 ms as a program, 0.45 ms with the
   input donated so the output reuses its buffer; 2026-11-30, this VM).
 
-Two more come from multi-kernel probe programs (`runtime/program_probes.py`):
-what a straight-line program pays once for running more than one kernel, and per
-kernel, beyond the kernels' in-loop times. All are written into the calibration's
+Three more come from multi-kernel probe programs (`runtime/program_probes.py`):
+what a straight-line program pays once for running more than one kernel, per
+kernel, beyond the kernels' in-loop times, and per loop kernel XLA splits over the
+pool that finds its threads asleep (`REWAKE_GAP_NS`). All are written into the calibration's
 header (`# host_params: ...`) and the target loader applies them when the
 calibration was measured on this machine.
 """
@@ -58,10 +59,11 @@ from stablehlo_perf.analysis.opinfo import element_bytes, op_class
 
 __all__ = [
     "HOST_PARAMS_KEY",
-    "SPLIT_OUTPUT_BYTES",
+    "REWAKE_GAP_NS",
     "HostParams",
     "fit_host_params",
     "long_call_ns",
+    "parallel_tasks",
     "splits_over_threads",
     "wakes_pool",
 ]
@@ -78,14 +80,30 @@ time is the kernel's and the loop's own two (counter, test). A transcendental's 
 rows while the 32-element rows, whose loops XLA hoisted into one kernel, read the 0.1 us
 resolution (`runtime.sweeps.LoopCase.hoisted`): 108.6 ns, with 34 of its 39 rows such."""
 
-SPLIT_OUTPUT_BYTES = 256 * 1024
-"""Output size from which XLA:CPU's parallel task assignment splits a loop kernel
-(elementwise ops and data movement, not reductions or library calls) over its thread
-pool, waking it whatever the kernel's time. Read off compiled HLO (the kernels'
-`outer_dimension_partitions`, jax 0.10.2, 2 vCPUs): `x * 2`, `x + y`, `exp`, `tanh` of
-65,536 f32 split in two, of 32,768 not; bf16 from 131,072; reductions never. A layer
-norm over 128x512 f32 runs no kernel longer than ~18 us, but splits two (256 KiB each)
-and pays the wake-up: 220 us of call overhead measured."""
+_IO_BYTES_PER_TASK = 256 * 1024
+_COMPUTE_COST_PER_TASK = 100_000
+"""XLA:CPU's parallel task assignment (`xla/service/cpu/parallel_task_assignment.cc`, the
+default cost model) splits a loop kernel over its thread pool by the kernel's HLO cost: one
+whose FLOPs are at most its bytes accessed is I/O-bound and gets bytes / 256 KiB tasks (at
+most ceil(sqrt(cores))); any other gets (FLOPs + 2 transcendentals + 10 bytes) / 100,000
+tasks (at most cores), 100,000 being "100 us of work on a 2 GHz core" in its comment. Read
+off compiled HLO (`outer_dimension_partitions`, jax 0.10.2, 2 vCPUs): `x * 2` of 65,536 f32
+(512 KiB accessed) splits in two and of 32,768 not; a GELU `0.5 x (1 + tanh(c (x + 0.044715
+x^3))) + 1` (9 FLOPs, 1 transcendental, 8 bytes an element) splits from 3,072 elements
+(280,000) and not at 2,048 (186,000); `gelu(x @ w)` on 16x256 (8 FLOPs per 8 bytes, ratio
+1.0) does not split, the transformer's GELU with its bias add (9 FLOPs) does: 6 split
+kernels in `deep_transformer(6)`, where the output-size rule that stood here (256 KiB)
+found none. Rank does not matter (4096 and 4096x1 split alike)."""
+REWAKE_GAP_NS = 5000.0
+"""How long the thread pool stays awake after a split kernel: a later split kernel that
+starts more than this after every earlier one ended finds it asleep and pays
+`HostParams.rewake_ns` in a call (in a loop, where the calibration times kernels, the pool
+never sleeps). Measured call minus in-loop time on this project's Xeon VM (2026-12-02,
+medians of 5 passes): chains of 16x256 GELU kernels 1-3 us apart (a small sum between
+them) paid 16 / 50 / 99 / 109 us for 1 / 2 / 4 / 8 steps, where one split kernel after
+another pays a few us each; a 6-layer transformer (64 wide, 16 rows), whose GELUs are
+~40 us apart, paid 229 us against 130 with ReLUs, which no split kernel has. 5 us lies
+between those gaps; the probes' GELU steps run theirs 15 us apart."""
 _LOOP_CLASSES = ELEMENTWISE_CLASSES | {"movement", "constant"}
 
 
@@ -101,31 +119,43 @@ end-to-end runs. The smallest dots (16x64x64, 1x32x32 standalone) wake in some r
 not others; the rule follows the reference's majority."""
 
 
-def splits_over_threads(op_classes: Sequence[str], output_bytes: float) -> bool:
-    """Whether XLA:CPU splits a kernel of ops of these classes writing `output_bytes` over
-    its thread pool (`SPLIT_OUTPUT_BYTES`)."""
-    return output_bytes >= SPLIT_OUTPUT_BYTES and set(op_classes) <= _LOOP_CLASSES
+def parallel_tasks(flops: float, transcendentals: float, bytes_accessed: float, cores: int) -> int:
+    """Tasks XLA:CPU splits a loop kernel of this HLO cost into (`_COMPUTE_COST_PER_TASK`)."""
+    accessed = max(bytes_accessed, 1.0)
+    if flops <= accessed:
+        most, tasks = math.ceil(math.sqrt(cores)), accessed // _IO_BYTES_PER_TASK
+    else:
+        cost = flops + 2 * transcendentals + 10 * accessed
+        most, tasks = cores, cost // _COMPUTE_COST_PER_TASK
+    return int(min(most, max(1, tasks)))
 
 
-def wakes_pool(
-    op_names: Sequence[str],
+def splits_over_threads(
     op_classes: Sequence[str],
-    output_bytes: float,
-    library_reduce: bool = False,
+    flops: float,
+    transcendentals: float,
+    bytes_accessed: float,
+    cores: int,
 ) -> bool:
+    """Whether XLA:CPU splits a kernel of ops of these classes and this HLO cost over its
+    thread pool (`parallel_tasks`; elementwise ops and data movement, not reductions or
+    library calls)."""
+    return (
+        set(op_classes) <= _LOOP_CLASSES
+        and parallel_tasks(flops, transcendentals, bytes_accessed, cores) > 1
+    )
+
+
+def wakes_pool(op_names: Sequence[str], split: bool, library_reduce: bool = False) -> bool:
     """Whether a kernel of these ops (short names, e.g. `dot_general`) wakes XLA:CPU's thread
     pool whatever its time: a library call (`LIBRARY_CALLS`, or with `library_reduce` a
-    reduction XLA:CPU hands to YNNPACK: `fusion.cpu_reduce_mode`) or a loop kernel split
-    over threads by its output size (`splits_over_threads`).
+    reduction XLA:CPU hands to YNNPACK: `fusion.cpu_reduce_mode`) or a loop kernel `split`
+    over threads (`splits_over_threads`).
 
     YNNPACK reductions pay the wake as its dots do: the AMD reference's reduce rows of
     5-50 us kernels paid a median 145 us of call overhead (dots 106, adds 71), the Xeon
     reference's 33 (dots 13, adds 12)."""
-    return (
-        library_reduce
-        or bool(LIBRARY_CALLS.intersection(op_names))
-        or splits_over_threads(op_classes, output_bytes)
-    )
+    return library_reduce or split or bool(LIBRARY_CALLS.intersection(op_names))
 
 
 @dataclass(frozen=True)
@@ -148,6 +178,8 @@ class HostParams:
     long_call_start_ns: float = math.nan
     long_call_slope: float = math.nan
     long_call_cap_ns: float = math.nan
+    # From the probes whose steps each run a split loop kernel (runtime/program_probes.py).
+    rewake_ns: float = math.nan
 
     def long_call(self, kernels_ns: float) -> float:
         """`long_call_ns` with these parameters (0 where they are unknown)."""
@@ -222,14 +254,24 @@ def _ramp_fit(kernel_us: np.ndarray, residual_us: np.ndarray) -> tuple[float, fl
 _SUM_ROWS = frozenset({"reduce", "sum_axis0"})  # calibration rows of one-input reductions
 
 
+_ROW_CORES = 2
+"""Threads of the machines the references were measured on (2-vCPU VMs)."""
+
+
 def _row_wakes(op: str, dtype: str, shape: tuple[int, ...]) -> bool:
     """Whether a calibration row's program wakes the thread pool whatever its time
-    (`wakes_pool`; a gather row is (table rows, width, indices): it writes width x indices)."""
+    (`wakes_pool`; a gather row is (table rows, width, indices): it writes width x indices).
+    An elementwise row's kernel reads its operands (two for a binary op) and writes its
+    result, one FLOP or transcendental an element."""
     out = math.prod(shape[1:]) if op == "gather" else math.prod(shape)
+    klass = op_class(f"stablehlo.{op}")
     library_reduce = op in _SUM_ROWS and ynn_reduces(dtype, math.prod(shape))
-    return wakes_pool(
-        [op], [op_class(f"stablehlo.{op}")], out * element_bytes(dtype), library_reduce
+    accessed = out * element_bytes(dtype) * (3 if klass == "binary" else 2)
+    transcendental = klass == "transcendental"
+    split = splits_over_threads(
+        [klass], 0 if transcendental else out, out if transcendental else 0, accessed, _ROW_CORES
     )
+    return wakes_pool([op], split, library_reduce)
 
 
 def _output_mib(op: str, dtype: str, shape: tuple[int, ...]) -> float:

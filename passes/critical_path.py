@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
@@ -9,7 +10,7 @@ from typing import ClassVar
 from jaxlib.mlir import ir
 from stablehlo_perf.analysis.critical_path import topological_order
 from stablehlo_perf.analysis.fusion import library_reduce
-from stablehlo_perf.analysis.host_params import wakes_pool
+from stablehlo_perf.analysis.host_params import splits_over_threads, wakes_pool
 from stablehlo_perf.analysis.schedule import ScheduledBlock, list_schedule
 from stablehlo_perf.analysis.targets import DEFAULT_TARGET, load_target
 from stablehlo_perf.passes.base import AnalysisCache
@@ -40,9 +41,10 @@ class CriticalPathPass:
     thread-pool wake-up once a kernel is long enough to be split over threads or is a
     library call, and a
     one-off cost once the entry runs two kernels or more, a dispatch cost per entry
-    kernel, a cost per MiB the entry returns and a long call's ramp in its time, top-level
-    loops' later trips left out), it is added to the first two and written as
-    `perf.call_overhead_ns`.
+    kernel, a cost per MiB the entry returns, a long call's ramp in its time, top-level
+    loops' later trips left out, and a cost per loop kernel XLA splits over threads that
+    starts after the pool has been idle for `Target.rewake_gap_ns`), it is added to the
+    first two and written as `perf.call_overhead_ns`.
     """
 
     name: ClassVar[str] = "perf-critical-path"
@@ -56,12 +58,13 @@ class CriticalPathPass:
         longest_kernel = 0.0
         wakes = False
         top_kernels: dict[tuple[int, ...], int] = {}
+        parallel: dict[tuple[int, ...], list[tuple[float, float]]] = {}
 
         def schedule(ids: Sequence[int], offset: float, runs: bool = True) -> None:
             """Schedule a block from `offset`; a block that never `runs` (a branch weighed 0)
             adds no kernel to the call overhead's terms."""
             nonlocal longest_kernel, wakes
-            nodes, deps = _nodes(view, cache, ids)
+            nodes, deps, costs = _nodes(view, cache, ids)
             latency = [sum(read_latency(cache, i) for i in node) for node in nodes]
             classes = [_node_class(view, node) for node in nodes]
             # A node holding a while/if/case/call is its regions' or callee's cost, not a kernel.
@@ -70,15 +73,23 @@ class CriticalPathPass:
                 for t, node in zip(latency, nodes, strict=True)
                 if t > 0 and all(view.records[i].info.op_class != "control" for i in node)
             ]
+            split = [
+                t > 0 and _splits(view, node, cost, target.cores)
+                for t, node, cost in zip(latency, nodes, costs, strict=True)
+            ]
+            woken = [
+                split[k] or (latency[k] > 0 and _wakes(view, node)) for k, node in enumerate(nodes)
+            ]
             if runs:
                 longest_kernel = max([longest_kernel, *kernels])
-                wakes = wakes or any(
-                    _wakes(view, node) for t, node in zip(latency, nodes, strict=True) if t > 0
-                )
+                wakes = wakes or any(woken)
             top_kernels[tuple(ids)] = len(kernels)
             sb = list_schedule(latency, deps, classes, kind)
             schedules[tuple(ids)] = (sb, nodes)
             s = sb.schedule
+            parallel[tuple(ids)] = sorted(
+                (s.start_ns[k], s.start_ns[k] + latency[k]) for k in range(len(nodes)) if split[k]
+            )
             for k, node in enumerate(nodes):
                 for i in node:
                     rec = view.records[i]
@@ -105,6 +116,7 @@ class CriticalPathPass:
                         func.result_bytes,
                         wakes,
                         sb.makespan_ns - _repeated_trips_ns(view, cache, func.top),
+                        _rewakes(parallel[tuple(func.top)], target.rewake_gap_ns),
                     )
                     cache.totals = {
                         "total_latency_ns": sb.makespan_ns + call,
@@ -159,20 +171,33 @@ class CriticalPathPass:
 
 def _nodes(
     view: ModuleView, cache: AnalysisCache, ids: Sequence[int]
-) -> tuple[list[list[int]], list[list[int]]]:
-    """Schedule nodes of a block and their edges, in a topological order: fusion groups if
-    perf-fusion ran (a group can hold ops from far apart, so group ids are not an order),
-    else ops in program order."""
+) -> tuple[list[list[int]], list[list[int]], list[KernelCost | None]]:
+    """Schedule nodes of a block, their edges and their HLO costs, in a topological order:
+    fusion groups if perf-fusion ran (a group can hold ops from far apart, so group ids are
+    not an order), else ops in program order (costed by the op alone)."""
     bf = cache.fusion.get(tuple(ids))
     if bf is None:
-        return [[i] for i in ids], view.block_deps(ids)
+        return [[i] for i in ids], view.block_deps(ids), [None] * len(ids)
     members, deps = bf.group_members(), bf.group_deps
     order = topological_order(deps)
     if order is None:
         cache.warnings.append("fusion groups form a cycle; scheduled op by op instead")
-        return [[i] for i in ids], view.block_deps(ids)
+        return [[i] for i in ids], view.block_deps(ids), [None] * len(ids)
+    computed = bf.plan.members()  # copies included, block-local indices
+    costs = [
+        KernelCost(
+            float(t.flops),
+            float(sum(view.records[bf.ids[k]].info.transcendentals or 0 for k in computed[g])),
+            float(t.input_bytes + t.output_bytes),
+        )
+        for g, t in enumerate(bf.traffic)
+    ]
     position = {g: k for k, g in enumerate(order)}
-    return [members[g] for g in order], [sorted(position[d] for d in deps[g]) for g in order]
+    return (
+        [members[g] for g in order],
+        [sorted(position[d] for d in deps[g]) for g in order],
+        [costs[g] for g in order],
+    )
 
 
 def _repeated_trips_ns(view: ModuleView, cache: AnalysisCache, ids: Sequence[int]) -> float:
@@ -192,16 +217,51 @@ def _repeated_trips_ns(view: ModuleView, cache: AnalysisCache, ids: Sequence[int
     return total
 
 
-def _wakes(view: ModuleView, node: list[int]) -> bool:
-    """Whether this kernel wakes XLA:CPU's thread pool whatever its time: a library call, or
-    a loop kernel split over threads by its largest result (`host_params.wakes_pool`)."""
+@dataclass(frozen=True)
+class KernelCost:
+    """A kernel's HLO cost as XLA:CPU's parallel task assignment weighs it."""
+
+    flops: float
+    transcendentals: float
+    bytes_accessed: float
+
+
+def _rewakes(spans: Sequence[tuple[float, float]], gap_ns: float) -> int:
+    """Split loop kernels, of these (start, end) spans, that start first or more than
+    `gap_ns` after every earlier one ended: they find the pool's threads asleep."""
+    count, busy_until = 0, -math.inf
+    for start, end in spans:
+        if start - busy_until > gap_ns:
+            count += 1
+        busy_until = max(busy_until, end)
+    return count
+
+
+def _splits(view: ModuleView, node: list[int], cost: KernelCost | None, cores: int) -> bool:
+    """Whether XLA:CPU splits this loop kernel over its thread pool by its HLO cost
+    (`host_params.splits_over_threads`); an op outside any fusion group is costed alone."""
     infos = [view.records[i].info for i in node]
-    out = max((t.nbytes or 0 for info in infos for t in info.results), default=0)
-    return wakes_pool(
-        [info.short_name for info in infos],
+    if cost is None:
+        cost = KernelCost(
+            float(sum(i.flops or 0 for i in infos)),
+            float(sum(i.transcendentals or 0 for i in infos)),
+            float(sum(i.bytes or 0 for i in infos)),
+        )
+    return splits_over_threads(
         [info.op_class for info in infos],
-        out,
-        any(library_reduce(info) for info in infos),
+        cost.flops,
+        cost.transcendentals,
+        cost.bytes_accessed,
+        cores,
+    )
+
+
+def _wakes(view: ModuleView, node: list[int]) -> bool:
+    """Whether this kernel is a library call that wakes XLA:CPU's thread pool whatever its
+    time (`host_params.wakes_pool`); split loop kernels are `_splits`."""
+    infos = [view.records[i].info for i in node]
+    return wakes_pool(
+        [info.short_name for info in infos], False, any(library_reduce(info) for info in infos)
     )
 
 

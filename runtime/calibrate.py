@@ -251,7 +251,10 @@ def write_calibration(
         base = params.program_overhead_ns if math.isfinite(params.program_overhead_ns) else 0.0
         fit = program_probes.fit_probes([p.at_speed(ref) for p in probes], base, params.long_call)
         params = dataclasses.replace(
-            params, multi_kernel_ns=fit.multi_kernel_ns, kernel_dispatch_ns=fit.kernel_dispatch_ns
+            params,
+            multi_kernel_ns=fit.multi_kernel_ns,
+            kernel_dispatch_ns=fit.kernel_dispatch_ns,
+            rewake_ns=fit.rewake_ns,
         )
     params = dataclasses.replace(params, bf16_fused_ns_per_elem=bf16_fused_ns)
     text = "\n".join(

@@ -49,6 +49,18 @@ def _center(x: jax.Array, w: jax.Array) -> jax.Array:
     return (x - jnp.mean(x, axis=-1, keepdims=True)) * w[0]
 
 
+def _gelu_block(x: jax.Array, w: jax.Array) -> jax.Array:
+    """A transformer's feed-forward half on 16 rows of 64: its GELU on 16x256 (with the bias
+    add, 9 FLOPs an element) is the one kernel XLA splits over threads
+    (`analysis.host_params.parallel_tasks`); its dots and the centring around it (~10 us on
+    the project's VM) leave the pool idle long enough to sleep before the next step's."""
+    wide = jnp.tile(w, (1, 4))
+    h = x @ wide + 0.1
+    h = 0.5 * h * (1.0 + jnp.tanh(0.7978845608 * (h + 0.044715 * h * h * h)))
+    y = x + h @ wide.T
+    return y - jnp.mean(y, axis=-1, keepdims=True)
+
+
 def _branch(x: jax.Array, w: jax.Array) -> jax.Array:
     """One branch of `_branches` and its share of the sum."""
     return x + jnp.tanh((x + 1.0) @ w)
@@ -79,7 +91,10 @@ STEPS: dict[str, tuple[Step, Callable[[Step, int], Callable[..., jax.Array]], tu
     "dense": (_dense, _chain, (16, 64)),
     "center": (_center, _chain, (64, 64)),
     "branches": (_branch, _branches, (16, 64)),
+    "gelu": (_gelu_block, _chain, (16, 64)),
 }
+SPLIT_KINDS = frozenset({"gelu"})
+"""Probe kinds each of whose steps runs one split loop kernel that finds the pool asleep."""
 
 
 PROBE_KEY = "probe"
@@ -125,6 +140,11 @@ class Probe:
         except ValueError:
             return None
 
+    @property
+    def pool_wakes(self) -> int:
+        """Split kernels that wake the thread pool (`SPLIT_KINDS`: one a step)."""
+        return self.steps if self.kind in SPLIT_KINDS else 0
+
     def at_speed(self, sentinel_us: float) -> Probe:
         """This probe's times as if measured when the sentinels took `sentinel_us` (itself
         where either is unknown)."""
@@ -151,6 +171,7 @@ class ProbeFit:
     base_ns: float
     multi_kernel_ns: float
     kernel_dispatch_ns: float
+    rewake_ns: float = math.nan
 
 
 def _kernels(fn: Callable[..., jax.Array], args: tuple[jax.Array, ...]) -> int:
@@ -216,20 +237,24 @@ def fit_probes(
     in-loop time minus `base_ns` (the single-kernel call overhead, fitted from the sweep's
     own programs: every probe runs two kernels or more, so the probes alone cannot tell it
     from the multi-kernel term) and minus `long_call` of that in-loop time (the long-call
-    ramp, also the sweep's) on [kernels >= 2, kernels]. Absolute, not squared: the
-    kinds' per-kernel costs differ several-fold (0.7-9 us on the project's VM) and
-    squares let the costliest long probe set the slope for all."""
-    a = np.array([[float(p.kernels >= 2), float(p.kernels)] for p in probes])
+    ramp, also the sweep's) on [kernels >= 2, kernels, split kernels that wake the pool].
+    Absolute, not squared: the kinds' per-kernel costs differ several-fold (0.7-9 us on the
+    project's VM) and squares let the costliest long probe set the slope for all. A split
+    probe long enough for the ramp is left out: there the two terms cannot be told apart
+    (Xeon VM, 2026-12-02: GELU chains of 1-4 steps paid 22-25 us a step with no ramp, of
+    8-64 steps 3-4 us a step beyond it)."""
+    probes = [p for p in probes if not (p.pool_wakes and long_call(p.steps * p.step_loop_ns))]
+    a = np.array([[float(p.kernels >= 2), float(p.kernels), float(p.pool_wakes)] for p in probes])
     y = np.array(
         [
             p.program_ns - p.steps * p.step_loop_ns - base_ns - long_call(p.steps * p.step_loop_ns)
             for p in probes
         ]
     )
-    n = len(y)
+    n, m = a.shape
     # min Σ(u + v) subject to a·coef + u − v = y; coef, u, v >= 0.
     res = linprog(
-        np.r_[0.0, 0.0, np.ones(2 * n)],
+        np.r_[np.zeros(m), np.ones(2 * n)],
         A_eq=np.c_[a, np.eye(n), -np.eye(n)],
         b_eq=y,
         bounds=(0, None),
@@ -237,4 +262,5 @@ def fit_probes(
     )
     if not res.success:
         raise RuntimeError(f"probe fit failed: {res.message}")
-    return ProbeFit(base_ns, float(res.x[0]), float(res.x[1]))
+    rewake = float(res.x[2]) if a[:, 2].any() else math.nan
+    return ProbeFit(base_ns, float(res.x[0]), float(res.x[1]), rewake)

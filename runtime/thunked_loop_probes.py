@@ -33,8 +33,8 @@ __all__ = ["KEY", "SIZES", "ThunkedLoopFit", "fit_thunked_loops", "measure_thunk
 # (elements per array, arrays): every loop's kernels move more than XLA:CPU's 1024-byte
 # hoisting limit (96 f32 in 2 arrays: 1536 bytes); up to 2048 a kernel's 0.8-16 KB stay in a
 # 48 KB L1, from 8192 its 64-256 KB in L2. Outputs stay
-# under the 256 KiB from which XLA:CPU splits a loop kernel over threads
-# (`analysis.host_params.SPLIT_OUTPUT_BYTES`): 65536 f32 a trip cost 11-13 us, twice
+# under the 512 KiB accessed from which XLA:CPU splits such a kernel over threads
+# (`analysis.host_params.parallel_tasks`): 65536 f32 a trip cost 11-13 us, twice
 # 16384's per byte, for the thread pool's hand-off. 48 f32 in 4 and 8 arrays cost 38-46 ns a
 # kernel, 96 in 4 25 (the same kernels, 2026-12-01): left out, unexplained.
 SIZES = ((96, 2), (96, 4), (150, 2), (150, 4), (300, 1), (300, 2), (300, 4), (600, 1), (600, 2),

@@ -13,9 +13,9 @@ import pytest
 from stablehlo_perf.analysis import calibration_files as cf
 from stablehlo_perf.analysis.host_params import (
     HOST_PARAMS_KEY,
-    SPLIT_OUTPUT_BYTES,
     HostParams,
     fit_host_params,
+    parallel_tasks,
     splits_over_threads,
     wakes_pool,
 )
@@ -97,10 +97,10 @@ def test_a_library_call_wakes_the_pool_whatever_its_time() -> None:
     assert p.program_overhead_ns == pytest.approx(5000.0)
     assert p.threadpool_wake_ns == pytest.approx(200000.0)
     assert p.parallel_kernel_ns > 5000.0
-    assert wakes_pool(["dot_general"], ["matmul"], 64)
-    assert wakes_pool(["convolution"], ["matmul"], 64)
-    assert not wakes_pool(["add", "tanh"], ["binary", "transcendental"], 64)
-    assert wakes_pool(["add"], ["binary"], SPLIT_OUTPUT_BYTES)
+    assert wakes_pool(["dot_general"], False)
+    assert wakes_pool(["convolution"], False)
+    assert not wakes_pool(["add", "tanh"], False)
+    assert wakes_pool(["add"], True)
 
 
 def test_a_reduction_handed_to_ynnpack_wakes_the_pool_whatever_its_time() -> None:
@@ -145,9 +145,19 @@ def test_a_program_summing_4096_floats_pays_the_wake(tmp_path: Path) -> None:
     assert loop.call_overhead_ns == pytest.approx(7.0 + 3.0)
 
 
+def _gelu(x: Any) -> Any:
+    """A GELU plus one: 9 FLOPs and 1 transcendental an element by XLA's count."""
+    import jax.numpy as jnp
+
+    return 0.5 * x * (1.0 + jnp.tanh(0.7978845608 * (x + 0.044715 * x * x * x))) + 1.0
+
+
 def test_split_rule_matches_the_compiled_hlo() -> None:
-    """`splits_over_threads` against XLA:CPU's own choice (`outer_dimension_partitions` in the
-    compiled HLO): elementwise kernels split from 256 KiB of output; a reduction does not."""
+    """`parallel_tasks` against XLA:CPU's own choice (`outer_dimension_partitions` in the
+    compiled HLO, 2 threads): an I/O-bound `x * 2` (1 FLOP, 8 bytes an f32 element) splits
+    from 512 KiB accessed; a compute-bound GELU (9 FLOPs, 1 transcendental, 8 bytes) from
+    (9 + 2 + 80) x elements >= 200,000, i.e. between 2,048 and 3,072 elements; a reduction
+    never."""
     import jax
     import jax.numpy as jnp
 
@@ -157,10 +167,18 @@ def test_split_rule_matches_the_compiled_hlo() -> None:
 
     for n, dtype, eb in ((32768, jnp.float32, 4), (65536, jnp.float32, 4), (65536, jnp.bfloat16, 2),
                          (131072, jnp.bfloat16, 2)):  # fmt: skip
-        assert xla_splits(lambda x: x * 2, (n,), dtype) == splits_over_threads(["binary"], n * eb)
+        ours = parallel_tasks(n, 0, 2 * n * eb, 2) > 1
+        assert xla_splits(lambda x: x * 2, (n,), dtype) == ours
+    for shape in ((2048,), (16, 128), (3072,), (12, 256), (4096, 1)):
+        n = math.prod(shape)
+        assert xla_splits(_gelu, shape, jnp.float32) == (parallel_tasks(9 * n, n, 8 * n, 2) > 1)
+    assert parallel_tasks(9 * 2048, 2048, 8 * 2048, 2) == 1
+    assert parallel_tasks(9 * 3072, 3072, 8 * 3072, 2) == 2
+    assert parallel_tasks(9 * 3072, 3072, 8 * 3072, 8) == 2  # 280,000 // 100,000
     assert not xla_splits(lambda x: x.sum(-1), (1024, 1024), jnp.float32)
-    assert not splits_over_threads(["binary", "reduction"], 4 << 20)
-    assert not splits_over_threads(["matmul"], 4 << 20)
+    assert not splits_over_threads(["binary", "reduction"], 0, 0, 4 << 20, 2)
+    assert not splits_over_threads(["matmul"], 0, 0, 4 << 20, 2)
+    assert splits_over_threads(["binary"], 0, 0, 512 << 10, 2)
 
 
 def test_output_cost_per_mib_from_large_elementwise_rows() -> None:
@@ -237,6 +255,7 @@ def test_header_round_trip_and_missing_rows() -> None:
         1.5e5,
         0.3,
         9e4,
+        21000.0,
     )
     assert HostParams.parse(p.header()) == p
     assert p.long_call(1e9) == 9e4
@@ -434,3 +453,30 @@ def test_a_loop_is_not_a_kernel_of_the_call(tmp_path: Path) -> None:
     loop = next(o for o in rep.ops if o.name == "stablehlo.while")
     assert loop.model == "while(x10, one kernel)"
     assert rep.call_overhead_ns == pytest.approx(7.0)
+
+
+def test_a_split_kernel_after_the_pool_slept_pays_the_rewake(tmp_path: Path) -> None:
+    """Two GELU kernels XLA splits over threads (16x256 f32, 9 FLOPs an element) with a sum
+    between them: on a target charging 1 us per split kernel that finds the pool asleep, the
+    first always pays; the second only where the gap it leaves exceeds `rewake_gap_ns` (1 ns:
+    it does; 1e12: it does not). With a negligible term neither pays anything."""
+    import jax
+    import jax.numpy as jnp
+    import stablehlo_perf as sp
+
+    def fn(x: Any) -> Any:
+        h = _gelu(x)
+        return _gelu(h - jnp.sum(h, axis=-1, keepdims=True))
+
+    text = jax.jit(fn).lower(jax.ShapeDtypeStruct((16, 256), jnp.float32)).as_text()
+    calls = []
+    for rewake, gap in ((1e-9, 1.0), (1000.0, 1e12), (1000.0, 1.0)):
+        target = tmp_path / f"unit_cpu_rewake_{len(calls)}.toml"
+        target.write_text(
+            UNIT_CPU.read_text().replace("cores = 1", "cores = 2")
+            + "\n[program]\noverhead_ns = 7.0\nthreadpool_wake_ns = 150.0\n"
+            + f"parallel_kernel_ns = 1e9\nrewake_ns = {rewake}\nrewake_gap_ns = {gap}\n"
+        )
+        calls.append(sp.analyze(text, target=str(target)).report.call_overhead_ns)
+    assert calls[1] - calls[0] == pytest.approx(1000.0)
+    assert calls[2] - calls[1] == pytest.approx(1000.0)

@@ -59,8 +59,9 @@ class Target:
     # output size, and `multi_kernel_ns`, paid once it runs more than one kernel;
     # `kernel_dispatch_ns` per kernel of the entry function; and
     # `output_ns_per_mib` per MiB the call returns (fresh output buffers' first-touch
-    # pages); and a long call's ramp in its kernels' time
-    # (`analysis.host_params.long_call_ns`). Zero where unknown.
+    # pages); a long call's ramp in its kernels' time
+    # (`analysis.host_params.long_call_ns`); and `rewake_ns` for each later kernel that
+    # wakes the pool after it had no parallel work for `rewake_gap_ns`. Zero where unknown.
     program_overhead_ns: float = 0.0
     threadpool_wake_ns: float = 0.0
     parallel_kernel_ns: float = math.inf
@@ -68,6 +69,8 @@ class Target:
     kernel_dispatch_ns: float = 0.0
     output_ns_per_mib: float = 0.0
     long_call_start_ns: float = math.inf
+    rewake_ns: float = 0.0
+    rewake_gap_ns: float = math.inf
     long_call_slope: float = 0.0
     long_call_cap_ns: float = math.inf
     # ns per element each op of a fused bf16 loop costs at least (XLA:CPU widens to f32 and
@@ -93,12 +96,14 @@ class Target:
         output_bytes: int = 0,
         wakes: bool = False,
         kernels_ns: float = 0.0,
+        rewakes: int = 0,
     ) -> float:
         """Per-call cost beyond the kernels' own for a program whose longest kernel takes
-        this long, whose entry function runs `kernels` kernels (one pool wake-up at most),
-        returns `output_bytes`, with `wakes` runs a kernel that wakes XLA:CPU's thread
-        pool whatever its time (`analysis.host_params.wakes_pool`), and whose kernels take
-        `kernels_ns` in all."""
+        this long, whose entry function runs `kernels` kernels, returns `output_bytes`, with
+        `wakes` runs a kernel that wakes XLA:CPU's thread pool whatever its time
+        (`analysis.host_params.wakes_pool`), whose kernels take `kernels_ns` in all, and
+        whose entry wakes the pool `rewakes` times more after `rewake_gap_ns` without
+        parallel work."""
         from stablehlo_perf.analysis.host_params import long_call_ns
 
         woke = wakes or longest_kernel_ns >= self.parallel_kernel_ns
@@ -112,6 +117,7 @@ class Target:
             + long_call_ns(
                 kernels_ns, self.long_call_start_ns, self.long_call_slope, self.long_call_cap_ns
             )
+            + self.rewake_ns * rewakes
         )
 
     def peak_flops(self, element_type: str, matrix: bool) -> float:
@@ -168,6 +174,8 @@ _SCHEMA: dict[str, tuple[type | tuple[type, ...], bool]] = {
     "program.kernel_dispatch_ns": ((int, float), False),
     "program.output_ns_per_mib": ((int, float), False),
     "program.long_call_start_ns": ((int, float), False),
+    "program.rewake_ns": ((int, float), False),
+    "program.rewake_gap_ns": ((int, float), False),
     "program.long_call_slope": ((int, float), False),
     "program.long_call_cap_ns": ((int, float), False),
     "sources": (dict, True),
@@ -246,6 +254,8 @@ def _from_mapping(data: Mapping[str, Any], where: str) -> Target:
         kernel_dispatch_ns=float(flat.get("program.kernel_dispatch_ns", 0.0)),
         output_ns_per_mib=float(flat.get("program.output_ns_per_mib", 0.0)),
         long_call_start_ns=float(flat.get("program.long_call_start_ns", math.inf)),
+        rewake_ns=float(flat.get("program.rewake_ns", 0.0)),
+        rewake_gap_ns=float(flat.get("program.rewake_gap_ns", math.inf)),
         long_call_slope=float(flat.get("program.long_call_slope", 0.0)),
         long_call_cap_ns=float(flat.get("program.long_call_cap_ns", math.inf)),
         calibrated=flat.get("calibrated", False),
@@ -295,6 +305,7 @@ def _calibrated_host(base: Target) -> Target:
     """The host with the bandwidth, matrix rate and kernel overhead fitted from a calibration
     measured on this machine (the user's, or the shipped reference if it was measured here)."""
     from stablehlo_perf.analysis.calibration_files import training_files
+    from stablehlo_perf.analysis.host_params import REWAKE_GAP_NS
 
     found = training_files("host")
     if found is None or not found[1]:
@@ -328,6 +339,9 @@ def _calibrated_host(base: Target) -> Target:
     if math.isfinite(params.multi_kernel_ns) and math.isfinite(params.kernel_dispatch_ns):
         change["multi_kernel_ns"] = params.multi_kernel_ns
         change["kernel_dispatch_ns"] = params.kernel_dispatch_ns
+    if math.isfinite(params.rewake_ns):
+        change["rewake_ns"] = params.rewake_ns
+        change["rewake_gap_ns"] = REWAKE_GAP_NS
     if math.isfinite(params.bf16_fused_ns_per_elem):
         change["bf16_fused_ns_per_element"] = params.bf16_fused_ns_per_elem
     note = (
