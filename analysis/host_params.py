@@ -55,7 +55,7 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 from stablehlo_perf.analysis.fusion import ELEMENTWISE_CLASSES, ynn_reduces
-from stablehlo_perf.analysis.opinfo import element_bytes, op_class
+from stablehlo_perf.analysis.opinfo import OpInfo, element_bytes, op_class
 
 __all__ = [
     "HOST_PARAMS_KEY",
@@ -64,6 +64,7 @@ __all__ = [
     "fit_host_params",
     "long_call_ns",
     "parallel_tasks",
+    "runs_on_eigen",
     "splits_over_threads",
     "wakes_pool",
 ]
@@ -144,6 +145,20 @@ def splits_over_threads(
         set(op_classes) <= _LOOP_CLASSES
         and parallel_tasks(flops, transcendentals, bytes_accessed, cores) > 1
     )
+
+
+def runs_on_eigen(op: OpInfo) -> bool:
+    """Whether XLA:CPU runs this dot_general as an Eigen contraction on its thread pool
+    rather than a YNNPACK call: its lhs does not contract over its last dimension (jax
+    0.10.2's compiled HLO keeps such a dot a plain `dot` thunk: x^T @ g, the weight
+    gradients of a dense layer). Like a split kernel it hands work to the pool whatever
+    its size, and a call pays for waking it (single dots of 128x128x128 f32 on the Xeon VM:
+    110-130 us beyond their in-loop time, 2026-12-02)."""
+    if op.short_name != "dot_general" or not op.operands or op.operands[0].shape is None:
+        return False
+    rank = len(op.operands[0].shape)
+    contracting = op.attrs.get("lhs_contracting_dims", (rank - 1,))
+    return rank - 1 not in tuple(contracting)
 
 
 def wakes_pool(op_names: Sequence[str], split: bool, library_reduce: bool = False) -> bool:

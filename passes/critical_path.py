@@ -10,7 +10,7 @@ from typing import ClassVar
 from jaxlib.mlir import ir
 from stablehlo_perf.analysis.critical_path import topological_order
 from stablehlo_perf.analysis.fusion import library_reduce
-from stablehlo_perf.analysis.host_params import splits_over_threads, wakes_pool
+from stablehlo_perf.analysis.host_params import runs_on_eigen, splits_over_threads, wakes_pool
 from stablehlo_perf.analysis.schedule import ScheduledBlock, list_schedule
 from stablehlo_perf.analysis.targets import DEFAULT_TARGET, load_target
 from stablehlo_perf.passes.base import AnalysisCache
@@ -42,9 +42,10 @@ class CriticalPathPass:
     library call, and a
     one-off cost once the entry runs two kernels or more, a dispatch cost per entry
     kernel, a cost per MiB the entry returns, a long call's ramp in its time, top-level
-    loops' later trips left out, and a cost per loop kernel XLA splits over threads that
-    starts after the pool has been idle for `Target.rewake_gap_ns`), it is added to the
-    first two and written as `perf.call_overhead_ns`.
+    loops' later trips left out, and a cost per loop kernel XLA splits over threads or
+    Eigen dot (`host_params.runs_on_eigen`) that starts after the pool has been idle for
+    `Target.rewake_gap_ns`), it is added to the first two and written as
+    `perf.call_overhead_ns`.
     """
 
     name: ClassVar[str] = "perf-critical-path"
@@ -74,7 +75,11 @@ class CriticalPathPass:
                 if t > 0 and all(view.records[i].info.op_class != "control" for i in node)
             ]
             split = [
-                t > 0 and _splits(view, node, cost, target.cores)
+                t > 0
+                and (
+                    _splits(view, node, cost, target.cores)
+                    or any(runs_on_eigen(view.records[i].info) for i in node)
+                )
                 for t, node, cost in zip(latency, nodes, costs, strict=True)
             ]
             woken = [
@@ -227,8 +232,9 @@ class KernelCost:
 
 
 def _rewakes(spans: Sequence[tuple[float, float]], gap_ns: float) -> int:
-    """Split loop kernels, of these (start, end) spans, that start first or more than
-    `gap_ns` after every earlier one ended: they find the pool's threads asleep."""
+    """Pool kernels (split loop kernels, Eigen dots), of these (start, end) spans, that start
+    first or more than `gap_ns` after every earlier one ended: they find the pool's threads
+    asleep."""
     count, busy_until = 0, -math.inf
     for start, end in spans:
         if start - busy_until > gap_ns:

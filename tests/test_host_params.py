@@ -16,6 +16,7 @@ from stablehlo_perf.analysis.host_params import (
     HostParams,
     fit_host_params,
     parallel_tasks,
+    runs_on_eigen,
     splits_over_threads,
     wakes_pool,
 )
@@ -480,3 +481,36 @@ def test_a_split_kernel_after_the_pool_slept_pays_the_rewake(tmp_path: Path) -> 
         calls.append(sp.analyze(text, target=str(target)).report.call_overhead_ns)
     assert calls[1] - calls[0] == pytest.approx(1000.0)
     assert calls[2] - calls[1] == pytest.approx(1000.0)
+
+
+def test_dots_whose_lhs_contracts_elsewhere_run_on_eigen() -> None:
+    """`runs_on_eigen` against XLA:CPU's compiled HLO: a dot_general whose lhs contracts over
+    its last dimension becomes a YNNPACK fusion, over its first a plain `dot` (Eigen)."""
+    import jax
+    import jax.numpy as jnp
+    from jax import lax
+
+    for lhs_c, rhs_c in (((1,), (0,)), ((0,), (0,)), ((1,), (1,)), ((0,), (1,))):
+        a = (64, 128) if lhs_c == (1,) else (128, 64)
+        b = (128, 32) if rhs_c == (0,) else (32, 128)
+
+        def fn(x: Any, y: Any, lc: Any = lhs_c, rc: Any = rhs_c) -> Any:
+            return lax.dot_general(x, y, ((lc, rc), ((), ())))
+
+        lowered = jax.jit(fn).lower(*(jax.ShapeDtypeStruct(s, jnp.float32) for s in (a, b)))
+        hlo = lowered.compile().as_text()
+        entry = hlo[hlo.index("ENTRY") :]
+        eigen = re.search(r"= \S+ dot\(", entry) is not None
+        assert eigen == (lhs_c == (0,)) and ("__ynn_fusion" in entry) == (not eigen)
+        (dot,) = [o for o in _ops(lowered) if o.short_name == "dot_general"]
+        assert runs_on_eigen(dot) == eigen, (lhs_c, rhs_c)
+
+
+def _ops(lowered: Any) -> list[Any]:
+    """The OpInfo of every op of a lowered JAX function's module."""
+    from stablehlo_perf.passes.extract import view_module
+    from stablehlo_perf.passes.ir import make_context, parse_module
+
+    with make_context() as ctx:
+        module = parse_module(lowered.as_text(), "<jax>", ctx)
+        return [r.info for r in view_module(module.operation, "<jax>").records]

@@ -60,8 +60,8 @@ class Target:
     # `kernel_dispatch_ns` per kernel of the entry function; and
     # `output_ns_per_mib` per MiB the call returns (fresh output buffers' first-touch
     # pages); a long call's ramp in its kernels' time
-    # (`analysis.host_params.long_call_ns`); and `rewake_ns` for each later kernel that
-    # wakes the pool after it had no parallel work for `rewake_gap_ns`. Zero where unknown.
+    # (`analysis.host_params.long_call_ns`); and `rewake_ns` for each split loop kernel or
+    # Eigen dot that finds the pool idle for `rewake_gap_ns`. Zero where unknown.
     program_overhead_ns: float = 0.0
     threadpool_wake_ns: float = 0.0
     parallel_kernel_ns: float = math.inf
