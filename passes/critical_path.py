@@ -233,13 +233,13 @@ class KernelCost:
 
 def _rewakes(spans: Sequence[tuple[float, float]], gap_ns: float) -> int:
     """Pool kernels (split loop kernels, Eigen dots), of these (start, end) spans, that start
-    first or more than `gap_ns` after every earlier one ended: they find the pool's threads
-    asleep."""
-    count, busy_until = 0, -math.inf
+    more than `gap_ns` after every earlier one ended: they find the pool's threads asleep
+    again. The first pool kernel's wake-up is the call's own (`Target.threadpool_wake_ns`)."""
+    count, busy_until = 0, math.inf
     for start, end in spans:
         if start - busy_until > gap_ns:
             count += 1
-        busy_until = max(busy_until, end)
+        busy_until = end if busy_until == math.inf else max(busy_until, end)
     return count
 
 

@@ -94,7 +94,8 @@ STEPS: dict[str, tuple[Step, Callable[[Step, int], Callable[..., jax.Array]], tu
     "gelu": (_gelu_block, _chain, (16, 64)),
 }
 SPLIT_KINDS = frozenset({"gelu"})
-"""Probe kinds each of whose steps runs one split loop kernel that finds the pool asleep."""
+"""Probe kinds each of whose steps runs one split loop kernel that finds the pool asleep (the
+first step's wake-up is the call's own, the sweep's single-kernel programs' term)."""
 
 
 PROBE_KEY = "probe"
@@ -142,8 +143,9 @@ class Probe:
 
     @property
     def pool_wakes(self) -> int:
-        """Split kernels that wake the thread pool (`SPLIT_KINDS`: one a step)."""
-        return self.steps if self.kind in SPLIT_KINDS else 0
+        """Split kernels that wake the thread pool again after the call's first wake-up
+        (`SPLIT_KINDS`: one a step after the first)."""
+        return self.steps - 1 if self.kind in SPLIT_KINDS else 0
 
     def at_speed(self, sentinel_us: float) -> Probe:
         """This probe's times as if measured when the sentinels took `sentinel_us` (itself
