@@ -96,15 +96,15 @@ x^3))) + 1` (9 FLOPs, 1 transcendental, 8 bytes an element) splits from 3,072 el
 kernels in `deep_transformer(6)`, where the output-size rule that stood here (256 KiB)
 found none. Rank does not matter (4096 and 4096x1 split alike)."""
 REWAKE_GAP_NS = 5000.0
-"""How long the thread pool stays awake after a split kernel: a later split kernel that
-starts more than this after every earlier one ended finds it asleep and pays
-`HostParams.rewake_ns` in a call (in a loop, where the calibration times kernels, the pool
-never sleeps). Measured call minus in-loop time on this project's Xeon VM (2026-12-02,
-medians of 5 passes): chains of 16x256 GELU kernels 1-3 us apart (a small sum between
-them) paid 16 / 50 / 99 / 109 us for 1 / 2 / 4 / 8 steps, where one split kernel after
-another pays a few us each; a 6-layer transformer (64 wide, 16 rows), whose GELUs are
-~40 us apart, paid 229 us against 130 with ReLUs, which no split kernel has. 5 us lies
-between those gaps; the probes' GELU steps run theirs 15 us apart."""
+"""How long the thread pool stays awake after a split kernel: a later split kernel (or Eigen
+dot, `runs_on_eigen`) that starts more than this after every earlier one ended finds it
+asleep and pays `HostParams.rewake_ns` in a call (in a loop, where the calibration times
+kernels, the pool never sleeps). Measured call minus in-loop time on this project's Xeon
+VM (2026-12-02, medians of 5 passes): chains of 16x256 GELU kernels 1-3 us apart (a small
+sum between them) paid 16 / 50 / 99 / 109 us for 1 / 2 / 4 / 8 steps, where one split
+kernel after another pays a few us each; a 6-layer transformer (64 wide, 16 rows), whose
+GELUs are ~40 us apart, paid 229 us against 130 with ReLUs, which no split kernel has.
+5 us lies between those gaps; the probes' GELU steps run theirs 15 us apart."""
 _LOOP_CLASSES = ELEMENTWISE_CLASSES | {"movement", "constant"}
 
 

@@ -74,7 +74,8 @@ class CriticalPathPass:
                 for t, node in zip(latency, nodes, strict=True)
                 if t > 0 and all(view.records[i].info.op_class != "control" for i in node)
             ]
-            split = [
+            # Kernels that hand work to the pool whatever their time: split loops, Eigen dots.
+            pool = [
                 t > 0
                 and (
                     _splits(view, node, cost, target.cores)
@@ -83,7 +84,7 @@ class CriticalPathPass:
                 for t, node, cost in zip(latency, nodes, costs, strict=True)
             ]
             woken = [
-                split[k] or (latency[k] > 0 and _wakes(view, node)) for k, node in enumerate(nodes)
+                pool[k] or (latency[k] > 0 and _wakes(view, node)) for k, node in enumerate(nodes)
             ]
             if runs:
                 longest_kernel = max([longest_kernel, *kernels])
@@ -93,7 +94,7 @@ class CriticalPathPass:
             schedules[tuple(ids)] = (sb, nodes)
             s = sb.schedule
             parallel[tuple(ids)] = sorted(
-                (s.start_ns[k], s.start_ns[k] + latency[k]) for k in range(len(nodes)) if split[k]
+                (s.start_ns[k], s.start_ns[k] + latency[k]) for k in range(len(nodes)) if pool[k]
             )
             for k, node in enumerate(nodes):
                 for i in node:
