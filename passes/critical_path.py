@@ -59,7 +59,7 @@ class CriticalPathPass:
         longest_kernel = 0.0
         wakes = False
         top_kernels: dict[tuple[int, ...], int] = {}
-        parallel: dict[tuple[int, ...], list[tuple[float, float]]] = {}
+        pool_spans: dict[tuple[int, ...], list[tuple[float, float]]] = {}
 
         def schedule(ids: Sequence[int], offset: float, runs: bool = True) -> None:
             """Schedule a block from `offset`; a block that never `runs` (a branch weighed 0)
@@ -93,7 +93,7 @@ class CriticalPathPass:
             sb = list_schedule(latency, deps, classes, kind)
             schedules[tuple(ids)] = (sb, nodes)
             s = sb.schedule
-            parallel[tuple(ids)] = sorted(
+            pool_spans[tuple(ids)] = sorted(
                 (s.start_ns[k], s.start_ns[k] + latency[k]) for k in range(len(nodes)) if pool[k]
             )
             for k, node in enumerate(nodes):
@@ -122,7 +122,7 @@ class CriticalPathPass:
                         func.result_bytes,
                         wakes,
                         sb.makespan_ns - _repeated_trips_ns(view, cache, func.top),
-                        _rewakes(parallel[tuple(func.top)], target.rewake_gap_ns),
+                        _rewakes(pool_spans[tuple(func.top)], target.rewake_gap_ns),
                     )
                     cache.totals = {
                         "total_latency_ns": sb.makespan_ns + call,

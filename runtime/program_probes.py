@@ -8,11 +8,13 @@ step, each further kernel a microsecond or more beyond its in-loop time, and mor
 where independent branches let XLA's executor run kernels concurrently (it does
 for a graph of more than 8 kernels that is not a chain; measured with
 runtime/timing.py, 2026-11-30: 128 kernels as a chain ~1.1 us each, as 64
-branches ~2.9 us). The probes are chains of 1..64 steps of two kinds and 1..32
+branches ~2.9 us). The probes are chains of 1..64 steps of three kinds (one of them,
+"gelu", running a kernel XLA splits over its thread pool each step) and 1..32
 independent branches; each probe's time net of dispatch is fitted as
 
     call overhead(single kernel, from the sweep) + multi · [kernels >= 2]
-    + dispatch · kernels + (the program's in-loop time),
+    + dispatch · kernels + rewake · (split steps after the first)
+    + (the program's in-loop time),
 
 with kernels counted by the pipeline's own fusion plan, so the pass that adds the
 overhead counts them the same way. Up to 128 kernels, so the per-kernel slope is

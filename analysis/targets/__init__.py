@@ -69,10 +69,10 @@ class Target:
     kernel_dispatch_ns: float = 0.0
     output_ns_per_mib: float = 0.0
     long_call_start_ns: float = math.inf
-    rewake_ns: float = 0.0
-    rewake_gap_ns: float = math.inf
     long_call_slope: float = 0.0
     long_call_cap_ns: float = math.inf
+    rewake_ns: float = 0.0
+    rewake_gap_ns: float = math.inf
     # ns per element each op of a fused bf16 loop costs at least (XLA:CPU widens to f32 and
     # rounds back per op: runtime/fused_probes.py). Zero where unknown.
     bf16_fused_ns_per_element: float = 0.0
@@ -174,10 +174,10 @@ _SCHEMA: dict[str, tuple[type | tuple[type, ...], bool]] = {
     "program.kernel_dispatch_ns": ((int, float), False),
     "program.output_ns_per_mib": ((int, float), False),
     "program.long_call_start_ns": ((int, float), False),
-    "program.rewake_ns": ((int, float), False),
-    "program.rewake_gap_ns": ((int, float), False),
     "program.long_call_slope": ((int, float), False),
     "program.long_call_cap_ns": ((int, float), False),
+    "program.rewake_ns": ((int, float), False),
+    "program.rewake_gap_ns": ((int, float), False),
     "sources": (dict, True),
 }
 _TABLES = {"compute", "memory", "l2", "program"}
@@ -254,10 +254,10 @@ def _from_mapping(data: Mapping[str, Any], where: str) -> Target:
         kernel_dispatch_ns=float(flat.get("program.kernel_dispatch_ns", 0.0)),
         output_ns_per_mib=float(flat.get("program.output_ns_per_mib", 0.0)),
         long_call_start_ns=float(flat.get("program.long_call_start_ns", math.inf)),
-        rewake_ns=float(flat.get("program.rewake_ns", 0.0)),
-        rewake_gap_ns=float(flat.get("program.rewake_gap_ns", math.inf)),
         long_call_slope=float(flat.get("program.long_call_slope", 0.0)),
         long_call_cap_ns=float(flat.get("program.long_call_cap_ns", math.inf)),
+        rewake_ns=float(flat.get("program.rewake_ns", 0.0)),
+        rewake_gap_ns=float(flat.get("program.rewake_gap_ns", math.inf)),
         calibrated=flat.get("calibrated", False),
         calibration_note=flat.get("calibration_note", ""),
         sources=dict(flat["sources"]),
