@@ -59,11 +59,13 @@ from stablehlo_perf.analysis.opinfo import OpInfo, element_bytes, op_class
 
 __all__ = [
     "HOST_PARAMS_KEY",
+    "EIGEN_POOL_MNK",
     "REWAKE_GAP_NS",
     "HostParams",
     "fit_host_params",
     "long_call_ns",
     "parallel_tasks",
+    "eigen_uses_pool",
     "runs_on_eigen",
     "splits_over_threads",
     "wakes_pool",
@@ -97,8 +99,8 @@ kernels in `deep_transformer(6)`, where the output-size rule that stood here (25
 found none. Rank does not matter (4096 and 4096x1 split alike)."""
 REWAKE_GAP_NS = 5000.0
 """How long the thread pool stays awake after a split kernel: a later split kernel (or Eigen
-dot, `runs_on_eigen`) that starts more than this after every earlier one ended finds it
-asleep and pays `HostParams.rewake_ns` in a call (in a loop, where the calibration times
+dot on the pool, `eigen_uses_pool`) that starts more than this after every earlier one ended
+finds it asleep and pays `HostParams.rewake_ns` in a call (in a loop, where the calibration times
 kernels, the pool never sleeps). Measured call minus in-loop time on this project's Xeon
 VM (2026-12-02, medians of 5 passes): chains of 16x256 GELU kernels 1-3 us apart (a small
 sum between them) paid 16 / 50 / 99 / 109 us for 1 / 2 / 4 / 8 steps, where one split
@@ -159,6 +161,24 @@ def runs_on_eigen(op: OpInfo) -> bool:
     rank = len(op.operands[0].shape)
     contracting = op.attrs.get("lhs_contracting_dims", (rank - 1,))
     return rank - 1 not in tuple(contracting)
+
+
+EIGEN_POOL_MNK = 1 << 20
+"""Products m·n·k (batch included) from which an Eigen dot (`runs_on_eigen`) hands its work
+to the thread pool. Eigen's contraction picks its thread count from its own cost model
+(`TensorCostModel::numThreads`) and runs a small one on the calling thread. Measured call
+minus in-loop time on this project's Xeon VM (2026-12-02, medians of 5 passes): x^T g dots of
+128x128x32 (0.5M) paid what a YNNPACK dot of the same size pays (17 us against 16; chains of
+2 and 4 of them between ReLUs 24-29 us, alternating with YNN dots 23-29, where counting them
+as pool kernels predicted 62-145), of 256x256x32 and 128x128x128 (2.1M) 52-68 us, of
+256x256x128 (8.4M) 104 us. 1M lies between (a 128x256x32 one, in a two-layer MLP's gradient,
+paid ~15 us more than the YNN dots around it)."""
+
+
+def eigen_uses_pool(op: OpInfo) -> bool:
+    """Whether this dot_general runs on Eigen (`runs_on_eigen`) and is large enough for Eigen
+    to hand it to the thread pool (`EIGEN_POOL_MNK`)."""
+    return runs_on_eigen(op) and (op.flops or 0) / 2 >= EIGEN_POOL_MNK
 
 
 def wakes_pool(op_names: Sequence[str], split: bool, library_reduce: bool = False) -> bool:

@@ -10,7 +10,7 @@ from typing import ClassVar
 from jaxlib.mlir import ir
 from stablehlo_perf.analysis.critical_path import topological_order
 from stablehlo_perf.analysis.fusion import library_reduce
-from stablehlo_perf.analysis.host_params import runs_on_eigen, splits_over_threads, wakes_pool
+from stablehlo_perf.analysis.host_params import eigen_uses_pool, splits_over_threads, wakes_pool
 from stablehlo_perf.analysis.schedule import ScheduledBlock, list_schedule
 from stablehlo_perf.analysis.targets import DEFAULT_TARGET, load_target
 from stablehlo_perf.passes.base import AnalysisCache
@@ -43,8 +43,9 @@ class CriticalPathPass:
     one-off cost once the entry runs two kernels or more, a dispatch cost per entry
     kernel, a cost per MiB the entry returns, a long call's ramp in its time, top-level
     loops' later trips left out, and a cost per loop kernel XLA splits over threads or
-    Eigen dot (`host_params.runs_on_eigen`) that starts after the pool has been idle for
-    `Target.rewake_gap_ns`), it is added to the first two and written as
+    Eigen dot on the pool (`host_params.eigen_uses_pool`) that starts after the pool has
+    been idle for `Target.rewake_gap_ns`, an Eigen dot also when it is the first), it is
+    added to the first two and written as
     `perf.call_overhead_ns`.
     """
 
@@ -59,7 +60,7 @@ class CriticalPathPass:
         longest_kernel = 0.0
         wakes = False
         top_kernels: dict[tuple[int, ...], int] = {}
-        pool_spans: dict[tuple[int, ...], list[tuple[float, float]]] = {}
+        pool_spans: dict[tuple[int, ...], list[PoolSpan]] = {}
 
         def schedule(ids: Sequence[int], offset: float, runs: bool = True) -> None:
             """Schedule a block from `offset`; a block that never `runs` (a branch weighed 0)
@@ -75,13 +76,10 @@ class CriticalPathPass:
                 if t > 0 and all(view.records[i].info.op_class != "control" for i in node)
             ]
             # Kernels that hand work to the pool whatever their time: split loops, Eigen dots.
+            eigen = [any(eigen_uses_pool(view.records[i].info) for i in node) for node in nodes]
             pool = [
-                t > 0
-                and (
-                    _splits(view, node, cost, target.cores)
-                    or any(runs_on_eigen(view.records[i].info) for i in node)
-                )
-                for t, node, cost in zip(latency, nodes, costs, strict=True)
+                t > 0 and (eigen[k] or _splits(view, nodes[k], costs[k], target.cores))
+                for k, t in enumerate(latency)
             ]
             woken = [
                 pool[k] or (latency[k] > 0 and _wakes(view, node)) for k, node in enumerate(nodes)
@@ -94,7 +92,9 @@ class CriticalPathPass:
             schedules[tuple(ids)] = (sb, nodes)
             s = sb.schedule
             pool_spans[tuple(ids)] = sorted(
-                (s.start_ns[k], s.start_ns[k] + latency[k]) for k in range(len(nodes)) if pool[k]
+                PoolSpan(s.start_ns[k], s.start_ns[k] + latency[k], eigen[k])
+                for k in range(len(nodes))
+                if pool[k]
             )
             for k, node in enumerate(nodes):
                 for i in node:
@@ -232,15 +232,28 @@ class KernelCost:
     bytes_accessed: float
 
 
-def _rewakes(spans: Sequence[tuple[float, float]], gap_ns: float) -> int:
-    """Pool kernels (split loop kernels, Eigen dots), of these (start, end) spans, that start
-    more than `gap_ns` after every earlier one ended: they find the pool's threads asleep
-    again. The first pool kernel's wake-up is the call's own (`Target.threadpool_wake_ns`)."""
+@dataclass(frozen=True, order=True)
+class PoolSpan:
+    """When a pool kernel (a split loop kernel or an Eigen dot on the pool) runs, and which."""
+
+    start_ns: float
+    end_ns: float
+    eigen: bool
+
+
+def _rewakes(spans: Sequence[PoolSpan], gap_ns: float) -> int:
+    """Pool kernels, of these spans in start order, that start more than `gap_ns` after every
+    earlier one ended: they find the pool's threads asleep again. The first split kernel's
+    wake-up is the call's own (`Target.threadpool_wake_ns`, fitted on single-op programs,
+    none of them an Eigen dot); a first Eigen dot pays like a later one (single x^T g dots of
+    256x256x32 and 128x128x128 on the Xeon VM: 52-68 us beyond their in-loop time, 2026-12-02,
+    where a split kernel alone pays 15-30)."""
     count, busy_until = 0, math.inf
-    for start, end in spans:
-        if start - busy_until > gap_ns:
+    for span in spans:
+        first = busy_until == math.inf
+        if (first and span.eigen) or span.start_ns - busy_until > gap_ns:
             count += 1
-        busy_until = end if busy_until == math.inf else max(busy_until, end)
+        busy_until = span.end_ns if first else max(busy_until, span.end_ns)
     return count
 
 

@@ -14,6 +14,7 @@ from stablehlo_perf.analysis import calibration_files as cf
 from stablehlo_perf.analysis.host_params import (
     HOST_PARAMS_KEY,
     HostParams,
+    eigen_uses_pool,
     fit_host_params,
     parallel_tasks,
     runs_on_eigen,
@@ -420,9 +421,7 @@ def test_the_ramp_counts_a_loops_first_trip_only(tmp_path: Path) -> None:
     assert makespan == pytest.approx(loop.latency_ns) and makespan > 0  # the loop is the call
     # the copies of the state's initial values (32 f32 and the counter's 0) are no trip's
     before = (100.0 + 2 * 128 / 100.0) + (100.0 + 2 * 4 / 100.0)
-    assert rep.call_overhead_ns == pytest.approx(
-        makespan - 0.9 * (loop.latency_ns - before) - 1.0
-    )
+    assert rep.call_overhead_ns == pytest.approx(makespan - 0.9 * (loop.latency_ns - before) - 1.0)
 
 
 def test_a_loop_is_not_a_kernel_of_the_call(tmp_path: Path) -> None:
@@ -504,6 +503,59 @@ def test_dots_whose_lhs_contracts_elsewhere_run_on_eigen() -> None:
         assert eigen == (lhs_c == (0,)) and ("__ynn_fusion" in entry) == (not eigen)
         (dot,) = [o for o in _ops(lowered) if o.short_name == "dot_general"]
         assert runs_on_eigen(dot) == eigen, (lhs_c, rhs_c)
+
+
+def test_small_eigen_dots_run_inline_and_a_first_one_on_the_pool_pays_the_rewake(
+    tmp_path: Path,
+) -> None:
+    """x^T g dots (Eigen) of 128x128x32 (m·n·k 0.5M, below `EIGEN_POOL_MNK`) stay on the
+    calling thread, of 256x256x32 (2.1M) go to the pool; a YNNPACK dot of that size is no
+    Eigen dot at all. On a target charging 1 us per rewake, a program whose only pool kernel is
+    the large Eigen dot pays it once (no split kernel's first wake is covered by the call's
+    own, an Eigen dot's is not), one of the small dot nothing."""
+    import jax
+    import jax.numpy as jnp
+    import stablehlo_perf as sp
+    from jax import lax
+
+    def xtg(x: Any, g: Any) -> Any:
+        return jnp.tanh(lax.dot_general(x, g, (((0,), (0,)), ((), ()))))
+
+    def xw(x: Any, w: Any) -> Any:
+        return jnp.tanh(x @ w)
+
+    def lowered(fn: Any, a: tuple[int, int], b: tuple[int, int]) -> Any:
+        return jax.jit(fn).lower(*(jax.ShapeDtypeStruct(s, jnp.float32) for s in (a, b)))
+
+    programs = {
+        "small": lowered(xtg, (32, 128), (32, 128)),
+        "large": lowered(xtg, (32, 256), (32, 256)),
+        "ynn": lowered(xw, (256, 32), (32, 256)),
+    }
+    for k, v in programs.items():  # XLA:CPU's own choice: Eigen `dot` thunks or a YNN fusion
+        hlo = v.compile().as_text()
+        assert (re.search(r"= \S+ dot\(", hlo[hlo.index("ENTRY") :]) is not None) == (k != "ynn")
+    dots = {
+        k: [o for o in _ops(v) if o.short_name == "dot_general"][0] for k, v in programs.items()
+    }
+    assert {k: eigen_uses_pool(d) for k, d in dots.items()} == {
+        "small": False,
+        "large": True,
+        "ynn": False,
+    }
+    calls: dict[str, list[float]] = {k: [] for k in programs}
+    for rewake in (1e-9, 1000.0):
+        target = tmp_path / f"unit_cpu_eigen_{rewake:g}.toml"
+        target.write_text(
+            UNIT_CPU.read_text().replace("cores = 1", "cores = 2")
+            + "\n[program]\noverhead_ns = 7.0\nthreadpool_wake_ns = 150.0\n"
+            + f"parallel_kernel_ns = 1e9\nrewake_ns = {rewake}\nrewake_gap_ns = 5000.0\n"
+        )
+        for k, v in programs.items():
+            calls[k].append(sp.analyze(v.as_text(), target=str(target)).report.call_overhead_ns)
+    assert calls["large"][1] - calls["large"][0] == pytest.approx(1000.0)
+    assert calls["small"][1] == pytest.approx(calls["small"][0])
+    assert calls["ynn"][1] == pytest.approx(calls["ynn"][0])
 
 
 def _ops(lowered: Any) -> list[Any]:

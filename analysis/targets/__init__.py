@@ -56,12 +56,13 @@ class Target:
     # 1-element program pays): a fixed part; on a CPU the larger of the thread pool's
     # wake-up, paid once a call runs a kernel of at least `parallel_kernel_ns`, a library
     # call (a dot, a convolution, an FFT) or a loop kernel XLA splits over threads by its
-    # output size, and `multi_kernel_ns`, paid once it runs more than one kernel;
+    # HLO cost, and `multi_kernel_ns`, paid once it runs more than one kernel;
     # `kernel_dispatch_ns` per kernel of the entry function; and
     # `output_ns_per_mib` per MiB the call returns (fresh output buffers' first-touch
     # pages); a long call's ramp in its kernels' time
     # (`analysis.host_params.long_call_ns`); and `rewake_ns` for each split loop kernel or
-    # Eigen dot that finds the pool idle for `rewake_gap_ns`. Zero where unknown.
+    # Eigen dot on the pool that finds it idle for `rewake_gap_ns` (a first Eigen dot too:
+    # `passes.critical_path`). Zero where unknown.
     program_overhead_ns: float = 0.0
     threadpool_wake_ns: float = 0.0
     parallel_kernel_ns: float = math.inf
