@@ -149,18 +149,22 @@ def splits_over_threads(
     )
 
 
-def runs_on_eigen(op: OpInfo) -> bool:
+def runs_on_eigen(op: OpInfo, lhs_permutation: Sequence[int] | None = None) -> bool:
     """Whether XLA:CPU runs this dot_general as an Eigen contraction on its thread pool
     rather than a YNNPACK call: its lhs does not contract over its last dimension (jax
     0.10.2's compiled HLO keeps such a dot a plain `dot` thunk: x^T @ g, the weight
     gradients of a dense layer). Like a split kernel it hands work to the pool whatever
     its size, and a call pays for waking it (single dots of 128x128x128 f32 on the Xeon VM:
-    110-130 us beyond their in-loop time, 2026-12-02)."""
+    110-130 us beyond their in-loop time, 2026-12-02). `lhs_permutation` is that of a
+    transpose producing the lhs: XLA folds it into the dot (`x.T @ g` compiles to the
+    same `dot` thunk as a dot_general contracting x over its first dimension)."""
     if op.short_name != "dot_general" or not op.operands or op.operands[0].shape is None:
         return False
     rank = len(op.operands[0].shape)
-    contracting = op.attrs.get("lhs_contracting_dims", (rank - 1,))
-    return rank - 1 not in tuple(contracting)
+    contracting = tuple(op.attrs.get("lhs_contracting_dims", (rank - 1,)))
+    if lhs_permutation is not None and len(lhs_permutation) == rank:
+        contracting = tuple(lhs_permutation[d] for d in contracting)
+    return rank - 1 not in contracting
 
 
 EIGEN_POOL_MNK = 1 << 20
@@ -175,10 +179,11 @@ as pool kernels predicted 62-145), of 256x256x32 and 128x128x128 (2.1M) 52-68 us
 paid ~15 us more than the YNN dots around it)."""
 
 
-def eigen_uses_pool(op: OpInfo) -> bool:
-    """Whether this dot_general runs on Eigen (`runs_on_eigen`) and is large enough for Eigen
-    to hand it to the thread pool (`EIGEN_POOL_MNK`)."""
-    return runs_on_eigen(op) and (op.flops or 0) / 2 >= EIGEN_POOL_MNK
+def eigen_uses_pool(op: OpInfo, lhs_permutation: Sequence[int] | None = None) -> bool:
+    """Whether this dot_general runs on Eigen (`runs_on_eigen`, with the permutation of a
+    transpose producing its lhs) and is large enough for Eigen to hand it to the thread pool
+    (`EIGEN_POOL_MNK`)."""
+    return runs_on_eigen(op, lhs_permutation) and (op.flops or 0) / 2 >= EIGEN_POOL_MNK
 
 
 def wakes_pool(op_names: Sequence[str], split: bool, library_reduce: bool = False) -> bool:

@@ -76,7 +76,7 @@ class CriticalPathPass:
                 if t > 0 and all(view.records[i].info.op_class != "control" for i in node)
             ]
             # Kernels that hand work to the pool whatever their time: split loops, Eigen dots.
-            eigen = [any(eigen_uses_pool(view.records[i].info) for i in node) for node in nodes]
+            eigen = [any(_eigen(view, i) for i in node) for node in nodes]
             pool = [
                 t > 0 and (eigen[k] or _splits(view, nodes[k], costs[k], target.cores))
                 for k, t in enumerate(latency)
@@ -274,6 +274,19 @@ def _splits(view: ModuleView, node: list[int], cost: KernelCost | None, cores: i
         cost.bytes_accessed,
         cores,
     )
+
+
+def _eigen(view: ModuleView, op_id: int) -> bool:
+    """Whether this op is a dot Eigen runs on the pool (`host_params.eigen_uses_pool`),
+    looking through a transpose that produces its lhs (XLA folds it into the dot)."""
+    rec = view.records[op_id]
+    if rec.info.short_name != "dot_general":
+        return False
+    owner = rec.op.operands[0].owner
+    permutation = None
+    if isinstance(owner, ir.Operation | ir.OpView) and owner.name == "stablehlo.transpose":
+        permutation = list(ir.DenseI64ArrayAttr(owner.attributes["permutation"]))
+    return eigen_uses_pool(rec.info, permutation)
 
 
 def _wakes(view: ModuleView, node: list[int]) -> bool:

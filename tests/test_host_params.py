@@ -509,10 +509,11 @@ def test_small_eigen_dots_run_inline_and_a_first_one_on_the_pool_pays_the_rewake
     tmp_path: Path,
 ) -> None:
     """x^T g dots (Eigen) of 128x128x32 (m·n·k 0.5M, below `EIGEN_POOL_MNK`) stay on the
-    calling thread, of 256x256x32 (2.1M) go to the pool; a YNNPACK dot of that size is no
-    Eigen dot at all. On a target charging 1 us per rewake, a program whose only pool kernel is
-    the large Eigen dot pays it once (no split kernel's first wake is covered by the call's
-    own, an Eigen dot's is not), one of the small dot nothing."""
+    calling thread, of 256x256x32 (2.1M) go to the pool, written as a dot_general contracting
+    x over its first dimension or as `x.T @ g` (a transpose XLA folds into the dot); a
+    YNNPACK dot of that size is no Eigen dot at all. On a target charging 1 us per rewake, a
+    program whose only pool kernel is the large Eigen dot pays it once (a split kernel's first
+    wake is covered by the call's own, an Eigen dot's is not), one of the small dot nothing."""
     import jax
     import jax.numpy as jnp
     import stablehlo_perf as sp
@@ -530,19 +531,22 @@ def test_small_eigen_dots_run_inline_and_a_first_one_on_the_pool_pays_the_rewake
     programs = {
         "small": lowered(xtg, (32, 128), (32, 128)),
         "large": lowered(xtg, (32, 256), (32, 256)),
+        "folded": lowered(lambda x, g: xw(x.T, g), (32, 256), (32, 256)),
         "ynn": lowered(xw, (256, 32), (32, 256)),
     }
     for k, v in programs.items():  # XLA:CPU's own choice: Eigen `dot` thunks or a YNN fusion
         hlo = v.compile().as_text()
         assert (re.search(r"= \S+ dot\(", hlo[hlo.index("ENTRY") :]) is not None) == (k != "ynn")
     dots = {
-        k: [o for o in _ops(v) if o.short_name == "dot_general"][0] for k, v in programs.items()
+        k: next(o for o in _ops(v) if o.short_name == "dot_general") for k, v in programs.items()
     }
     assert {k: eigen_uses_pool(d) for k, d in dots.items()} == {
         "small": False,
         "large": True,
+        "folded": False,  # as written; with the transpose's permutation, as compiled
         "ynn": False,
     }
+    assert eigen_uses_pool(dots["folded"], (1, 0))
     calls: dict[str, list[float]] = {k: [] for k in programs}
     for rewake in (1e-9, 1000.0):
         target = tmp_path / f"unit_cpu_eigen_{rewake:g}.toml"
@@ -554,6 +558,7 @@ def test_small_eigen_dots_run_inline_and_a_first_one_on_the_pool_pays_the_rewake
         for k, v in programs.items():
             calls[k].append(sp.analyze(v.as_text(), target=str(target)).report.call_overhead_ns)
     assert calls["large"][1] - calls["large"][0] == pytest.approx(1000.0)
+    assert calls["folded"][1] - calls["folded"][0] == pytest.approx(1000.0)
     assert calls["small"][1] == pytest.approx(calls["small"][0])
     assert calls["ynn"][1] == pytest.approx(calls["ynn"][0])
 
