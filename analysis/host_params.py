@@ -62,10 +62,10 @@ __all__ = [
     "EIGEN_POOL_MNK",
     "REWAKE_GAP_NS",
     "HostParams",
+    "eigen_uses_pool",
     "fit_host_params",
     "long_call_ns",
     "parallel_tasks",
-    "eigen_uses_pool",
     "runs_on_eigen",
     "splits_over_threads",
     "wakes_pool",
@@ -153,9 +153,9 @@ def runs_on_eigen(op: OpInfo, lhs_permutation: Sequence[int] | None = None) -> b
     """Whether XLA:CPU runs this dot_general as an Eigen contraction on its thread pool
     rather than a YNNPACK call: its lhs does not contract over its last dimension (jax
     0.10.2's compiled HLO keeps such a dot a plain `dot` thunk: x^T @ g, the weight
-    gradients of a dense layer). Like a split kernel it hands work to the pool whatever
-    its size, and a call pays for waking it (single dots of 128x128x128 f32 on the Xeon VM:
-    110-130 us beyond their in-loop time, 2026-12-02). `lhs_permutation` is that of a
+    gradients of a dense layer). Unlike a YNNPACK dot, one large enough hands its work to
+    the pool (`eigen_uses_pool`), and a call pays for waking it (single dots of 128x128x128
+    f32 on the Xeon VM: 52-130 us beyond their in-loop time, 2026-12-02). `lhs_permutation` is that of a
     transpose producing the lhs: XLA folds it into the dot (`x.T @ g` compiles to the
     same `dot` thunk as a dot_general contracting x over its first dimension)."""
     if op.short_name != "dot_general" or not op.operands or op.operands[0].shape is None:
@@ -175,8 +175,8 @@ minus in-loop time on this project's Xeon VM (2026-12-02, medians of 5 passes): 
 128x128x32 (0.5M) paid what a YNNPACK dot of the same size pays (17 us against 16; chains of
 2 and 4 of them between ReLUs 24-29 us, alternating with YNN dots 23-29, where counting them
 as pool kernels predicted 62-145), of 256x256x32 and 128x128x128 (2.1M) 52-68 us, of
-256x256x128 (8.4M) 104 us. 1M lies between (a 128x256x32 one, in a two-layer MLP's gradient,
-paid ~15 us more than the YNN dots around it)."""
+256x256x128 (8.4M) 104 us. 1M, between them, counts as on the pool (a two-layer MLP's
+gradient, whose largest Eigen dot is 128x256x32, paid ~13 us more than its forward pass)."""
 
 
 def eigen_uses_pool(op: OpInfo, lhs_permutation: Sequence[int] | None = None) -> bool:
