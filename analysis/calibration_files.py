@@ -24,6 +24,7 @@ __all__ = [
     "calibration_path",
     "checksum_ok",
     "training_files",
+    "shipped_file",
     "header_value",
     "has_learned_data",
     "SENTINEL_COLUMN",
@@ -77,7 +78,7 @@ def calibration_path(target: str) -> Path:
     return cache_dir() / f"{target}-{tag}.csv"
 
 
-def _shipped_file(name: str) -> Path:
+def shipped_file(name: str) -> Path:
     """A CSV shipped in analysis/data: the installed package data, else the source tree
     (an editable install links modules but not data files until package-data lists them)."""
     try:
@@ -124,7 +125,7 @@ def training_files(target: str) -> tuple[Path, bool] | None:
     shipped = [
         path
         for name in _SHIPPED.get(target, (f"{target}.csv",))
-        if (path := _shipped_file(name)).is_file()
+        if (path := shipped_file(name)).is_file()
     ]
     if not shipped:
         return None

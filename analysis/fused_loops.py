@@ -311,7 +311,7 @@ def model_for_host(path: Path | None = None) -> FusedLoopModel | None:
     cannot read is named in a warning and not used."""
     if path is None:
         mine = chains_path(cf.calibration_path("host"))
-        path = mine if mine.is_file() else cf._shipped_file(SHIPPED)
+        path = mine if mine.is_file() else cf.shipped_file(SHIPPED)
     if not path.is_file():
         return None
     found = cf.nearest_machine([cf.header_value(path, "machine")])

@@ -150,8 +150,8 @@ def splits_over_threads(
 
 
 def runs_on_eigen(op: OpInfo, lhs_permutation: Sequence[int] | None = None) -> bool:
-    """Whether XLA:CPU runs this dot_general as an Eigen contraction on its thread pool
-    rather than a YNNPACK call: its lhs does not contract over its last dimension (jax
+    """Whether XLA:CPU runs this dot_general as an Eigen contraction rather than a YNNPACK
+    call: its lhs does not contract over its last dimension (jax
     0.10.2's compiled HLO keeps such a dot a plain `dot` thunk: x^T @ g, the weight
     gradients of a dense layer). Unlike a YNNPACK dot, one large enough hands its work to
     the pool (`eigen_uses_pool`), and a call pays for waking it (single dots of 128x128x128

@@ -32,7 +32,7 @@ from typing import Any
 import jax
 import numpy as np
 from _xla_kernels import xla_kernels
-from small_loops import _geomean_factor
+from small_loops import geomean_factor
 from stablehlo_perf import perf_jit
 from stablehlo_perf.runtime import fused_chains
 from stablehlo_perf.runtime.fused_chains import Chain
@@ -117,10 +117,8 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     for name in order:
         rs = groups.get(name, [])
         if rs:
-            summary[name] = _geomean_factor(rs)
-            print(
-                f"| {name} | {len(rs)} | {_geomean_factor(rs):.2f} | {float(np.median(rs)):.2f} |"
-            )
+            summary[name] = geomean_factor(rs)
+            print(f"| {name} | {len(rs)} | {geomean_factor(rs):.2f} | {float(np.median(rs)):.2f} |")
     return summary
 
 

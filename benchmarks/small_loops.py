@@ -66,7 +66,7 @@ def programs() -> dict[str, tuple[Callable[..., Any], tuple[jax.Array, ...]]]:
     }
 
 
-def _geomean_factor(ratios: list[float]) -> float:
+def geomean_factor(ratios: list[float]) -> float:
     return float(np.exp(np.abs(np.log(ratios)).mean())) if ratios else float("nan")
 
 
@@ -102,8 +102,8 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     agree = sum(xla == ours for _, xla, ours, _ in rows)
     print(
         f"\nhoisting rule agrees with XLA on {agree}/{len(rows)} loops; error factor "
-        f"(geometric mean) {_geomean_factor(hoisted):.2f} over {len(hoisted)} hoisted loops, "
-        f"{_geomean_factor(thunked):.2f} over {len(thunked)} thunked ones"
+        f"(geometric mean) {geomean_factor(hoisted):.2f} over {len(hoisted)} hoisted loops, "
+        f"{geomean_factor(thunked):.2f} over {len(thunked)} thunked ones"
     )
     return ratios
 

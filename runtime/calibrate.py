@@ -28,13 +28,10 @@ import dataclasses
 import datetime as dt
 import hashlib
 import math
-import platform
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-import jax
-import jaxlib
 import numpy as np
 from stablehlo_perf.analysis import calibration_files as cf
 from stablehlo_perf.analysis import elementwise as ew
@@ -205,13 +202,7 @@ def header(target: str, note: str = "") -> list[str]:
         *([f"# note: {note}"] if note else []),
         "# stablehlo-perf calibration (measured op latencies; see runtime/calibrate.py)",
         f"# target: {target}",
-        f"# machine: {cf.machine_fingerprint()}",
-        f"# device: {timing.device_description()}",
-        f"# date: {dt.datetime.now(dt.UTC).strftime('%Y-%m-%dT%H:%MZ')}",
-        (
-            f"# versions: python {platform.python_version()}, jax {jax.__version__}, "
-            f"jaxlib {jaxlib.__version__}, numpy {np.__version__}"
-        ),
+        *timing.provenance(),
         f"# method: {timing.LOOP_METHOD}; median over rounds; call_us_median is the op as a"
         f" program of its own, timed in the same rounds ({timing.METHOD}); {cf.SENTINEL_COLUMN}"
         f" is the geometric mean in-loop time of {' '.join(s.key for s in SENTINELS)} in the"

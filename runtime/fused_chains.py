@@ -19,11 +19,9 @@ from __future__ import annotations
 import argparse
 import csv
 import math
-import platform
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +29,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
-from stablehlo_perf.analysis.calibration_files import machine_fingerprint
 from stablehlo_perf.runtime import sweeps, timing
 
 __all__ = [
@@ -176,11 +173,7 @@ def write_csv(rows: Sequence[dict[str, Any]], path: Path, note: str = "") -> Non
     lines = [
         "# stablehlo-perf fused-chain latencies (runtime/fused_chains.py)",
         *([f"# note: {note}"] if note else []),
-        f"# machine: {machine_fingerprint()}",
-        f"# device: {timing.device_description()}",
-        f"# date: {datetime.now(timezone.utc).strftime('%Y-%m-%dT%H:%MZ')}",
-        f"# versions: python {platform.python_version()}, jax {jax.__version__}, "
-        f"numpy {np.__version__}",
+        *timing.provenance(),
         f"# method: {timing.LOOP_METHOD}; sentinel_us as in the op calibration",
     ]
     with path.open("w", newline="") as f:

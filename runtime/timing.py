@@ -27,9 +27,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
+import datetime as dt
+import platform
+
 import jax
 import jax.numpy as jnp
+import jaxlib
 import numpy as np
+from stablehlo_perf.analysis.calibration_files import machine_fingerprint
 
 __all__ = [
     "DISPATCH_KEY",
@@ -39,6 +44,7 @@ __all__ = [
     "Looped",
     "Timing",
     "device_description",
+    "provenance",
     "time_cases",
     "time_in_loop",
 ]
@@ -193,3 +199,14 @@ def device_description() -> str:
     return (
         f"{jax.default_backend()}: {d.device_kind} ({d.platform}, {len(jax.devices())} device(s))"
     )
+
+
+def provenance() -> list[str]:
+    """Header lines naming the machine, device, date and software versions of a measurement."""
+    return [
+        f"# machine: {machine_fingerprint()}",
+        f"# device: {device_description()}",
+        f"# date: {dt.datetime.now(dt.UTC).strftime('%Y-%m-%dT%H:%MZ')}",
+        f"# versions: python {platform.python_version()}, jax {jax.__version__}, "
+        f"jaxlib {jaxlib.__version__}, numpy {np.__version__}",
+    ]

@@ -56,7 +56,7 @@ def amd_reference_host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Itera
     from stablehlo_perf.analysis import cc4cs
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    ref = cf._shipped_file("host_reference.csv")
+    ref = cf.shipped_file("host_reference.csv")
     monkeypatch.setattr(cf, "machine_fingerprint", lambda: cf.header_value(ref, "machine"))
     cc4cs.load_characterisation.cache_clear()
     cc4cs.load_module_lasso.cache_clear()

@@ -519,7 +519,7 @@ def test_host_takes_the_shipped_reference_measured_on_this_machine(
             tmp_path, f"# machine: {cpu}, 2 cores, x86_64\n{HEADER}add,f32,8,1\n", name
         )
     monkeypatch.setattr(cf, "_SHIPPED", {"host": ("a.csv", "b.csv")})
-    monkeypatch.setattr(cf, "_shipped_file", lambda name: tmp_path / name)
+    monkeypatch.setattr(cf, "shipped_file", lambda name: tmp_path / name)
     monkeypatch.setattr(cf, "machine_fingerprint", lambda: "CPU B, 2 cores, x86_64")
     assert cf.training_files("host") == (refs["CPU B"], True)
     monkeypatch.setattr(cf, "machine_fingerprint", lambda: "CPU C, 64 cores, aarch64")

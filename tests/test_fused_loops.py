@@ -132,7 +132,6 @@ def test_rows_are_put_at_the_files_median_machine_speed(tmp_path: Path) -> None:
 
 
 def test_the_model_answers_only_on_the_machine_its_chains_were_measured_on(tmp_path: Path) -> None:
-    _, _, rows = _synthetic_rows()
     lines = [
         f"{'.'.join(ops)},f32,{'x'.join(map(str, s))},{t},0.1,150"
         for s, ops, t in [
@@ -179,7 +178,7 @@ def test_draw_is_deterministic_and_build_computes_the_chain() -> None:
 def test_shipped_chains_load_and_the_fit_reproduces_them() -> None:
     """The shipped Xeon chains (765 rows, three seeds): in-sample median relative error of
     the fit under 15% (a broken feature or a shuffled column would not get there)."""
-    X, y = fl.load_chains(cf._shipped_file(fl.SHIPPED))
+    X, y = fl.load_chains(cf.shipped_file(fl.SHIPPED))
     assert len(y) >= 750
     reg = fl.FusedLoopRegressor().fit(X, y)
     assert float(np.median(np.abs(reg.predict(X) / y - 1))) < 0.15

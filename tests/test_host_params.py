@@ -290,7 +290,7 @@ def test_host_target_takes_parameters_only_from_this_machine(
 ) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     monkeypatch.setattr(cf, "_SHIPPED", {})
-    monkeypatch.setattr(cf, "_shipped_file", lambda name: tmp_path / "none" / name)
+    monkeypatch.setattr(cf, "shipped_file", lambda name: tmp_path / "none" / name)
     plain = load_target("host")
     assert not plain.calibrated and "uncalibrated" in plain.calibration_note
     params = HostParams(bandwidth_gbps=41.5, f32_tflops=0.0875, kernel_overhead_ns=612.0)
@@ -305,7 +305,7 @@ def test_host_target_takes_parameters_only_from_this_machine(
     other = tmp_path / "shipped.csv"
     _calibration(other, params, "Some Other CPU, 96 cores, aarch64")
     cf.calibration_path("host").unlink()
-    monkeypatch.setattr(cf, "_shipped_file", lambda name: other)
+    monkeypatch.setattr(cf, "shipped_file", lambda name: other)
     assert not load_target("host").calibrated
 
 
@@ -397,10 +397,11 @@ def test_the_pass_ramps_the_call_on_its_kernels_time(tmp_path: Path) -> None:
 FORI_LOOP = Path(__file__).resolve().parents[1] / "test_ir" / "corpus" / "fori_loop.mlir"
 
 
-def _unit_cpu_with(tmp_path: Path, name: str, program: str) -> str:
-    """unit-cpu with these `[program]` keys, as a target file path."""
+def _unit_cpu_with(tmp_path: Path, name: str, program: str, cores: int = 1) -> str:
+    """unit-cpu with these `[program]` keys (and `cores` threads), as a target file path."""
     target = tmp_path / f"{name}.toml"
-    target.write_text(UNIT_CPU.read_text() + "\n[program]\n" + program)
+    unit = UNIT_CPU.read_text().replace("cores = 1", f"cores = {cores}")
+    target.write_text(unit + "\n[program]\n" + program)
     return str(target)
 
 
@@ -471,13 +472,14 @@ def test_a_split_kernel_after_the_pool_slept_pays_the_rewake(tmp_path: Path) -> 
     text = jax.jit(fn).lower(jax.ShapeDtypeStruct((16, 256), jnp.float32)).as_text()
     calls = []
     for rewake, gap in ((1e-9, 1.0), (1000.0, 1e12), (1000.0, 1.0)):
-        target = tmp_path / f"unit_cpu_rewake_{len(calls)}.toml"
-        target.write_text(
-            UNIT_CPU.read_text().replace("cores = 1", "cores = 2")
-            + "\n[program]\noverhead_ns = 7.0\nthreadpool_wake_ns = 150.0\n"
-            + f"parallel_kernel_ns = 1e9\nrewake_ns = {rewake}\nrewake_gap_ns = {gap}\n"
+        target = _unit_cpu_with(
+            tmp_path,
+            f"unit_cpu_rewake_{len(calls)}",
+            "overhead_ns = 7.0\nthreadpool_wake_ns = 150.0\nparallel_kernel_ns = 1e9\n"
+            + f"rewake_ns = {rewake}\nrewake_gap_ns = {gap}\n",
+            cores=2,
         )
-        calls.append(sp.analyze(text, target=str(target)).report.call_overhead_ns)
+        calls.append(sp.analyze(text, target=target).report.call_overhead_ns)
     assert calls[1] == pytest.approx(calls[0])
     assert calls[2] - calls[1] == pytest.approx(1000.0)
 
@@ -549,14 +551,15 @@ def test_small_eigen_dots_run_inline_and_a_first_one_on_the_pool_pays_the_rewake
     assert eigen_uses_pool(dots["folded"], (1, 0))
     calls: dict[str, list[float]] = {k: [] for k in programs}
     for rewake in (1e-9, 1000.0):
-        target = tmp_path / f"unit_cpu_eigen_{rewake:g}.toml"
-        target.write_text(
-            UNIT_CPU.read_text().replace("cores = 1", "cores = 2")
-            + "\n[program]\noverhead_ns = 7.0\nthreadpool_wake_ns = 150.0\n"
-            + f"parallel_kernel_ns = 1e9\nrewake_ns = {rewake}\nrewake_gap_ns = 5000.0\n"
+        target = _unit_cpu_with(
+            tmp_path,
+            f"unit_cpu_eigen_{rewake:g}",
+            "overhead_ns = 7.0\nthreadpool_wake_ns = 150.0\nparallel_kernel_ns = 1e9\n"
+            + f"rewake_ns = {rewake}\nrewake_gap_ns = 5000.0\n",
+            cores=2,
         )
         for k, v in programs.items():
-            calls[k].append(sp.analyze(v.as_text(), target=str(target)).report.call_overhead_ns)
+            calls[k].append(sp.analyze(v.as_text(), target=target).report.call_overhead_ns)
     assert calls["large"][1] - calls["large"][0] == pytest.approx(1000.0)
     assert calls["folded"][1] - calls["folded"][0] == pytest.approx(1000.0)
     assert calls["small"][1] == pytest.approx(calls["small"][0])

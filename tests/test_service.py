@@ -85,6 +85,6 @@ def test_learned_models_answer_tpu_v4_elementwise_and_host_where_calibrated(monk
     host = default_registry().price([add], load_target("host"))
     assert host[0].model == "hgb-host-binary", "the shipped host reference is the default"
     # With no calibration at all (none shipped, none measured) the host falls back to roofline.
-    monkeypatch.setattr(cf, "_shipped_file", lambda name: tmp_path / "none" / name)
+    monkeypatch.setattr(cf, "shipped_file", lambda name: tmp_path / "none" / name)
     host = default_registry().price([add], load_target("host"))
     assert host[0].model == "roofline"

@@ -60,7 +60,7 @@ def test_host_describes_this_machine(tmp_path, monkeypatch):
     assert host.cores == len(os.sched_getaffinity(0))
     # Without a calibration of this machine, bandwidth and overheads are placeholders.
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    monkeypatch.setattr(cf, "_shipped_file", lambda name: tmp_path / "none" / name)
+    monkeypatch.setattr(cf, "shipped_file", lambda name: tmp_path / "none" / name)
     plain = load_target("host")
     assert "uncalibrated" in plain.calibration_note
     assert not plain.calibrated and plain.call_overhead_ns(1e9) == 0.0
