@@ -39,12 +39,15 @@ cuBLASLt/Triton epilogues and TPU output fusion, not measured here):
   reshapes, no-op broadcasts and tuple plumbing launches nothing ("free").
 
 XLA:CPU specifics (extra kernels in `FusionPlan.launches`): float reductions
-of 4096+ elements go to YNNPACK (take single-use producers, fuse into no
-consumer); others with a reduced dimension over 32 are split by the
-TreeReductionRewriter into a reduce-window kernel (which fuses nothing) and a
-reduce; a convolution outside NHWC/HWIO layout gets a transpose per operand
-and result; bf16/f16 dots run in f32 with a convert kernel per operand no
-fusion absorbs. `while_init_copies` counts the copies of read-only while
+of 4096+ elements go to YNNPACK (take the elementwise producers all of whose
+readers they hold and a YNNPACK dot producing their input; an f32 one also
+takes `op(x, broadcast(reduce(x)))` and the single-use elementwise ops after
+it: a softmax head is one kernel); others with a reduced dimension over 32
+are split by the TreeReductionRewriter into a reduce-window kernel (which
+fuses nothing) and a reduce; a divide by a broadcast YNN reduce gets a
+reciprocal kernel; a convolution outside NHWC/HWIO layout gets a transpose
+per operand and result; bf16/f16 dots run in f32 with a convert kernel per
+operand no fusion absorbs. `while_init_copies` counts the copies of read-only while
 inputs that XLA's copy insertion adds.
 
 Linear in ops + edges: a duplicated producer visits at most `MAX_COPIES`
@@ -106,6 +109,7 @@ _DOT_OPERAND_PRODUCERS = frozenset(
 )
 _GPU_EPILOGUE_MAX_OPS = 8
 """Largest elementwise epilogue (non-free ops) a GPU dot absorbs (cuBLASLt bias+activation, Triton)."""
+_BROADCASTS = frozenset({"broadcast_in_dim", "broadcast", "reshape"})
 
 
 @dataclass(frozen=True)
@@ -438,6 +442,14 @@ class _State:
         # reused[(op, group)]: some element of op's result is read more than once in group.
         self.reused: dict[tuple[int, int], bool] = {}
         self.groups: list[_Group] = []
+        self.reciprocals: set[int] = set()  # divides counted with a reciprocal kernel
+        self.head_tails: dict[int, int] = {}  # YNN reduce -> last op of the fusion it heads
+        if kind == "cpu":
+            for i in range(len(ops)):
+                tail = self._ynn_head_tail(i)
+                if tail is not None:
+                    self.head_tails[i] = tail
+        self.tails = set(self.head_tails.values())
 
     def _folds(self, i: int) -> bool:
         """A transpose read only by dots that keeps their batch dims in place: XLA's
@@ -503,6 +515,9 @@ class _State:
         grp.has_matmul |= f.matmul
         grp.has_reduce |= f.reduce
         grp.extra += f.reduce_mode == "tree"
+        if self.kind == "cpu" and i not in self.reciprocals and self._divides_by_broadcast(i):
+            self.reciprocals.add(i)
+            grp.extra += 1
         grp.ynn |= f.reduce_mode == "ynn"
         if not f.free and i not in self.folded:
             grp.work_ops += 1
@@ -522,9 +537,14 @@ class _State:
         grp, f, kind = self.groups[g], self.facts[i], self.kind
         if grp.opaque:
             return False
-        if expensive and not f.matmul and self.reuse_in(i, g):
+        if kind == "cpu" and f.reduce_mode == "ynn":
+            return self._ynn_reduce_joins(g, i)
+        if kind == "cpu" and f.matmul:
+            return self._ynn_dot_joins(g, i)
+        if expensive and not f.matmul and not grp.ynn and self.reuse_in(i, g):
+            # A YNN fusion computes a reduce once, not per element of its broadcast.
             return False
-        if grp.ynn and len(self.users[i]) > 1:
+        if grp.ynn and any(not self.in_group(u, g) for u in self.users[i]):
             return False
         if grp.ynn and not f.pointwise:
             # YNNPACK takes elementwise producers only: XLA:CPU runs a gather feeding a
@@ -535,21 +555,116 @@ class _State:
                 if self.facts[u].reduce_mode == "tree" and self.in_group(u, g):
                     return False
         if f.matmul:
-            if kind == "cpu" or grp.has_matmul or grp.has_reduce or not grp.only_elementwise:
+            if grp.has_matmul or grp.has_reduce or not grp.only_elementwise:
                 return False
             return kind == "tpu" or grp.work_ops <= _GPU_EPILOGUE_MAX_OPS
         if grp.has_matmul and any(
             self.facts[u].matmul and self.in_group(u, g) for u in self.users[i]
         ):
-            # Only a dot's own operand producers (Triton / TPU operand fusion) join it.
+            # Only a dot's own operand producers (Triton / TPU operand fusion) join it. XLA:CPU
+            # runs them as kernels of their own, but for the elementwise ones of a dot in a YNN
+            # reduce's fusion (`einsum(q, 2 * k)` of an attention head: one kernel).
+            if kind == "cpu":
+                return grp.ynn and grp.has_reduce and f.pointwise and len(self.users[i]) == 1
             return f.short in _DOT_OPERAND_PRODUCERS and len(self.users[i]) == 1
         if f.reduce:
-            return f.reduce_mode != "ynn" if kind == "cpu" else not grp.has_reduce
+            if kind != "cpu":
+                return not grp.has_reduce
+            return True  # a YNN reduce is decided above
         return f.loop
+
+    def _ynn_reduce_joins(self, g: int, i: int) -> bool:
+        """Whether YNN reduce i joins group g: the group its head's tail started
+        (`_ynn_head_tail`)."""
+        tail = self.head_tails.get(i)
+        return tail is not None and self.group_of[tail] == g
+
+    def _ynn_head_tail(self, i: int) -> int | None:
+        """The last op of the YNN fusion op i heads, if it heads one. XLA:CPU's YNNPACK fusion
+        takes `op(x, broadcast(reduce(x)))` of f32 (x - max(x), x * sum(x); not a divide,
+        which XLA's simplifier turns into a multiply by a reciprocal kernel of its own) and the
+        single-use elementwise ops after it into the reduce's kernel, which ends at the first
+        value read more than once: `exp(x - x.max(1, keepdims=True))` on 256x1000 is one
+        kernel; `gelu(h - h.sum(1, keepdims=True))` on 16x256 two, the subtract ending the
+        first (jax 0.10.2)."""
+        f = self.facts[i]
+        if f.reduce_mode != "ynn" or self.ops[i].operands[0].element_type != "f32":
+            return None
+        x = self.srcs[i][0] if self.srcs[i] else None
+        consumers = self._through_broadcasts(i)
+        if x is None or len(consumers) != 1:
+            return None
+        c = consumers[0]
+        if (
+            not self.facts[c].elementwise
+            or self.facts[c].short == "divide"
+            or x not in self.srcs[c]
+        ):
+            return None
+        while len(self.users[c]) == 1 and self.facts[self.users[c][0]].elementwise:
+            c = self.users[c][0]
+        return c
+
+    def _through_broadcasts(self, i: int) -> list[int]:
+        """The ops reading op i's result through reshapes and broadcasts only; empty if some
+        user reads it otherwise."""
+        found: list[int] = []
+        stack = [(u, False) for u in self.users[i]]
+        while stack:
+            u, widened = stack.pop()
+            if self.facts[u].short in _BROADCASTS:
+                stack.extend((w, True) for w in self.users[u])
+            elif self._bounds_by_constant(u):
+                stack.extend((w, widened) for w in self.users[u])
+            elif widened:
+                found.append(u)
+            else:
+                return []
+        return found
+
+    def _bounds_by_constant(self, u: int) -> bool:
+        """A maximum with a constant (jax's `max(x, initial=-inf)`), which XLA's simplifier
+        drops."""
+        return self.facts[u].short == "maximum" and any(
+            s is not None and s >= 0 and _constant_fed(s, self.ops, self.deps) for s in self.srcs[u]
+        )
+
+    def _divides_by_broadcast(self, i: int) -> bool:
+        """A float divide by a broadcast YNN reduce, which XLA's simplifier turns into a
+        multiply by the broadcast reciprocal: on a CPU the reciprocal is a kernel of its own
+        (`x / x.sum(1, keepdims=True)` on 256x1000: a YNN reduce, a reciprocal loop and a
+        multiply loop, jax 0.10.2), where a divisor computed by a loop kernel takes it in
+        (`/ sqrt(var + eps)` becomes that kernel's rsqrt)."""
+        op = self.ops[i]
+        if self.facts[i].short != "divide" or not op.element_type.startswith(("f", "bf")):
+            return False
+        j = self.srcs[i][1] if len(self.srcs[i]) > 1 else None
+        widened = False
+        while j is not None and j >= 0 and self.facts[j].short in _BROADCASTS:
+            widened = widened or _grows(self.ops[j])
+            j = self.srcs[j][0] if self.srcs[j] else None
+        return widened and j is not None and j >= 0 and self.facts[j].reduce_mode == "ynn"
+
+    def _ynn_dot_joins(self, g: int, i: int) -> bool:
+        """Whether dot i joins group g on a CPU: only a YNNPACK dot (not an Eigen one) read
+        only by a YNN reduce's group (`(x @ w).sum(1)`, an attention head's QK dot, scale,
+        max-reduce, subtract and exp: one kernel, jax 0.10.2)."""
+        from stablehlo_perf.analysis.host_params import runs_on_eigen
+
+        grp = self.groups[g]
+        return (
+            grp.ynn
+            and not grp.has_matmul
+            and all(self.in_group(u, g) for u in self.users[i])
+            and not runs_on_eigen(self.ops[i])
+        )
 
     def visit(self, i: int, live_out: set[int]) -> None:
         """Place op i, all of whose consumers are already placed."""
         f = self.facts[i]
+        if i in self.tails:  # a YNN fusion's last op: its reduce and producers join it
+            self.group_of[i] = self.new_group(i)
+            return
         targets: list[int] = []
         for u in self.users[i]:
             for g in self.holding(u):
@@ -821,9 +936,7 @@ def group_traffic(
                 written = op.operands[1:2] if in_place else op.results
                 outb += sum(t.nbytes or 0 for t in written)
         inp += sum(read for _, read in reads.values())
-        out.append(
-            GroupTraffic(round(inp), round(outb), round(flops), gathered)
-        )
+        out.append(GroupTraffic(round(inp), round(outb), round(flops), gathered))
     return out
 
 

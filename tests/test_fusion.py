@@ -432,6 +432,63 @@ def test_corpus_kernel_count_equals_xla_cpu(name: str, kernels: int) -> None:
     assert ours.control == xla.control
 
 
+def _softmax_head(s: jax.Array) -> jax.Array:
+    return jax.numpy.exp(s - s.max(-1, keepdims=True))
+
+
+def _attention_scores(q: jax.Array) -> jax.Array:
+    return jax.numpy.einsum("hqd,hkd->hqk", q, 2.0 * q) * 0.17
+
+
+def _gelu(x: jax.Array) -> jax.Array:
+    return 0.5 * x * (1.0 + jax.numpy.tanh(0.79788456 * (x + 0.044715 * x * x * x)))
+
+
+def _centred_gelu(x: jax.Array) -> jax.Array:
+    h = _gelu(x)
+    return _gelu(h - h.sum(-1, keepdims=True))
+
+
+@pytest.mark.parametrize(
+    ("name", "fn", "shape", "kernels"),
+    # XLA:CPU's own counts (jax 0.10.2), read from compiled.as_text(): a YNN reduce takes
+    # op(x, broadcast(reduce(x))) and the single-use elementwise ops after it, and the dot
+    # producing x; a divide by a broadcast reduce becomes a reciprocal kernel and a multiply.
+    [
+        ("x - max(x)", lambda x: x - x.max(1, keepdims=True), (256, 1000), 1),
+        ("exp(x - max(x))", _softmax_head, (256, 1000), 1),
+        ("x * sum(x)", lambda x: x * x.sum(1, keepdims=True), (256, 1000), 1),
+        ("x / sum(x)", lambda x: x / x.sum(1, keepdims=True), (256, 1000), 3),
+        ("softmax", lambda x: jax.nn.softmax(x, axis=-1), (256, 1000), 4),
+        ("attention head", lambda q: _softmax_head(_attention_scores(q)), (4, 64, 32), 1),
+        ("small head", lambda q: _softmax_head(_attention_scores(q)), (4, 16, 32), 4),
+        (
+            "softmax(qk) @ v",
+            lambda q: jax.nn.softmax(_attention_scores(q), axis=-1) @ q,
+            (4, 64, 32),
+            5,
+        ),
+        ("gelu(h - sum(h))", _centred_gelu, (16, 256), 2),
+    ],
+)
+def test_ynn_fusions_take_what_xla_cpu_fuses_into_a_reduce(
+    name: str, fn: object, shape: tuple[int, ...], kernels: int
+) -> None:
+    """The small head's scores (4x16x16) stay under YNNPACK's 4096 elements: the key's scaling,
+    the dot, the max and the exp each a kernel, where the larger head's are one. XLA's
+    constant broadcasts (`wrapped_broadcast`) are not counted."""
+    xk = benchmark_module("_xla_kernels")
+    lowered = jax.jit(fn).lower(jax.ShapeDtypeStruct(shape, jax.numpy.float32))
+    xla = [
+        k
+        for k in xk.xla_kernels(lowered.compile().as_text()).kernels
+        if not k.name.startswith("wrapped_broadcast")
+    ]
+    ours = xk.our_kernels(xk.flat_blocks(lowered.as_text()), "cpu")
+    assert len(xla) == kernels, name
+    assert ours.kernels == kernels, name
+
+
 # One launch (100 ns) plus, on a CPU, the group's memory time and every member's compute:
 # its cost less its launch and less moving its own bytes (400 + 400 + 500 + 400 ns, less
 # ~450 ns: 11 tensors of 1,025 f32 at 100 B/ns); elsewhere the slowest member less its

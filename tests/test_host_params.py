@@ -457,8 +457,8 @@ def test_a_loop_is_not_a_kernel_of_the_call(tmp_path: Path) -> None:
 
 
 def test_a_split_kernel_after_the_pool_slept_pays_the_rewake(tmp_path: Path) -> None:
-    """Two GELU kernels XLA splits over threads (16x256 f32, 9 FLOPs an element) with a sum
-    between them: on a target charging 1 us per split kernel that finds the pool asleep again,
+    """Two GELU kernels XLA splits over threads (16x256 f32, 9 FLOPs an element) with a mean
+    between them (a sum would join the first GELU in a YNN kernel): on a target charging 1 us per split kernel that finds the pool asleep again,
     the second pays where the gap it leaves exceeds `rewake_gap_ns` (1 ns: it does; 1e12: it
     does not); the first's wake-up is the call's own (`threadpool_wake_ns`)."""
     import jax
@@ -467,7 +467,7 @@ def test_a_split_kernel_after_the_pool_slept_pays_the_rewake(tmp_path: Path) -> 
 
     def fn(x: Any) -> Any:
         h = _gelu(x)
-        return _gelu(h - jnp.sum(h, axis=-1, keepdims=True))
+        return _gelu(h - jnp.mean(h, axis=-1, keepdims=True))
 
     text = jax.jit(fn).lower(jax.ShapeDtypeStruct((16, 256), jnp.float32)).as_text()
     calls = []
