@@ -44,7 +44,9 @@ what a straight-line program pays once for running more than one kernel, per
 kernel, beyond the kernels' in-loop times, and per loop kernel XLA splits over the
 pool that finds its threads asleep (`REWAKE_GAP_NS`). All are written into the calibration's
 header (`# host_params: ...`) and the target loader applies them when the
-calibration was measured on this machine.
+calibration was measured on this machine, with two constants measured on this project's VM
+and not refitted: `REWAKE_GAP_NS` and `HANDOFF_NS_PER_MIB` (a split kernel's output handed to
+a YNNPACK kernel).
 """
 
 from __future__ import annotations
@@ -60,6 +62,7 @@ from stablehlo_perf.analysis.opinfo import OpInfo, element_bytes, op_class
 __all__ = [
     "HOST_PARAMS_KEY",
     "EIGEN_POOL_MNK",
+    "HANDOFF_NS_PER_MIB",
     "REWAKE_GAP_NS",
     "HostParams",
     "eigen_uses_pool",
@@ -107,6 +110,18 @@ sum between them) paid 16 / 50 / 99 / 109 us for 1 / 2 / 4 / 8 steps, where one 
 kernel after another pays a few us each; a 6-layer transformer (64 wide, 16 rows), whose
 GELUs are ~40 us apart, paid 229 us against 130 with ReLUs, which no split kernel has.
 5 us lies between those gaps; the probes' GELU steps run theirs 15 us apart."""
+HANDOFF_NS_PER_MIB = 135_000.0
+"""What a call pays per MiB a loop kernel split over the pool writes for a YNNPACK kernel
+(a dot, a convolution or a YNN reduce) to read, beyond both kernels' in-loop times. Measured
+call minus in-loop time on this project's Xeon VM (2026-12-02, medians of 5 passes):
+`(x[:, ::-1, ::-1] * x).sum(1)` on rows x 8 x 128 f32, whose reverse XLA splits and whose
+sum is a YNN reduce, paid 56 / 84 / 165 / 316 us for 64 / 128 / 256 / 512 rows (0.25-2 MiB
+handed over; 12 us at 16 and 32 rows, where the reverse is not split): 130-145 us a MiB
+beyond the 20 us the other terms give. A gather feeding a row sum paid 78-178 us a MiB, the
+same reverse feeding a 2048x128 @ 128x16 dot 121. A call whose kernels are long pays it
+inside the long-call ramp's cap (`long_call_ns`: the reverse feeding a 2048x128 @ 128x512
+dot paid no more than the dot alone), and a split kernel after a YNN kernel pays less (the
+zoo's layer norm of 512x512: ~60 where this charges 135): known over-charges."""
 _LOOP_CLASSES = ELEMENTWISE_CLASSES | {"movement", "constant"}
 
 

@@ -44,7 +44,8 @@ class CriticalPathPass:
     kernel, a cost per MiB the entry returns, a long call's ramp in its time, top-level
     loops' later trips left out, and a cost per loop kernel XLA splits over threads or
     Eigen dot on the pool (`host_params.eigen_uses_pool`) that starts after the pool has
-    been idle for `Target.rewake_gap_ns`, an Eigen dot also when it is the first), it is
+    been idle for `Target.rewake_gap_ns`, an Eigen dot also when it is the first, and a
+    cost per MiB a split loop kernel hands to a YNNPACK kernel), it is
     added to the first two and written as
     `perf.call_overhead_ns`.
     """
@@ -61,6 +62,7 @@ class CriticalPathPass:
         wakes = False
         top_kernels: dict[tuple[int, ...], int] = {}
         pool_spans: dict[tuple[int, ...], list[PoolSpan]] = {}
+        handoffs: dict[tuple[int, ...], float] = {}
 
         def schedule(ids: Sequence[int], offset: float, runs: bool = True) -> None:
             """Schedule a block from `offset`; a block that never `runs` (a branch weighed 0)
@@ -84,6 +86,7 @@ class CriticalPathPass:
             woken = [
                 pool[k] or (latency[k] > 0 and _wakes(view, node)) for k, node in enumerate(nodes)
             ]
+            handoffs[tuple(ids)] = _handoff_bytes(view, nodes, deps, costs, pool, eigen, latency)
             if runs:
                 longest_kernel = max([longest_kernel, *kernels])
                 wakes = wakes or any(woken)
@@ -123,6 +126,7 @@ class CriticalPathPass:
                         wakes,
                         sb.makespan_ns - _repeated_trips_ns(view, cache, func.top),
                         _rewakes(pool_spans[tuple(func.top)], target.rewake_gap_ns),
+                        handoffs[tuple(func.top)],
                     )
                     cache.totals = {
                         "total_latency_ns": sb.makespan_ns + call,
@@ -195,6 +199,7 @@ def _nodes(
             float(t.flops),
             float(sum(view.records[bf.ids[k]].info.transcendentals or 0 for k in computed[g])),
             float(t.input_bytes + t.output_bytes),
+            float(t.output_bytes),
         )
         for g, t in enumerate(bf.traffic)
     ]
@@ -230,6 +235,7 @@ class KernelCost:
     flops: float
     transcendentals: float
     bytes_accessed: float
+    output_bytes: float
 
 
 @dataclass(frozen=True, order=True)
@@ -262,17 +268,47 @@ def _splits(view: ModuleView, node: list[int], cost: KernelCost | None, cores: i
     (`host_params.splits_over_threads`); an op outside any fusion group is costed alone."""
     infos = [view.records[i].info for i in node]
     if cost is None:
-        cost = KernelCost(
-            float(sum(i.flops or 0 for i in infos)),
-            float(sum(i.transcendentals or 0 for i in infos)),
-            float(sum(i.bytes or 0 for i in infos)),
-        )
+        cost = _op_cost(view, node)
     return splits_over_threads(
         [info.op_class for info in infos],
         cost.flops,
         cost.transcendentals,
         cost.bytes_accessed,
         cores,
+    )
+
+
+def _op_cost(view: ModuleView, node: list[int]) -> KernelCost:
+    """The HLO cost of a kernel of these ops outside any fusion group."""
+    infos = [view.records[i].info for i in node]
+    return KernelCost(
+        float(sum(i.flops or 0 for i in infos)),
+        float(sum(i.transcendentals or 0 for i in infos)),
+        float(sum(i.bytes or 0 for i in infos)),
+        float(sum(r.nbytes or 0 for i in infos for r in i.results)),
+    )
+
+
+def _handoff_bytes(
+    view: ModuleView,
+    nodes: list[list[int]],
+    deps: list[list[int]],
+    costs: list[KernelCost | None],
+    pool: list[bool],
+    eigen: list[bool],
+    latency: list[float],
+) -> float:
+    """Bytes this block's split loop kernels write for a YNNPACK kernel (a library call that
+    is not an Eigen dot: `host_params.HANDOFF_NS_PER_MIB`) to read."""
+    ynn = [
+        latency[k] > 0 and not pool[k] and not eigen[k] and _wakes(view, node)
+        for k, node in enumerate(nodes)
+    ]
+    read_by_ynn = {d for j, ds in enumerate(deps) if ynn[j] for d in ds}
+    return sum(
+        (costs[k] or _op_cost(view, nodes[k])).output_bytes
+        for k in read_by_ynn
+        if pool[k] and not eigen[k]
     )
 
 

@@ -458,9 +458,10 @@ def test_a_loop_is_not_a_kernel_of_the_call(tmp_path: Path) -> None:
 
 def test_a_split_kernel_after_the_pool_slept_pays_the_rewake(tmp_path: Path) -> None:
     """Two GELU kernels XLA splits over threads (16x256 f32, 9 FLOPs an element) with a mean
-    between them (a sum would join the first GELU in a YNN kernel): on a target charging 1 us per split kernel that finds the pool asleep again,
-    the second pays where the gap it leaves exceeds `rewake_gap_ns` (1 ns: it does; 1e12: it
-    does not); the first's wake-up is the call's own (`threadpool_wake_ns`)."""
+    between them (a sum would join the first GELU in a YNN kernel): on a target charging 1 us
+    per split kernel that finds the pool asleep again, the second pays where the gap it leaves
+    exceeds `rewake_gap_ns` (1 ns: it does; 1e12: it does not); the first's wake-up is the
+    call's own (`threadpool_wake_ns`)."""
     import jax
     import jax.numpy as jnp
     import stablehlo_perf as sp
@@ -574,3 +575,33 @@ def _ops(lowered: Any) -> list[Any]:
     with make_context() as ctx:
         module = parse_module(lowered.as_text(), "<jax>", ctx)
         return [r.info for r in view_module(module.operation, "<jax>").records]
+
+
+@pytest.mark.parametrize(("rows", "split"), [(256, True), (16, False)])
+def test_a_split_kernel_read_by_a_ynn_kernel_pays_per_mib_handed_over(
+    tmp_path: Path, rows: int, split: bool
+) -> None:
+    """`(x[:, ::-1, ::-1] * x).sum(1)` on rows x 8 x 128 f32: XLA splits the reverse of 256
+    rows (1 MiB) over two threads and hands it to a YNN reduce; on a target charging 1 ms a
+    MiB handed over, the call pays exactly 1 ms more. The reverse of 16 rows is not split and
+    pays nothing."""
+    import jax
+    import jax.numpy as jnp
+    import stablehlo_perf as sp
+
+    def fn(x: Any) -> Any:
+        return (x[:, ::-1, ::-1] * x).sum(axis=1)
+
+    lowered = jax.jit(fn).lower(jax.ShapeDtypeStruct((rows, 8, 128), jnp.float32))
+    hlo = lowered.compile().as_text()
+    reverse = next(line for line in hlo.splitlines() if "%wrapped_reverse = " in line)
+    assert ("outer_dimension_partitions" in reverse) == split
+    entry = hlo[hlo.index("ENTRY") :]
+    assert "ynn_fusion" in next(line for line in entry.splitlines() if "ROOT" in line)
+    calls = []
+    for handoff in (1e-9, 1e6):
+        target = _unit_cpu_with(
+            tmp_path, f"unit_cpu_handoff_{handoff:g}", f"handoff_ns_per_mib = {handoff}\n", 2
+        )
+        calls.append(sp.analyze(lowered.as_text(), target=target).report.call_overhead_ns)
+    assert calls[1] - calls[0] == pytest.approx(1e6 if split else 0.0)

@@ -62,7 +62,8 @@ class Target:
     # pages); a long call's ramp in its kernels' time
     # (`analysis.host_params.long_call_ns`); and `rewake_ns` for each split loop kernel or
     # Eigen dot on the pool that finds it idle for `rewake_gap_ns` (a first Eigen dot too:
-    # `passes.critical_path`). Zero where unknown.
+    # `passes.critical_path`); and `handoff_ns_per_mib` per MiB a split loop kernel writes for
+    # a YNNPACK kernel to read. Zero where unknown.
     program_overhead_ns: float = 0.0
     threadpool_wake_ns: float = 0.0
     parallel_kernel_ns: float = math.inf
@@ -74,6 +75,7 @@ class Target:
     long_call_cap_ns: float = math.inf
     rewake_ns: float = 0.0
     rewake_gap_ns: float = math.inf
+    handoff_ns_per_mib: float = 0.0
     # ns per element each op of a fused bf16 loop costs at least (XLA:CPU widens to f32 and
     # rounds back per op: runtime/fused_probes.py). Zero where unknown.
     bf16_fused_ns_per_element: float = 0.0
@@ -98,13 +100,14 @@ class Target:
         wakes: bool = False,
         kernels_ns: float = 0.0,
         rewakes: int = 0,
+        handoff_bytes: float = 0.0,
     ) -> float:
         """Per-call cost beyond the kernels' own for a program whose longest kernel takes
         this long, whose entry function runs `kernels` kernels, returns `output_bytes`, with
         `wakes` runs a kernel that wakes XLA:CPU's thread pool whatever its time
         (`analysis.host_params.wakes_pool`), whose kernels take `kernels_ns` in all, and
         whose entry wakes the pool `rewakes` times more after `rewake_gap_ns` without
-        parallel work."""
+        parallel work and hands `handoff_bytes` from split loop kernels to YNNPACK kernels."""
         from stablehlo_perf.analysis.host_params import long_call_ns
 
         woke = wakes or longest_kernel_ns >= self.parallel_kernel_ns
@@ -119,6 +122,7 @@ class Target:
                 kernels_ns, self.long_call_start_ns, self.long_call_slope, self.long_call_cap_ns
             )
             + self.rewake_ns * rewakes
+            + self.handoff_ns_per_mib * handoff_bytes / 2**20
         )
 
     def peak_flops(self, element_type: str, matrix: bool) -> float:
@@ -179,6 +183,7 @@ _SCHEMA: dict[str, tuple[type | tuple[type, ...], bool]] = {
     "program.long_call_cap_ns": ((int, float), False),
     "program.rewake_ns": ((int, float), False),
     "program.rewake_gap_ns": ((int, float), False),
+    "program.handoff_ns_per_mib": ((int, float), False),
     "sources": (dict, True),
 }
 _TABLES = {"compute", "memory", "l2", "program"}
@@ -259,6 +264,7 @@ def _from_mapping(data: Mapping[str, Any], where: str) -> Target:
         long_call_cap_ns=float(flat.get("program.long_call_cap_ns", math.inf)),
         rewake_ns=float(flat.get("program.rewake_ns", 0.0)),
         rewake_gap_ns=float(flat.get("program.rewake_gap_ns", math.inf)),
+        handoff_ns_per_mib=float(flat.get("program.handoff_ns_per_mib", 0.0)),
         calibrated=flat.get("calibrated", False),
         calibration_note=flat.get("calibration_note", ""),
         sources=dict(flat["sources"]),
@@ -306,7 +312,7 @@ def _calibrated_host(base: Target) -> Target:
     """The host with the bandwidth, matrix rate and kernel overhead fitted from a calibration
     measured on this machine (the user's, or the shipped reference if it was measured here)."""
     from stablehlo_perf.analysis.calibration_files import training_files
-    from stablehlo_perf.analysis.host_params import REWAKE_GAP_NS
+    from stablehlo_perf.analysis.host_params import HANDOFF_NS_PER_MIB, REWAKE_GAP_NS
 
     found = training_files("host")
     if found is None or not found[1]:
@@ -343,6 +349,7 @@ def _calibrated_host(base: Target) -> Target:
     if math.isfinite(params.rewake_ns):
         change["rewake_ns"] = params.rewake_ns
         change["rewake_gap_ns"] = REWAKE_GAP_NS
+        change["handoff_ns_per_mib"] = HANDOFF_NS_PER_MIB
     if math.isfinite(params.bf16_fused_ns_per_elem):
         change["bf16_fused_ns_per_element"] = params.bf16_fused_ns_per_elem
     note = (
