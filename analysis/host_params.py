@@ -120,8 +120,10 @@ handed over; 12 us at 16 and 32 rows, where the reverse is not split): 130-145 u
 beyond the 20 us the other terms give. A gather feeding a row sum paid 78-178 us a MiB, the
 same reverse feeding a 2048x128 @ 128x16 dot 121. A call whose kernels are long pays it
 inside the long-call ramp's cap (`long_call_ns`: the reverse feeding a 2048x128 @ 128x512
-dot paid no more than the dot alone), and a split kernel after a YNN kernel pays less (the
-zoo's layer norm of 512x512: ~60 where this charges 135): known over-charges."""
+dot paid no more than the dot alone), and the zoo's 512x512 layer norm (a YNN mean, then
+the split centring handing 1 MiB to the variance's YNN reduce) and embedding gather (1 MiB
+of gathered rows to a YNN sum, dot and tanh) paid 20-80 us beyond the other terms on saved
+runs where this charges 135: known over-charges."""
 _LOOP_CLASSES = ELEMENTWISE_CLASSES | {"movement", "constant"}
 
 
