@@ -69,6 +69,7 @@ __all__ = [
     "GroupTraffic",
     "cpu_reduce_mode",
     "library_reduce",
+    "runs_on_eigen",
     "ynn_reduces",
     "elemental_gathers",
     "fuse_block",
@@ -242,6 +243,25 @@ def cpu_reduce_mode(op: OpInfo) -> str:
 def library_reduce(op: OpInfo) -> bool:
     """Whether op is a one-input reduce XLA:CPU hands to YNNPACK (a library call)."""
     return op.short_name == "reduce" and len(op.operands) == 2 and cpu_reduce_mode(op) == "ynn"
+
+
+def runs_on_eigen(op: OpInfo, lhs_permutation: Sequence[int] | None = None) -> bool:
+    """Whether XLA:CPU runs this dot_general as an Eigen contraction rather than a YNNPACK
+    call: its lhs does not contract over its last dimension (jax
+    0.10.2's compiled HLO keeps such a dot a plain `dot` thunk: x^T @ g, the weight
+    gradients of a dense layer). Unlike a YNNPACK dot, one large enough hands its work to
+    the pool (`eigen_uses_pool`), and a call pays for waking it (single dots of 128x128x128
+    f32 on the Xeon VM: 52-130 us beyond their in-loop time, 2026-12-02).
+    `lhs_permutation` is that of a transpose producing the lhs: XLA folds it into the dot
+    (`x.T @ g` compiles to the same `dot` thunk as a dot_general contracting x over its
+    first dimension)."""
+    if op.short_name != "dot_general" or not op.operands or op.operands[0].shape is None:
+        return False
+    rank = len(op.operands[0].shape)
+    contracting = tuple(op.attrs.get("lhs_contracting_dims", (rank - 1,)))
+    if lhs_permutation is not None and len(lhs_permutation) == rank:
+        contracting = tuple(lhs_permutation[d] for d in contracting)
+    return rank - 1 not in contracting
 
 
 def _is_reduce(op: OpInfo) -> bool:
@@ -565,12 +585,10 @@ class _State:
             # runs them as kernels of their own, but for the elementwise ones of a dot in a YNN
             # reduce's fusion (`einsum(q, 2 * k)` of an attention head: one kernel).
             if kind == "cpu":
-                return grp.ynn and grp.has_reduce and f.pointwise and len(self.users[i]) == 1
+                return grp.ynn and f.pointwise and len(self.users[i]) == 1
             return f.short in _DOT_OPERAND_PRODUCERS and len(self.users[i]) == 1
         if f.reduce:
-            if kind != "cpu":
-                return not grp.has_reduce
-            return True  # a YNN reduce is decided above
+            return kind == "cpu" or not grp.has_reduce  # a YNN reduce is decided above
         return f.loop
 
     def _ynn_reduce_joins(self, g: int, i: int) -> bool:
@@ -649,8 +667,6 @@ class _State:
         """Whether dot i joins group g on a CPU: only a YNNPACK dot (not an Eigen one) read
         only by a YNN reduce's group (`(x @ w).sum(1)`, an attention head's QK dot, scale,
         max-reduce, subtract and exp: one kernel, jax 0.10.2)."""
-        from stablehlo_perf.analysis.host_params import runs_on_eigen
-
         grp = self.groups[g]
         return (
             grp.ynn

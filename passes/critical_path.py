@@ -83,10 +83,9 @@ class CriticalPathPass:
                 t > 0 and (eigen[k] or _splits(view, nodes[k], costs[k], target.cores))
                 for k, t in enumerate(latency)
             ]
-            woken = [
-                pool[k] or (latency[k] > 0 and _wakes(view, node)) for k, node in enumerate(nodes)
-            ]
-            handoffs[tuple(ids)] = _handoff_bytes(view, nodes, deps, costs, pool, eigen, latency)
+            library = [latency[k] > 0 and _wakes(view, node) for k, node in enumerate(nodes)]
+            woken = [p or lib for p, lib in zip(pool, library, strict=True)]
+            handoffs[tuple(ids)] = _handoff_bytes(deps, costs, pool, eigen, library)
             if runs:
                 longest_kernel = max([longest_kernel, *kernels])
                 wakes = wakes or any(woken)
@@ -181,18 +180,17 @@ class CriticalPathPass:
 
 def _nodes(
     view: ModuleView, cache: AnalysisCache, ids: Sequence[int]
-) -> tuple[list[list[int]], list[list[int]], list[KernelCost | None]]:
+) -> tuple[list[list[int]], list[list[int]], list[KernelCost]]:
     """Schedule nodes of a block, their edges and their HLO costs, in a topological order:
     fusion groups if perf-fusion ran (a group can hold ops from far apart, so group ids are
     not an order), else ops in program order (costed by the op alone)."""
     bf = cache.fusion.get(tuple(ids))
-    if bf is None:
-        return [[i] for i in ids], view.block_deps(ids), [None] * len(ids)
-    members, deps = bf.group_members(), bf.group_deps
-    order = topological_order(deps)
-    if order is None:
+    order = None if bf is None else topological_order(bf.group_deps)
+    if bf is not None and order is None:
         cache.warnings.append("fusion groups form a cycle; scheduled op by op instead")
-        return [[i] for i in ids], view.block_deps(ids), [None] * len(ids)
+    if bf is None or order is None:
+        return [[i] for i in ids], view.block_deps(ids), [_op_cost(view, [i]) for i in ids]
+    members, deps = bf.group_members(), bf.group_deps
     computed = bf.plan.members()  # copies included, block-local indices
     costs = [
         KernelCost(
@@ -263,14 +261,11 @@ def _rewakes(spans: Sequence[PoolSpan], gap_ns: float) -> int:
     return count
 
 
-def _splits(view: ModuleView, node: list[int], cost: KernelCost | None, cores: int) -> bool:
+def _splits(view: ModuleView, node: list[int], cost: KernelCost, cores: int) -> bool:
     """Whether XLA:CPU splits this loop kernel over its thread pool by its HLO cost
-    (`host_params.splits_over_threads`); an op outside any fusion group is costed alone."""
-    infos = [view.records[i].info for i in node]
-    if cost is None:
-        cost = _op_cost(view, node)
+    (`host_params.splits_over_threads`)."""
     return splits_over_threads(
-        [info.op_class for info in infos],
+        [view.records[i].info.op_class for i in node],
         cost.flops,
         cost.transcendentals,
         cost.bytes_accessed,
@@ -290,26 +285,17 @@ def _op_cost(view: ModuleView, node: list[int]) -> KernelCost:
 
 
 def _handoff_bytes(
-    view: ModuleView,
-    nodes: list[list[int]],
     deps: list[list[int]],
-    costs: list[KernelCost | None],
+    costs: list[KernelCost],
     pool: list[bool],
     eigen: list[bool],
-    latency: list[float],
+    library: list[bool],
 ) -> float:
-    """Bytes this block's split loop kernels write for a YNNPACK kernel (a library call that
-    is not an Eigen dot: `host_params.HANDOFF_NS_PER_MIB`) to read."""
-    ynn = [
-        latency[k] > 0 and not pool[k] and not eigen[k] and _wakes(view, node)
-        for k, node in enumerate(nodes)
-    ]
-    read_by_ynn = {d for j, ds in enumerate(deps) if ynn[j] for d in ds}
-    return sum(
-        (costs[k] or _op_cost(view, nodes[k])).output_bytes
-        for k in read_by_ynn
-        if pool[k] and not eigen[k]
-    )
+    """Bytes this block's split loop kernels (on the pool, not Eigen dots) write for a
+    library kernel off the pool to read (`host_params.HANDOFF_NS_PER_MIB`): a YNNPACK one,
+    or an Eigen dot too small for the pool, which no measurement has separated."""
+    read = {d for j, ds in enumerate(deps) if library[j] and not pool[j] for d in ds}
+    return sum(costs[k].output_bytes for k in read if pool[k] and not eigen[k])
 
 
 def _eigen(view: ModuleView, op_id: int) -> bool:
