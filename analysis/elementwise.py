@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from scipy.optimize import nnls
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.ensemble import HistGradientBoostingRegressor
 from stablehlo_perf.analysis.calibration_files import (
@@ -341,6 +342,7 @@ FEATURE_NAMES = (
     "lane_padded_bytes",
     "tail_fraction",
     "last_mod_unroll",
+    "units",
     "op_code",
 )
 _IDX = {n: i for i, n in enumerate(FEATURE_NAMES)}
@@ -364,11 +366,13 @@ FEATURE_SETS: Mapping[str, tuple[int, ...]] = {
         *range(_IDX["lane_padded_bytes"]),
         _IDX["tail_fraction"],
         _IDX["last_mod_unroll"],
+        _IDX["units"],
         _IDX["op_code"],
     ),
 }
 _BASE_FEATURE = _IDX["tensor_bytes"]
 _LANE_BASE = _IDX["lane_padded_bytes"]
+_UNITS = _IDX["units"]
 # top_k's k, a gather's slice bytes and whether a reduce reduces the minor axis take this
 # slot (CPU models of their own: the TPU tile ratio means nothing there).
 _TOPK_SLOT = _SLICE_SLOT = _AXIS_SLOT = "pad_ratio_8x128"
@@ -458,6 +462,7 @@ def shape_features(shape: Sequence[int], elem_bytes: float) -> list[float]:
         _lane_padded(shape) * elem_bytes,
         (last % vec) / max(last, 1),
         float(last % (2 * vec)),
+        0.0,
     ]
 
 
@@ -550,6 +555,7 @@ def matmul_features(
         flops,
         0.0,
         0.0,
+        0.0,
     ]
 
 
@@ -597,6 +603,7 @@ def window_features(
         work * elem_bytes,
         0.0,
         0.0,
+        0.0,
     ]
 
 
@@ -636,10 +643,11 @@ def fft_features(shape: Sequence[int], elem_bytes: float) -> list[float]:
 
 def gather_features(out_shape: Sequence[int], slice_elems: int, elem_bytes: float) -> list[float]:
     """A gather: `shape_features` of its result (what it reads) with the bytes of one
-    gathered slice in `_SLICE_SLOT`: a row of 512 f32 is one long copy, 512 single
-    elements are 512 lookups."""
+    gathered slice in `_SLICE_SLOT` and the slice count in `units`: a row of 512 f32 is
+    one long copy, 512 single elements are 512 lookups."""
     row = shape_features(out_shape, elem_bytes)
     row[_IDX[_SLICE_SLOT]] = float(slice_elems * elem_bytes)
+    row[_IDX["units"]] = math.prod(out_shape) / max(slice_elems, 1)
     return row
 
 
@@ -647,9 +655,10 @@ def reduce_features(in_shape: Sequence[int], dims: Sequence[int], elem_bytes: fl
     """A reduce (or argmax): `shape_features` of its input with, in `_AXIS_SLOT`, 1 when it
     reduces the minor axis (a row sum: one contiguous run per output) and 0 when it keeps
     it (a column sum walks the rows; XLA:CPU's argmax over axis 0 of 512x1000 f32 took
-    ~1.4 ms against ~0.7-1.0 ms over axis 1)."""
+    ~1.4 ms against ~0.7-1.0 ms over axis 1), and its output count in `units`."""
     row = shape_features(in_shape, elem_bytes)
     row[_IDX[_AXIS_SLOT]] = float(not in_shape or len(in_shape) - 1 in dims)
+    row[_IDX["units"]] = math.prod(in_shape) / max(math.prod(in_shape[d] for d in dims), 1)
     return row
 
 
@@ -780,6 +789,20 @@ def lad_line(x: np.ndarray, y: np.ndarray, iters: int = 60) -> tuple[float, floa
     return float(coef[0]), float(coef[1] / scale)
 
 
+def nonneg_lad(a_mat: np.ndarray, y: np.ndarray, iters: int = 60) -> np.ndarray:
+    """Least-absolute-deviation fit y ≈ a_mat · coef with coef >= 0, no intercept (IRLS,
+    each step a non-negative least squares)."""
+    scale = np.maximum(np.abs(a_mat).max(axis=0), 1e-12)
+    a = a_mat / scale
+    w = np.ones_like(y)
+    coef = np.zeros(a.shape[1])
+    for _ in range(iters):
+        sw = np.sqrt(w)
+        coef = nnls(a * sw[:, None], y * sw)[0]
+        w = 1.0 / np.maximum(np.abs(y - a @ coef), 1e-9 * max(float(np.median(np.abs(y))), 1e-12))
+    return coef / scale
+
+
 def residual_trees(
     params: BaseEstimator, rows: int, categorical: list[int] | None = None
 ) -> HistGradientBoostingRegressor:
@@ -806,7 +829,8 @@ class LatencyRegressor(RegressorMixin, BaseEstimator):
     median rel err ReLU 1.43% -> 0.52%, R² 0.69 -> 0.98, multiply 1.40% -> 0.83%, R² 0.87
     -> 0.98; host data fit worse with it). `line="lad"` fits floor and slope by least
     absolute deviation; `line="ratio"` keeps the floor at half the fastest time and the
-    slope at the median time per unit above it (`regressor_for`). Loss is absolute
+    slope at the median time per unit above it (`regressor_for`), plus a cost per unit of
+    the `units` column where the rows have one. Loss is absolute
     error, as in the paper; seeds are fixed so a fit is reproducible.
     """
 
@@ -835,7 +859,8 @@ class LatencyRegressor(RegressorMixin, BaseEstimator):
 
     def _line(self, X: np.ndarray) -> np.ndarray:
         floor = max(self.floor_, 1e-6)
-        return np.maximum(self.floor_ + self.slope_ * self._base(X), floor)
+        line = self.floor_ + self.slope_ * self._base(X) + self.unit_slope_ * X[:, _UNITS]
+        return np.maximum(line, floor)
 
     def fit(self, X: np.ndarray, y: np.ndarray) -> LatencyRegressor:
         X = np.asarray(X, dtype=float)
@@ -846,12 +871,19 @@ class LatencyRegressor(RegressorMixin, BaseEstimator):
         self.numel_range_ = (float(X[:, 0].min()), float(X[:, 0].max()))
         self.smallest_us_ = float(np.median(y[X[:, 0] == self.numel_range_[0]]))
         self.fastest_us_ = float(y.min())
+        self.unit_slope_ = 0.0
         if self.line == "ratio":
             # Time proportional to work above a floor of half the fastest op: kinds of
             # one class with different per-unit costs then differ by a size-independent
             # factor, which the trees learn (a shared LAD intercept made it size-dependent).
             self.floor_ = 0.5 * float(y.min())
-            self.slope_ = float(np.median((y - self.floor_) / np.maximum(self._base(X), 1e-12)))
+            if X[:, _UNITS].any():
+                rel = 1.0 / np.maximum(y, 1e-12)
+                a_mat = np.c_[self._base(X), X[:, _UNITS]] * rel[:, None]
+                coef = nonneg_lad(a_mat, (y - self.floor_) * rel)
+                self.slope_, self.unit_slope_ = float(coef[0]), float(coef[1])
+            else:
+                self.slope_ = float(np.median((y - self.floor_) / np.maximum(self._base(X), 1e-12)))
         elif self.line == "lad":
             self.floor_, self.slope_ = lad_line(self._base(X), y)
         else:
@@ -964,6 +996,14 @@ def _moves_minor_axis(op: OpInfo) -> bool:
 # benchmarks/elementwise_accuracy.py's same-run check on two saved runs, median rel err
 # 29.2 / 24.4% -> 24.9 / 23.7% (ratio to the noise floor 2.82 / 2.57 -> 2.41 / 2.50); its
 # 12 fresh live shapes 17.2 / 17.7% -> 18.5 / 19.6%.
+# Where a class's rows have a second work count (`units`: a reduce's outputs, a gather's
+# slices), the ratio line has a cost per unit beside the cost per byte (`nonneg_lad`, by
+# relative error): a row sum of 16,904 x 3 f32 costs by its rows (~4.7 ns each), not its
+# 200 KB. benchmarks/elementwise_accuracy.py on the saved session-12 run, same-run ratio to
+# the floor: gather 3.99 -> 3.01, reduction 2.52 -> 2.46 (reduce_variadic, whose trees now
+# see the column too, 1.16 -> 1.29); 5-fold CV by size on the reference: gather 35.2 ->
+# 31.7%, reduction 19.5 -> 19.2%, reduce_variadic 8.4 -> 6.9%; fresh live reduces 21.1 ->
+# 16.6%.
 _RATIO_LINE = frozenset(
     {"reduce_window", "top_k", "gather", "grouped_conv", "matmul", "convolution", "reduction"}
 )

@@ -298,6 +298,48 @@ def test_line_extrapolates_where_trees_alone_flatten() -> None:
     assert line.extrapolated(X[big]).all() and not line.extrapolated(X[small]).any()
 
 
+def test_units_count_a_reduces_outputs_and_a_gathers_slices() -> None:
+    """The second work column: a row sum of 300x7 makes 300 outputs, a column sum 7; a
+    gather of 4,096 rows of 256 copies 4,096 slices, one of single elements each element."""
+    units = ew.FEATURE_NAMES.index("units")
+    assert ew.reduce_features((300, 7), (1,), 4.0)[units] == 300
+    assert ew.reduce_features((300, 7), (0,), 4.0)[units] == 7
+    assert ew.reduce_features((2, 300, 7), (0, 2), 4.0)[units] == 300
+    assert ew.gather_features((4096, 256), 256, 4.0)[units] == 4096
+    assert ew.gather_features((64, 8), 1, 4.0)[units] == 512
+    assert ew.shape_features((300, 7), 4.0)[units] == 0
+
+
+def test_nonneg_lad_recovers_per_byte_and_per_unit_costs() -> None:
+    """y = 2e-3 per byte + 0.05 per unit on 12 rows, one of them 10x off: recovered exactly
+    (the median line ignores the outlier); a cost that falls with units is clipped at 0."""
+    rng = np.random.default_rng(0)
+    a_mat = np.c_[rng.uniform(1e3, 1e6, 12), rng.uniform(1, 1e4, 12)]
+    y = a_mat @ [2e-3, 0.05]
+    y[3] *= 10
+    np.testing.assert_allclose(ew.nonneg_lad(a_mat, y), [2e-3, 0.05], rtol=1e-6)
+    coef = ew.nonneg_lad(a_mat, a_mat @ [2e-3, -0.05])
+    assert coef[1] == 0 and coef[0] > 0
+
+
+def test_ratio_line_prices_reduces_by_outputs_as_well_as_bytes() -> None:
+    """Row sums costing 0.2 us + 1e-4 us per byte + 4e-3 us per output row, fitted on rows
+    of 64 and 512 and three-wide rows up to 2,000: a 20,000x3 sum (240 KB, 20,000 outputs,
+    104.2 us) is predicted within 5%, where the bytes alone would give ~24 us."""
+    shapes = [(r, c) for r in (100, 300, 1000, 3000, 10000) for c in (64, 512)]
+    shapes += [(r, 3) for r in (50, 200, 500, 1000, 2000)]
+    rows = [
+        ew.Measurement("reduce", "f32", s, 0.2 + 4e-4 * s[0] * s[1] + 4e-3 * s[0]) for s in shapes
+    ]
+    X, y = ew.measurement_features(rows), np.array([r.latency_us for r in rows])
+    model = ew.regressor_for("reduction", max_iter=30).fit(X, y)
+    assert model.line == "ratio" and model.unit_slope_ > 0
+    (pred,) = model.predict(
+        ew.measurement_features([ew.Measurement("reduce", "f32", (20000, 3), 1.0)])
+    )
+    assert pred == pytest.approx(0.2 + 4e-4 * 60000 + 4e-3 * 20000, rel=0.05)
+
+
 def test_floor_stays_positive_when_large_ops_steer_the_line() -> None:
     """Host movement data: small ops ~0.2 us, large ones superlinear, so the LAD line crosses
     zero. Its floor is kept at a quarter of the fastest row (0.05 us here), so small ops are
