@@ -632,12 +632,14 @@ def fft_features(shape: Sequence[int], elem_bytes: float) -> list[float]:
     """An FFT of the last axis: `shape_features` of its input with the work (elements x
     log2 length) in the base columns and the length's largest prime factor in the
     second_mod16 slot: a length with a large prime factor takes another algorithm (64
-    rows of 2,048 f32: 169 us, of 2,049 = 3 x 683: 1.3 ms, host reference)."""
+    rows of 2,048 f32: 169 us, of 2,049 = 3 x 683: 1.3 ms, host reference), and the
+    number of transforms (rows) in `units`."""
     row = shape_features(shape, elem_bytes)
     length = shape[-1] if shape else 1
     work = math.prod(shape) * math.log2(max(length, 2)) * elem_bytes
     row[_BASE_FEATURE] = row[_LANE_BASE] = work
     row[_IDX["second_mod16"]] = float(_largest_prime_factor(length))
+    row[_IDX["units"]] = math.prod(shape) / max(length, 1)
     return row
 
 
@@ -663,9 +665,14 @@ def reduce_features(in_shape: Sequence[int], dims: Sequence[int], elem_bytes: fl
 
 
 def topk_features(in_shape: Sequence[int], k: int, elem_bytes: float) -> list[float]:
-    """A top_k of the last axis: `shape_features` of its input with k in `_TOPK_SLOT`."""
+    """A top_k of the last axis: `shape_features` of its input with k in `_TOPK_SLOT` and in
+    `units` the insertions a streaming top k of random rows expects, k (1 + ln(n / k))
+    per row of n."""
     row = shape_features(in_shape, elem_bytes)
     row[_IDX[_TOPK_SLOT]] = float(k)
+    n = in_shape[-1] if in_shape else 1
+    rows = math.prod(in_shape) / max(n, 1)
+    row[_IDX["units"]] = rows * k * (1.0 + math.log(max(n / max(k, 1), 1.0)))
     return row
 
 
@@ -997,15 +1004,27 @@ def _moves_minor_axis(op: OpInfo) -> bool:
 # 29.2 / 24.4% -> 24.9 / 23.7% (ratio to the noise floor 2.82 / 2.57 -> 2.41 / 2.50); its
 # 12 fresh live shapes 17.2 / 17.7% -> 18.5 / 19.6%.
 # Where a class's rows have a second work count (`units`: a reduce's outputs, a gather's
-# slices), the ratio line has a cost per unit beside the cost per byte (`nonneg_lad`, by
-# relative error): a row sum of 16,904 x 3 f32 costs by its rows (~4.7 ns each), not its
-# 200 KB. benchmarks/elementwise_accuracy.py on the saved session-12 run, same-run ratio to
-# the floor: gather 3.99 -> 3.01, reduction 2.52 -> 2.46 (reduce_variadic, whose trees now
-# see the column too, 1.16 -> 1.29); 5-fold CV by size on the reference: gather 35.2 ->
-# 31.7%, reduction 19.5 -> 19.2%, reduce_variadic 8.4 -> 6.9%; fresh live reduces 21.1 ->
-# 16.6%.
+# slices, a top_k's expected heap insertions, an FFT's rows), the ratio line has a cost
+# per unit beside the cost per byte (`nonneg_lad`, by relative error): a row sum of
+# 16,904 x 3 f32 costs by its rows (~4.7 ns each), not its 200 KB; a top 64 of 128 costs
+# 7 us a row, a top 1 of 128 0.4. benchmarks/elementwise_accuracy.py on the saved
+# session-12 run, same-run ratio to the floor: gather 3.99 -> 3.01, reduction 2.52 ->
+# 2.46, top_k 3.81 -> 2.47, fft (its line was LAD) 2.23 -> 1.69, 2.05 with the ratio line
+# alone (reduce_variadic, whose trees now see the column too, 1.16 -> 1.29); 5-fold CV by
+# size on the reference: gather 35.2 -> 31.7%, reduction 19.5 -> 19.2%, top_k 38.5 ->
+# 12.0% (R² 0.48 -> 0.99), fft 22.5 -> 19.2% (23.1% ratio alone), reduce_variadic 8.4 ->
+# 6.9%; fresh live reduces 21.1 -> 16.6%.
 _RATIO_LINE = frozenset(
-    {"reduce_window", "top_k", "gather", "grouped_conv", "matmul", "convolution", "reduction"}
+    {
+        "reduce_window",
+        "top_k",
+        "gather",
+        "grouped_conv",
+        "matmul",
+        "convolution",
+        "reduction",
+        "fft",
+    }
 )
 
 
