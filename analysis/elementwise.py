@@ -32,7 +32,7 @@ import functools
 import math
 import os
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -782,17 +782,29 @@ def _ceil_div(a: int, b: int) -> int:
 # --- estimator ------------------------------------------------------------------------
 
 
-def lad_line(x: np.ndarray, y: np.ndarray, iters: int = 60) -> tuple[float, float]:
-    """Least-absolute-deviation fit y ≈ a + b·x (IRLS); the median line resists outliers."""
-    a_mat = np.c_[np.ones_like(x), x]
-    scale = max(float(np.max(np.abs(x))), 1.0)
-    a_mat[:, 1] /= scale
+def _irls(a_mat: np.ndarray, y: np.ndarray, solve: Callable, iters: int) -> np.ndarray:
+    """Least absolute deviation by iteratively reweighted least squares: `solve(A, b)` fits
+    each weighted step (its coefficients for A's columns)."""
     w = np.ones_like(y)
-    coef = np.zeros(2)
+    coef = np.zeros(a_mat.shape[1])
     for _ in range(iters):
         sw = np.sqrt(w)
-        coef = np.linalg.lstsq(a_mat * sw[:, None], y * sw, rcond=None)[0]
-        w = 1.0 / np.maximum(np.abs(y - a_mat @ coef), 1e-9 * max(float(np.median(y)), 1e-12))
+        coef = solve(a_mat * sw[:, None], y * sw)
+        w = 1.0 / np.maximum(
+            np.abs(y - a_mat @ coef), 1e-9 * max(float(np.median(np.abs(y))), 1e-12)
+        )
+    return coef
+
+
+def lad_line(x: np.ndarray, y: np.ndarray, iters: int = 60) -> tuple[float, float]:
+    """Least-absolute-deviation fit y ≈ a + b·x (IRLS); the median line resists outliers."""
+    scale = max(float(np.max(np.abs(x))), 1.0)
+    coef = _irls(
+        np.c_[np.ones_like(x), x / scale],
+        y,
+        lambda a, b: np.linalg.lstsq(a, b, rcond=None)[0],
+        iters,
+    )
     return float(coef[0]), float(coef[1] / scale)
 
 
@@ -800,14 +812,7 @@ def nonneg_lad(a_mat: np.ndarray, y: np.ndarray, iters: int = 60) -> np.ndarray:
     """Least-absolute-deviation fit y ≈ a_mat · coef with coef >= 0, no intercept (IRLS,
     each step a non-negative least squares)."""
     scale = np.maximum(np.abs(a_mat).max(axis=0), 1e-12)
-    a = a_mat / scale
-    w = np.ones_like(y)
-    coef = np.zeros(a.shape[1])
-    for _ in range(iters):
-        sw = np.sqrt(w)
-        coef = nnls(a * sw[:, None], y * sw)[0]
-        w = 1.0 / np.maximum(np.abs(y - a @ coef), 1e-9 * max(float(np.median(np.abs(y))), 1e-12))
-    return coef / scale
+    return _irls(a_mat / scale, y, lambda a, b: nnls(a, b)[0], iters) / scale
 
 
 def residual_trees(
