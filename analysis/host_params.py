@@ -60,9 +60,9 @@ from stablehlo_perf.analysis.fusion import ELEMENTWISE_CLASSES, runs_on_eigen, y
 from stablehlo_perf.analysis.opinfo import OpInfo, element_bytes, op_class
 
 __all__ = [
-    "HOST_PARAMS_KEY",
     "EIGEN_POOL_MNK",
     "HANDOFF_NS_PER_MIB",
+    "HOST_PARAMS_KEY",
     "REWAKE_GAP_NS",
     "HostParams",
     "eigen_uses_pool",

@@ -21,14 +21,13 @@ does not use it.
 
 from __future__ import annotations
 
+import datetime as dt
 import math
+import platform
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
-
-import datetime as dt
-import platform
 
 import jax
 import jax.numpy as jnp
