@@ -67,6 +67,9 @@ multiply on 512x256 f32 takes ~700 us, a tanh 90, so it answers for no op it did
 _TRIGONOMETRIC = frozenset({"sine"})
 _SELECTS = frozenset({"compare", "select"})
 _TYPES = frozenset({"f32", "i1"})
+_WORDS = frozenset({"f32", "i32", "ui32"})
+"""A convert between these (XLA:CPU: one vector instruction an element, as a round's) counts
+as one op of the composition: the chains ran rounds, not converts."""
 _FREE = frozenset({"broadcast_in_dim", "reshape", "constant"})
 
 
@@ -162,9 +165,10 @@ def group_composition(members: Sequence[OpInfo], input_bytes: float) -> Composit
     if not work:
         return None
     for op in work:
-        if op.short_name not in _TRAINED or not op.results:
-            return None
-        if any(t.element_type not in _TYPES for t in (*op.operands, *op.results)):
+        types = {t.element_type for t in (*op.operands, *op.results)}
+        if op.short_name == "convert" and op.results and types <= _WORDS:
+            continue
+        if op.short_name not in _TRAINED or not op.results or not types <= _TYPES:
             return None
     out = max(op.results[0].num_elements or 0 for op in work)
     out_bytes = max(op.results[0].nbytes or 0 for op in work)

@@ -301,12 +301,15 @@ def matmul_specs(quick: bool) -> list[Spec]:
     # bf16 and int8 (int32-accumulating, as quantised models call it) products run on other
     # code paths at other rates, and int8 ones on AMX/VNNI units gain more from longer N
     # and K (Xeon VM, 2026-12-01, int8: 4x64x64x64 6.4 us, a 4x64x256 @ 4x256x128
-    # program 32 us, f32 of it 190 us): a cube and batched products of each.
+    # program 32 us, f32 of it 190 us): a cube and batched products of each. N of 128
+    # too: int8 4x64x256 @ 4x256xN took 16, 17-27 and 67-74 us in a loop at N = 64, 128
+    # and 256 (2026-12-02), so the batched rows' N of 64 and 256 alone left 128 a guess
+    # (predicted 41 us).
     narrow = {(1, m, n, k) for m in thin for n in thin for k in thin}
     narrow |= {(b, m, m, k) for b in (4, 16) for m in (16, 64) for k in (16, 64)}
     narrow |= {
         (b, m, n, k)
-        for b in (4, 16) for m in (16, 64, 256) for n in (64, 256) for k in (64, 256)
+        for b in (4, 16) for m in (16, 64, 256) for n in (64, 128, 256) for k in (64, 256)
         if b * m * n * k <= 2**24
     }  # fmt: skip
     specs += [Spec("dot_general", dt, s) for dt in _NARROW_GEMM for s in sorted(narrow)]

@@ -73,6 +73,19 @@ def test_a_group_with_an_op_the_chains_never_ran_is_left_to_the_member_rule(monk
     assert "hgb-host-fused" not in res.result.report.fusion_groups[0]["model"]
 
 
+def test_a_convert_between_32_bit_words_counts_as_one_op_of_the_loop(monkeypatch) -> None:
+    """An int32 product scaled to f32 (a quantised matmul's epilogue) is a two-op loop; a
+    convert from int8 (other widths) is not one the chains' ops stand for."""
+    spy = Spy()
+    monkeypatch.setattr(annotate_cycles, "model_for_host", lambda: spy)
+    q = jnp.ones((64, 128), jnp.int32)
+    perf_jit(lambda q: q.astype(jnp.float32) * 0.01, target="host").analyze(q)
+    assert spy.seen == [((64, 128), fl.Composition(2, 0, 0, 0, 0, 1, 0))]
+    spy.seen.clear()
+    perf_jit(lambda q: q.astype(jnp.float32) * 0.01, target="host").analyze(q.astype(jnp.int8))
+    assert spy.seen == []
+
+
 def _synthetic_rows() -> tuple[np.ndarray, np.ndarray, list[tuple]]:
     """Chains on a grid whose time is exactly 0.5 us + 1 ns per element and op."""
     rows = []
