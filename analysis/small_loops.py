@@ -38,6 +38,7 @@ from stablehlo_perf.analysis.targets import Target
 __all__ = [
     "LATENCY_KEY",
     "REFERENCE_ELEMENTS",
+    "SCALAR_ELEMENTS",
     "SMALL_LOOP_BYTES",
     "THUNKED_KEY",
     "format_latencies",
@@ -76,6 +77,14 @@ trips of sin(v) * 0.9 on 1 / 16 / 64 elements (Xeon VM, program time, measured ~
 e2e `small_loop` family (measured 28-54 us) 6.9 / 9.6 / 15 us with 4096, 8.4 / 12.7 /
 21 us with 16384: a loop-carried chain pays each op's latency, which a throughput per
 element misses."""
+
+SCALAR_ELEMENTS = 16
+"""Up to this many elements a small loop's ops ran as scalar code, one element after
+another, in every body tried on the project's Xeon VM (2026-12-02, ns a trip of a
+2000-trip fori_loop): tanh 56 ns on 16 f32 and 31 on 64, exp(-v*v), 1/(1+v*v) and
+v*0.5+1 scalar below 48-64 elements, sin(v)*0.9 even at 64; a trip of the e2e
+`small_loop` body costs 67 ns on 16, 27 on 32. Where LLVM vectorises above it is the
+body's own (not predicted): larger loops are priced as vector code."""
 
 
 def _scatter_positions(op: OpInfo) -> int | None:
@@ -131,32 +140,44 @@ def loop_member_ns(
 ) -> float:
     """What an op costs per trip of a loop compiled into one kernel, never a launch: an
     elementwise op the larger of its latency (`Target.small_loop_latency_ns`: a trip waits
-    for the value the last one carried) and its compute per element at the reference size
-    (`reference_cost`, the model's answer for `reference_op`) times its elements; any other
-    op its own compute."""
+    for the value the last one carried) and its compute: up to `SCALAR_ELEMENTS` elements
+    the probe's scalar cost a trip there, pro rata, else its compute per element at the
+    reference size (`reference_cost`, the model's answer for `reference_op`) times its
+    elements; any other op its own compute."""
     if reference_cost is not None:
         ref = reference_op(op)
         elements = (op.results[0].num_elements or 0) if op.results else 0
         if ref is not None:
+            table = target.small_loop_latency_ns
+            latency = op_latency_ns(op, table)
+            scalar = op_latency_ns(op, table, SCALAR_ELEMENTS)
+            if scalar and 1 < elements <= SCALAR_ELEMENTS:
+                return max(scalar * elements / SCALAR_ELEMENTS, latency)
             per_element = member_compute_ns(ref, reference_cost, target) / REFERENCE_ELEMENTS
-            return max(per_element * elements, op_latency_ns(op, target.small_loop_latency_ns))
+            return max(per_element * elements, latency)
     if op.op_class in ("constant", "control", "movement") or cost.latency_ns <= 0:
         return 0.0
     return max(member_compute_ns(op, cost, target), 0.0)
 
 
-def op_latency_ns(op: OpInfo, latencies: Mapping[str, float]) -> float:
-    """An elementwise float op's latency from the probe's table: its own, else its class's
-    (a transcendental the median of those measured, any other an add's); 0 for integer and
+def op_latency_ns(op: OpInfo, latencies: Mapping[str, float], elements: int = 1) -> float:
+    """An elementwise float op's cost a trip from the probe's table, on one element (its
+    latency) or on `elements` (`name@elements`): its own, else its class's (a
+    transcendental the median of those measured, any other an add's); 0 for integer and
     boolean ops (the loop counter, whose trip `base` covers) or without a table."""
     if not latencies or not op.element_type.startswith(("f", "bf")):
         return 0.0
-    if op.short_name in latencies:
-        return latencies[op.short_name]
+    if elements == 1:
+        sized = {k: v for k, v in latencies.items() if "@" not in k}
+    else:
+        at = f"@{elements}"
+        sized = {k.removesuffix(at): v for k, v in latencies.items() if k.endswith(at)}
+    if op.short_name in sized:
+        return sized[op.short_name]
     if op.op_class == "transcendental":
-        known = [v for k, v in latencies.items() if op_class(f"stablehlo.{k}") == "transcendental"]
+        known = [v for k, v in sized.items() if op_class(f"stablehlo.{k}") == "transcendental"]
         return float(np.median(known)) if known else 0.0
-    return latencies.get("add", 0.0)
+    return sized.get("add", 0.0)
 
 
 def format_latencies(latencies: Mapping[str, float]) -> str:

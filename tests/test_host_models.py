@@ -532,6 +532,23 @@ def test_small_loop_member_prices_by_hand():
     assert op_latency_ns(OpInfo.build(0, "stablehlo.negate", [s], [s]), table) == 1.5
     i = TensorType((), "i32")
     assert op_latency_ns(OpInfo.build(0, "stablehlo.add", [i, i], [i]), table) == 0.0
+    # Up to 16 elements (scalar code) the probe's cost a trip on 16, pro rata, at least
+    # the latency; the fallbacks as on one element; above 16 the vector rule as before.
+    scalar = dataclasses.replace(
+        target, small_loop_latency_ns={**table, "tanh@16": 480.0, "add@16": 8.0}
+    )
+
+    def sized(name: str, n: int) -> OpInfo:
+        t = TensorType((n,), "f32")
+        return OpInfo.build(0, f"stablehlo.{name}", [t], [t])
+
+    assert loop_member_ns(sized("tanh", 8), own, ref_cost, scalar) == pytest.approx(240.0)
+    assert loop_member_ns(sized("tanh", 4), own, ref_cost, scalar) == pytest.approx(150.0)
+    assert loop_member_ns(sized("log", 16), own, ref_cost, scalar) == pytest.approx(480.0)
+    assert loop_member_ns(sized("negate", 4), own, ref_cost, scalar) == pytest.approx(2.0)
+    assert loop_member_ns(sized("tanh", 1), own, ref_cost, scalar) == pytest.approx(150.0)
+    assert loop_member_ns(big, own, ref_cost, scalar) == pytest.approx(200.0)
+    assert op_latency_ns(sized("log", 1), scalar.small_loop_latency_ns) == 30.0
     # 8 bytes per carried value; a sort keeps the loop thunked, a dot does not.
     add, tanh1 = OpInfo.build(0, "stablehlo.add", [s, s], [s]), one
     assert is_small_loop([add, tanh1], 984 + 21, 2) and not is_small_loop([add], 992 + 21, 2)

@@ -269,9 +269,11 @@ def test_calibrate_cli_end_to_end_and_corrupted_cache(
         params.bandwidth_gbps, rel=1e-5
     )
     # The small-loop probe ran: a trip's own cost and each op's latency, which the host uses
-    # (tanh of one f32 ~18 ns a trip on the project's VM, an add ~1).
+    # (tanh of one f32 ~18 ns a trip on the project's VM, an add ~1), and on 16 (scalar
+    # code: tanh ~45 ns a trip).
     loops = parse_latencies(cf.header_value(path, LATENCY_KEY))
-    assert set(loops) == {"base", "add", "tanh"} and 1.0 < loops["tanh"] < 500.0
+    assert set(loops) == {"base", "add", "tanh", "add@16", "tanh@16"}
+    assert 1.0 < loops["tanh"] < 500.0 and loops["tanh"] < loops["tanh@16"] < 16 * 500.0
     assert host.small_loop_latency_ns == loops
     # The thunked-loop probe ran (where the OS gives the L1 size): a kernel's fixed cost and
     # its bytes' rates, which the host uses.
