@@ -80,8 +80,8 @@ class Target:
     # rounds back per op: runtime/fused_probes.py). Zero where unknown.
     bf16_fused_ns_per_element: float = 0.0
     # What one trip of a loop XLA:CPU compiles into one kernel costs: `base` for the loop
-    # itself, and each op's latency on one element by short name (runtime/small_loop_probes.py).
-    # Empty where unknown.
+    # itself, and each op's latency on one element by short name, its cost a trip on 16 as
+    # `name@16` (runtime/small_loop_probes.py). Empty where unknown.
     small_loop_latency_ns: Mapping[str, float] = field(default_factory=dict)
     # What a kernel of a loop XLA:CPU runs thunk by thunk costs (runtime/thunked_loop_probes.py):
     # `base` ns a trip of the loop itself, `kernel` ns a kernel's fixed cost, and the GB/s its
