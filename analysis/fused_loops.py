@@ -68,8 +68,8 @@ _TRIGONOMETRIC = frozenset({"sine"})
 _SELECTS = frozenset({"compare", "select"})
 _TYPES = frozenset({"f32", "i1"})
 _WORDS = frozenset({"f32", "i32", "ui32"})
-"""A convert between these (XLA:CPU: one vector instruction an element, as a round's) counts
-as one op of the composition: the chains ran rounds, not converts."""
+"""A convert between these counts as one op of the composition (XLA:CPU emits one vector
+instruction per vector of elements for it, as for a round): the chains ran no converts."""
 _FREE = frozenset({"broadcast_in_dim", "reshape", "constant"})
 
 

@@ -50,13 +50,26 @@ def _loop(
     return lambda v, c: lax.fori_loop(0, trips, lambda i, x: step(x, c), v)
 
 
+def _trip_costs(timed: dict[str, timing.Timing], n: int) -> tuple[float, dict[str, float]]:
+    """The loop's own cost a trip on `n` elements and each op's beyond it (ns)."""
+    low, high = _TRIPS
+    trip = {
+        name: max(timed[f"{name}:{n}@{high}"].median_us - timed[f"{name}:{n}@{low}"].median_us, 0)
+        * 1e3
+        / (high - low)
+        for name in (*OPS, "add+add")
+    }
+    add = max(trip["add+add"] - trip["add"], 0.0)
+    base = max(trip["add"] - add, 0.0)
+    return base, {name: max(trip[name] - base, 0.0) for name in OPS}
+
+
 def measure_loop_latencies(repeats: int = 7, seed: int = 0) -> dict[str, float]:
     """`base` (ns a trip of the loop itself), each op's latency (ns) in a small loop, and
     each op's cost a trip on `SCALAR_ELEMENTS` elements (`name@16`)."""
     steps = {**OPS, "add+add": lambda v, c: (v + c) + c}
-    sizes = (1, SCALAR_ELEMENTS)
     cases = []
-    for n in sizes:
+    for n in (1, SCALAR_ELEMENTS):
         v = jnp.full((n,), 0.5, jnp.float32)
         c = jnp.full((n,), 1e-3, jnp.float32)
         for name, step in steps.items():
@@ -64,21 +77,6 @@ def measure_loop_latencies(repeats: int = 7, seed: int = 0) -> dict[str, float]:
                 fn = jax.jit(_loop(step, trips)).lower(v, c).compile()
                 cases.append(timing.Case(f"{name}:{n}@{trips}", fn, (v, c)))
     timed, _ = timing.time_cases(cases, repeats=repeats, seed=seed)
-    low, high = _TRIPS
-    out: dict[str, float] = {}
-    for n in sizes:
-        trip = {
-            name: max(
-                timed[f"{name}:{n}@{high}"].median_us - timed[f"{name}:{n}@{low}"].median_us, 0.0
-            )
-            * 1e3
-            / (high - low)
-            for name in steps
-        }
-        add = max(trip["add+add"] - trip["add"], 0.0)
-        base = max(trip["add"] - add, 0.0)
-        suffix = "" if n == 1 else f"@{n}"
-        if n == 1:
-            out["base"] = base
-        out |= {name + suffix: max(trip[name] - base, 0.0) for name in OPS}
-    return out
+    base, latency = _trip_costs(timed, 1)
+    scalar = _trip_costs(timed, SCALAR_ELEMENTS)[1]
+    return {"base": base, **latency, **{f"{k}@{SCALAR_ELEMENTS}": v for k, v in scalar.items()}}
