@@ -247,14 +247,13 @@ def library_reduce(op: OpInfo) -> bool:
 
 def runs_on_eigen(op: OpInfo, lhs_permutation: Sequence[int] | None = None) -> bool:
     """Whether XLA:CPU runs this dot_general as an Eigen contraction rather than a YNNPACK
-    call: its lhs does not contract over its last dimension (jax
-    0.10.2's compiled HLO keeps such a dot a plain `dot` thunk: x^T @ g, the weight
-    gradients of a dense layer). Unlike a YNNPACK dot, one large enough hands its work to
-    the pool (`eigen_uses_pool`), and a call pays for waking it (single dots of 128x128x128
-    f32 on the Xeon VM: 52-130 us beyond their in-loop time, 2026-12-02).
-    `lhs_permutation` is that of a transpose producing the lhs: XLA folds it into the dot
-    (`x.T @ g` compiles to the same `dot` thunk as a dot_general contracting x over its
-    first dimension)."""
+    call: its lhs does not contract over its last dimension (jax 0.10.2's compiled HLO
+    keeps such a dot a plain `dot` thunk: x^T @ g, the weight gradients of a dense layer).
+    Unlike a YNNPACK dot, one large enough hands its work to the pool (`eigen_uses_pool`),
+    and a call pays for waking it (single dots of 128x128x128 f32 on the Xeon VM: 52-130 us
+    beyond their in-loop time, 2026-12-02). `lhs_permutation` is that of a transpose
+    producing the lhs: XLA folds it into the dot (`x.T @ g` compiles to the same `dot`
+    thunk as a dot_general contracting x over its first dimension)."""
     if op.short_name != "dot_general" or not op.operands or op.operands[0].shape is None:
         return False
     rank = len(op.operands[0].shape)
