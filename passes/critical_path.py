@@ -10,7 +10,12 @@ from typing import ClassVar
 from jaxlib.mlir import ir
 from stablehlo_perf.analysis.critical_path import topological_order
 from stablehlo_perf.analysis.fusion import library_reduce
-from stablehlo_perf.analysis.host_params import eigen_uses_pool, splits_over_threads, wakes_pool
+from stablehlo_perf.analysis.host_params import (
+    HANDOFF_CAP_BYTES,
+    eigen_uses_pool,
+    splits_over_threads,
+    wakes_pool,
+)
 from stablehlo_perf.analysis.schedule import ScheduledBlock, list_schedule
 from stablehlo_perf.analysis.targets import DEFAULT_TARGET, load_target
 from stablehlo_perf.passes.base import AnalysisCache
@@ -293,9 +298,12 @@ def _handoff_bytes(
 ) -> float:
     """Bytes this block's split loop kernels (on the pool, not Eigen dots) write for a
     library kernel off the pool to read (`host_params.HANDOFF_NS_PER_MIB`): a YNNPACK one,
-    or an Eigen dot too small for the pool, which no measurement has separated."""
+    or an Eigen dot too small for the pool, which no measurement has separated. Each kernel
+    counts at most `host_params.HANDOFF_CAP_BYTES`."""
     read = {d for j, ds in enumerate(deps) if library[j] and not pool[j] for d in ds}
-    return sum(costs[k].output_bytes for k in read if pool[k] and not eigen[k])
+    return sum(
+        min(costs[k].output_bytes, HANDOFF_CAP_BYTES) for k in read if pool[k] and not eigen[k]
+    )
 
 
 def _eigen(view: ModuleView, op_id: int) -> bool:
