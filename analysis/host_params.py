@@ -127,13 +127,14 @@ of gathered rows to a YNN sum, dot and tanh) paid 20-80 us beyond the other term
 runs: `HANDOFF_CAP_BYTES` bounds what one kernel hands over."""
 HANDOFF_CAP_BYTES = 256 * 1024
 """The most bytes of one split kernel's output that `HANDOFF_NS_PER_MIB` charges for. On 11
-saved end-to-end runs of the zoo (this project's Xeon VM, 2026-11-24 to 2026-12-01), what
-the call paid beyond every other term, per program handing 0.25 / 0.5 / 1 MiB over (medians):
-layer norm 32 / 27 / 43 us, embedding gather 44 / 50 / 60, attention 36 at 0.25 and 72 at 1:
-flat from a quarter MiB, where the reverse probes pay 36 us too and then grow (145 at 1 MiB,
-a cost the reverse kernel adds that the zoo's split kernels, a centring and a gather, do not).
-Capping at 256 KiB took the zoo's mean per-program |error| over those runs from 17.3% to
-16.0% (29.3 to 14.4% for the layer norm and embedding gather at their two larger sizes)."""
+saved end-to-end runs of the zoo (this project's Xeon VM), what the call paid beyond every
+other term, per program handing 0.25 / 0.5 / 1 MiB over (medians): layer norm 32 / 27 /
+43 us, embedding gather 44 / 50 / 60, attention 36 at 0.25 and 72 at 1: flat from a quarter
+MiB, where the reverse probes pay 36 us too and then grow (145 at 1 MiB; the zoo's split
+kernels, a centring and a gather, do not). Caps of 128 / 192 / 256 / 384 / 512 KiB gave a
+mean per-program |error| over those runs of 16.5 / 16.2 / 16.0 / 16.1 / 16.4% (17.3% with
+none; layer norm and embedding gather at their two larger sizes 29.3 -> 14.4%); on a fresh
+run not used to choose it (2026-12-02) the zoo's MAPE went 16.5 -> 13.9%."""
 _LOOP_CLASSES = ELEMENTWISE_CLASSES | {"movement", "constant"}
 
 
