@@ -10,12 +10,7 @@ from typing import ClassVar
 from jaxlib.mlir import ir
 from stablehlo_perf.analysis.critical_path import topological_order
 from stablehlo_perf.analysis.fusion import library_reduce
-from stablehlo_perf.analysis.host_params import (
-    HANDOFF_CAP_BYTES,
-    eigen_uses_pool,
-    splits_over_threads,
-    wakes_pool,
-)
+from stablehlo_perf.analysis.host_params import eigen_uses_pool, splits_over_threads, wakes_pool
 from stablehlo_perf.analysis.schedule import ScheduledBlock, list_schedule
 from stablehlo_perf.analysis.targets import DEFAULT_TARGET, load_target
 from stablehlo_perf.passes.base import AnalysisCache
@@ -90,7 +85,9 @@ class CriticalPathPass:
             ]
             library = [latency[k] > 0 and _wakes(view, node) for k, node in enumerate(nodes)]
             woken = [p or lib for p, lib in zip(pool, library, strict=True)]
-            handoffs[tuple(ids)] = _handoff_bytes(deps, costs, pool, eigen, library)
+            handoffs[tuple(ids)] = _handoff_bytes(
+                deps, costs, pool, eigen, library, target.handoff_cap_bytes
+            )
             if runs:
                 longest_kernel = max([longest_kernel, *kernels])
                 wakes = wakes or any(woken)
@@ -295,15 +292,14 @@ def _handoff_bytes(
     pool: list[bool],
     eigen: list[bool],
     library: list[bool],
+    cap_bytes: float,
 ) -> float:
     """Bytes this block's split loop kernels (on the pool, not Eigen dots) write for a
-    library kernel off the pool to read (`host_params.HANDOFF_NS_PER_MIB`): a YNNPACK one,
-    or an Eigen dot too small for the pool, which no measurement has separated. Each kernel
-    counts at most `host_params.HANDOFF_CAP_BYTES`."""
+    library kernel off the pool to read (`Target.handoff_ns_per_mib`): a YNNPACK one, or an
+    Eigen dot too small for the pool, which no measurement has separated. Each kernel counts
+    at most `cap_bytes` (`Target.handoff_cap_bytes`)."""
     read = {d for j, ds in enumerate(deps) if library[j] and not pool[j] for d in ds}
-    return sum(
-        min(costs[k].output_bytes, HANDOFF_CAP_BYTES) for k in read if pool[k] and not eigen[k]
-    )
+    return sum(min(costs[k].output_bytes, cap_bytes) for k in read if pool[k] and not eigen[k])
 
 
 def _eigen(view: ModuleView, op_id: int) -> bool:

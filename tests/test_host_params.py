@@ -583,8 +583,8 @@ def test_a_split_kernel_read_by_a_ynn_kernel_pays_per_mib_handed_over_up_to_the_
 ) -> None:
     """`(x[:, ::-1, ::-1] * x).sum(1)` on rows x 8 x 128 f32: XLA splits the reverse of 256
     rows (1 MiB) over two threads and hands it to a YNN reduce; on a target charging 1 ms a
-    MiB handed over, the call pays the capped 256 KiB: exactly 0.25 ms more. The reverse of
-    16 rows is not split and pays nothing."""
+    MiB handed over on at most 256 KiB a kernel, the call pays exactly 0.25 ms more. The
+    reverse of 16 rows is not split and pays nothing."""
     import jax
     import jax.numpy as jnp
     import stablehlo_perf as sp
@@ -601,7 +601,10 @@ def test_a_split_kernel_read_by_a_ynn_kernel_pays_per_mib_handed_over_up_to_the_
     calls = []
     for handoff in (1e-9, 1e6):
         target = _unit_cpu_with(
-            tmp_path, f"unit_cpu_handoff_{handoff:g}", f"handoff_ns_per_mib = {handoff}\n", 2
+            tmp_path,
+            f"unit_cpu_handoff_{handoff:g}",
+            f"handoff_ns_per_mib = {handoff}\nhandoff_cap_bytes = 262144\n",
+            cores=2,
         )
         calls.append(sp.analyze(lowered.as_text(), target=target).report.call_overhead_ns)
     assert calls[1] - calls[0] == pytest.approx(0.25e6 if split else 0.0)

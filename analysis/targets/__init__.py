@@ -63,7 +63,7 @@ class Target:
     # (`analysis.host_params.long_call_ns`); and `rewake_ns` for each split loop kernel or
     # Eigen dot on the pool that finds it idle for `rewake_gap_ns` (a first Eigen dot too:
     # `passes.critical_path`); and `handoff_ns_per_mib` per MiB a split loop kernel writes for
-    # a YNNPACK kernel to read. Zero where unknown.
+    # a YNNPACK kernel to read, on at most `handoff_cap_bytes` of each. Zero where unknown.
     program_overhead_ns: float = 0.0
     threadpool_wake_ns: float = 0.0
     parallel_kernel_ns: float = math.inf
@@ -76,6 +76,7 @@ class Target:
     rewake_ns: float = 0.0
     rewake_gap_ns: float = math.inf
     handoff_ns_per_mib: float = 0.0
+    handoff_cap_bytes: float = math.inf
     # ns per element each op of a fused bf16 loop costs at least (XLA:CPU widens to f32 and
     # rounds back per op: runtime/fused_probes.py). Zero where unknown.
     bf16_fused_ns_per_element: float = 0.0
@@ -184,6 +185,7 @@ _SCHEMA: dict[str, tuple[type | tuple[type, ...], bool]] = {
     "program.rewake_ns": ((int, float), False),
     "program.rewake_gap_ns": ((int, float), False),
     "program.handoff_ns_per_mib": ((int, float), False),
+    "program.handoff_cap_bytes": ((int, float), False),
     "sources": (dict, True),
 }
 _TABLES = {"compute", "memory", "l2", "program"}
@@ -265,6 +267,7 @@ def _from_mapping(data: Mapping[str, Any], where: str) -> Target:
         rewake_ns=float(flat.get("program.rewake_ns", 0.0)),
         rewake_gap_ns=float(flat.get("program.rewake_gap_ns", math.inf)),
         handoff_ns_per_mib=float(flat.get("program.handoff_ns_per_mib", 0.0)),
+        handoff_cap_bytes=float(flat.get("program.handoff_cap_bytes", math.inf)),
         calibrated=flat.get("calibrated", False),
         calibration_note=flat.get("calibration_note", ""),
         sources=dict(flat["sources"]),
@@ -312,7 +315,11 @@ def _calibrated_host(base: Target) -> Target:
     """The host with the bandwidth, matrix rate and kernel overhead fitted from a calibration
     measured on this machine (the user's, or the shipped reference if it was measured here)."""
     from stablehlo_perf.analysis.calibration_files import training_files
-    from stablehlo_perf.analysis.host_params import HANDOFF_NS_PER_MIB, REWAKE_GAP_NS
+    from stablehlo_perf.analysis.host_params import (
+        HANDOFF_CAP_BYTES,
+        HANDOFF_NS_PER_MIB,
+        REWAKE_GAP_NS,
+    )
 
     found = training_files("host")
     if found is None or not found[1]:
@@ -350,6 +357,7 @@ def _calibrated_host(base: Target) -> Target:
         change["rewake_ns"] = params.rewake_ns
         change["rewake_gap_ns"] = REWAKE_GAP_NS
         change["handoff_ns_per_mib"] = HANDOFF_NS_PER_MIB
+        change["handoff_cap_bytes"] = HANDOFF_CAP_BYTES
     if math.isfinite(params.bf16_fused_ns_per_elem):
         change["bf16_fused_ns_per_element"] = params.bf16_fused_ns_per_elem
     note = (
