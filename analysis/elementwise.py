@@ -40,6 +40,7 @@ import numpy as np
 from scipy.optimize import nnls
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.ensemble import HistGradientBoostingRegressor
+from stablehlo_perf.analysis import model_cache
 from stablehlo_perf.analysis.calibration_files import (
     SENTINEL_COLUMN,
     header_value,
@@ -1056,7 +1057,12 @@ def fit_class_models(rows: Iterable[Measurement], **params: object) -> dict[str,
 
 @functools.lru_cache(maxsize=16)
 def _models_for(path: str, mtime_ns: int, lane_padded: bool) -> dict[str, LatencyRegressor]:
-    return fit_class_models(load_measurements(path), lane_padded=lane_padded)
+    return model_cache.fitted(
+        "class_models",
+        Path(path),
+        lambda: fit_class_models(load_measurements(path), lane_padded=lane_padded),
+        (lane_padded,),
+    )
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 from stablehlo_perf.analysis import calibration_files as cf
+from stablehlo_perf.analysis import model_cache
 from stablehlo_perf.analysis.elementwise import (
     CalibrationError,
     lad_line,
@@ -300,8 +301,11 @@ class FusedLoopModel:
 
 @functools.lru_cache(maxsize=4)
 def _fit(path: str, mtime_ns: int) -> FusedLoopModel:
-    X, y = load_chains(Path(path))
-    return FusedLoopModel(FusedLoopRegressor().fit(X, y), Path(path).name)
+    def fit() -> FusedLoopModel:
+        X, y = load_chains(Path(path))
+        return FusedLoopModel(FusedLoopRegressor().fit(X, y), Path(path).name)
+
+    return model_cache.fitted("fused_loops", Path(path), fit, (Path(path).name,))
 
 
 def chains_path(calibration: Path) -> Path:
