@@ -671,8 +671,16 @@ class _State:
             grp.ynn
             and not grp.has_matmul
             and all(self.in_group(u, g) for u in self.users[i])
-            and not runs_on_eigen(self.ops[i])
+            and not runs_on_eigen(self.ops[i], self._lhs_permutation(i))
         )
+
+    def _lhs_permutation(self, i: int) -> tuple[int, ...] | None:
+        """The permutation of a folded transpose producing dot i's lhs (XLA folds it into the
+        dot's dimension numbers: `x.T @ w` contracts x over its first dimension), else None."""
+        src = self.srcs[i][0] if self.srcs[i] else None
+        if src is None or src < 0 or src not in self.folded:
+            return None
+        return tuple(self.ops[src].attrs.get("permutation", ()))
 
     def visit(self, i: int, live_out: set[int]) -> None:
         """Place op i, all of whose consumers are already placed."""

@@ -469,6 +469,11 @@ def _centred_gelu(x: jax.Array) -> jax.Array:
             5,
         ),
         ("gelu(h - sum(h))", _centred_gelu, (16, 256), 2),
+        # x @ x.T contracts x over its last dimension (a YNNPACK dot, taken into the sum's
+        # fusion); x.T @ x over its first once XLA folds the transpose: an Eigen dot, a
+        # kernel of its own.
+        ("sum(x @ x.T)", lambda x: (x @ x.T).sum(1), (64, 128), 1),
+        ("sum(x.T @ x)", lambda x: (x.T @ x).sum(1), (64, 128), 2),
     ],
 )
 def test_ynn_fusions_take_what_xla_cpu_fuses_into_a_reduce(
