@@ -36,6 +36,17 @@ def benchmark_module(name: str) -> ModuleType:
     return _load(name, ROOT / "benchmarks" / f"{name}.py")
 
 
+def op_infos(module_text: str) -> list:
+    """The OpInfo of every op of a StableHLO module's text (a lowered JAX function's
+    `as_text()`), calls inlined as the pipeline's view does."""
+    from stablehlo_perf.passes.extract import view_module
+    from stablehlo_perf.passes.ir import make_context, parse_module
+
+    with make_context() as ctx:
+        module = parse_module(module_text, "<jax>", ctx)
+        return [r.info for r in view_module(module.operation, "<jax>").records]
+
+
 def corpus_files() -> list[Path]:
     return sorted(CORPUS.glob("*.mlir")) + sorted((CORPUS / "handwritten").glob("*.mlir"))
 

@@ -673,21 +673,18 @@ def test_op_with_a_splat_operand_is_priced_as_one_tensor_read(tpu: object) -> No
 def test_splat_operands_come_from_constants_and_scalar_broadcasts() -> None:
     import jax
     import jax.numpy as jnp
-    from stablehlo_perf.passes.extract import view_module
-    from stablehlo_perf.passes.ir import make_context, parse_module
+    from conftest import op_infos
 
     def f(x, y, s):
         return (x + 1.0) * y + s, jnp.maximum(x, 0.0) - x
 
     spec = jax.ShapeDtypeStruct((8, 16), jnp.float32)
     text = jax.jit(f).lower(spec, spec, jax.ShapeDtypeStruct((), jnp.float32)).as_text()
-    with make_context() as ctx:
-        view = view_module(parse_module(text, "f.mlir", ctx), "f.mlir")
-        found = [
-            (r.info.short_name, r.info.attrs.get("splat_operands", 0))
-            for r in view.records
-            if r.info.op_class in ("binary", "compare_select")
-        ]
+    found = [
+        (o.short_name, o.attrs.get("splat_operands", 0))
+        for o in op_infos(text)
+        if o.op_class in ("binary", "compare_select")
+    ]
     # x + 1, + s (a broadcast scalar argument) and max(x, 0) have one splat; the others none.
     assert sorted(found) == sorted(
         [("add", 1), ("multiply", 0), ("add", 1), ("maximum", 1), ("subtract", 0)]

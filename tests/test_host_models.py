@@ -10,11 +10,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from conftest import op_infos
 from jax import lax
 from stablehlo_perf.analysis import elementwise as ew
 from stablehlo_perf.analysis.targets import load_target
-from stablehlo_perf.passes.extract import view_module
-from stablehlo_perf.passes.ir import make_context, parse_module
 from stablehlo_perf.runtime import sweeps
 
 HOST_CSV = Path(ew.__file__).resolve().parent / "data" / "host_reference.csv"
@@ -23,10 +22,7 @@ _I = {n: i for i, n in enumerate(ew.FEATURE_NAMES)}
 
 def _ops(fn, *args, name: str = "reduce_window"):
     """OpInfos of the `name` ops in fn's lowered module (calls inlined)."""
-    text = jax.jit(fn).lower(*args).as_text()
-    with make_context() as ctx:
-        view = view_module(parse_module(text, "f.mlir", ctx), "f.mlir")
-        return [r.info for r in view.records if r.info.short_name == name]
+    return [o for o in op_infos(jax.jit(fn).lower(*args).as_text()) if o.short_name == name]
 
 
 def test_pool_and_scan_work_by_hand() -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import op_infos
 from stablehlo_perf.analysis import calibration_files as cf
 from stablehlo_perf.analysis.host_params import (
     HOST_PARAMS_KEY,
@@ -504,7 +505,7 @@ def test_dots_whose_lhs_contracts_elsewhere_run_on_eigen() -> None:
         entry = hlo[hlo.index("ENTRY") :]
         eigen = re.search(r"= \S+ dot\(", entry) is not None
         assert eigen == (lhs_c == (0,)) and ("__ynn_fusion" in entry) == (not eigen)
-        (dot,) = [o for o in _ops(lowered) if o.short_name == "dot_general"]
+        (dot,) = [o for o in op_infos(lowered.as_text()) if o.short_name == "dot_general"]
         assert runs_on_eigen(dot) == eigen, (lhs_c, rhs_c)
 
 
@@ -541,7 +542,8 @@ def test_small_eigen_dots_run_inline_and_a_first_one_on_the_pool_pays_the_rewake
         hlo = v.compile().as_text()
         assert (re.search(r"= \S+ dot\(", hlo[hlo.index("ENTRY") :]) is not None) == (k != "ynn")
     dots = {
-        k: next(o for o in _ops(v) if o.short_name == "dot_general") for k, v in programs.items()
+        k: next(o for o in op_infos(v.as_text()) if o.short_name == "dot_general")
+        for k, v in programs.items()
     }
     assert {k: eigen_uses_pool(d) for k, d in dots.items()} == {
         "small": False,
@@ -565,16 +567,6 @@ def test_small_eigen_dots_run_inline_and_a_first_one_on_the_pool_pays_the_rewake
     assert calls["folded"][1] - calls["folded"][0] == pytest.approx(1000.0)
     assert calls["small"][1] == pytest.approx(calls["small"][0])
     assert calls["ynn"][1] == pytest.approx(calls["ynn"][0])
-
-
-def _ops(lowered: Any) -> list[Any]:
-    """The OpInfo of every op of a lowered JAX function's module."""
-    from stablehlo_perf.passes.extract import view_module
-    from stablehlo_perf.passes.ir import make_context, parse_module
-
-    with make_context() as ctx:
-        module = parse_module(lowered.as_text(), "<jax>", ctx)
-        return [r.info for r in view_module(module.operation, "<jax>").records]
 
 
 @pytest.mark.parametrize(("rows", "split"), [(256, True), (16, False)])
