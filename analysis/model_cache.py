@@ -105,7 +105,10 @@ def fitted(kind: str, data: Path, fit: Callable[[], T], args: tuple[object, ...]
     cache when an intact entry has its key, else fitted and stored."""
     if os.environ.get(ENV, "").lower() in ("0", "off", "false", "no"):
         return fit()
-    path = entry_path(kind, cache_key(kind, data, args))
+    try:
+        path = entry_path(kind, cache_key(kind, data, args))
+    except OSError:  # unreadable data: the fit reports it in its own words
+        return fit()
     ok, model = _load(path)
     if ok:
         return model  # type: ignore[return-value]

@@ -84,6 +84,11 @@ def test_an_intact_entry_that_does_not_unpickle_is_refitted(tmp_path: Path) -> N
     assert fit.calls == 1
 
 
+def test_data_it_cannot_read_is_left_to_the_fit_to_report(tmp_path: Path) -> None:
+    with pytest.raises(ew.CalibrationError, match="cannot read"):
+        ew._models_for.__wrapped__(str(tmp_path / "nope.csv"), 0, False)
+
+
 def test_turned_off_it_fits_every_time_and_writes_nothing(
     tmp_path: Path, cache_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
