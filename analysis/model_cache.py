@@ -21,12 +21,10 @@ import pickle
 import sys
 import tempfile
 from collections.abc import Callable
+from importlib.metadata import version
 from pathlib import Path
 from typing import TypeVar
 
-import numpy as np
-import scipy
-import sklearn
 from stablehlo_perf.analysis.calibration_files import cache_dir
 
 __all__ = ["ENV", "cache_key", "entry_path", "fitted"]
@@ -44,8 +42,8 @@ def _code_digest() -> str:
     h = hashlib.sha256()
     for path in sorted(Path(__file__).parent.glob("*.py")):
         h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
-    for version in (sys.version, np.__version__, scipy.__version__, sklearn.__version__):
-        h.update(version.encode() + b"\0")
+    for v in (sys.version, *map(version, ("numpy", "scipy", "scikit-learn"))):
+        h.update(v.encode() + b"\0")
     return h.hexdigest()
 
 
@@ -79,7 +77,7 @@ def _load(path: Path) -> tuple[bool, object]:
         return False, None
 
 
-def _store(path: Path, model: object) -> None:
+def _store(kind: str, path: Path, model: object) -> None:
     """Write the entry atomically (a reader sees the old file or the whole new one) and keep
     the kind's `_KEEP` newest entries; a folder that cannot be written is left alone."""
     payload = pickle.dumps(model, protocol=pickle.HIGHEST_PROTOCOL)
@@ -94,7 +92,6 @@ def _store(path: Path, model: object) -> None:
         finally:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
-        kind = path.name.rsplit("-", 1)[0]
         same = sorted(path.parent.glob(f"{kind}-*.pkl"), key=lambda p: p.stat().st_mtime_ns)
         for old in same[:-_KEEP]:
             old.unlink(missing_ok=True)
@@ -113,5 +110,5 @@ def fitted(kind: str, data: Path, fit: Callable[[], T], args: tuple[object, ...]
     if ok:
         return model  # type: ignore[return-value]
     model = fit()
-    _store(path, model)
+    _store(kind, path, model)
     return model

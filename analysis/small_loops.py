@@ -48,6 +48,7 @@ __all__ = [
     "op_latency_ns",
     "parse_latencies",
     "reference_op",
+    "sized_key",
 ]
 
 LATENCY_KEY = "small_loop_ns"
@@ -160,6 +161,11 @@ def loop_member_ns(
     return max(member_compute_ns(op, cost, target), 0.0)
 
 
+def sized_key(name: str, elements: int) -> str:
+    """The probe table's key for op `name`'s cost a trip on `elements` elements."""
+    return f"{name}@{elements}"
+
+
 def op_latency_ns(op: OpInfo, latencies: Mapping[str, float], elements: int = 1) -> float:
     """An elementwise float op's cost a trip from the probe's table, on one element (its
     latency) or on `elements` (`name@elements`): its own, else its class's (a
@@ -170,7 +176,7 @@ def op_latency_ns(op: OpInfo, latencies: Mapping[str, float], elements: int = 1)
     if elements == 1:
         sized = {k: v for k, v in latencies.items() if "@" not in k}
     else:
-        at = f"@{elements}"
+        at = sized_key("", elements)
         sized = {k.removesuffix(at): v for k, v in latencies.items() if k.endswith(at)}
     if op.short_name in sized:
         return sized[op.short_name]

@@ -21,7 +21,7 @@ from collections.abc import Callable
 import jax
 import jax.numpy as jnp
 from jax import lax
-from stablehlo_perf.analysis.small_loops import SCALAR_ELEMENTS
+from stablehlo_perf.analysis.small_loops import SCALAR_ELEMENTS, sized_key
 from stablehlo_perf.runtime import timing
 
 __all__ = ["OPS", "measure_loop_latencies"]
@@ -79,4 +79,8 @@ def measure_loop_latencies(repeats: int = 7, seed: int = 0) -> dict[str, float]:
     timed, _ = timing.time_cases(cases, repeats=repeats, seed=seed)
     base, latency = _trip_costs(timed, 1)
     scalar = _trip_costs(timed, SCALAR_ELEMENTS)[1]
-    return {"base": base, **latency, **{f"{k}@{SCALAR_ELEMENTS}": v for k, v in scalar.items()}}
+    return {
+        "base": base,
+        **latency,
+        **{sized_key(k, SCALAR_ELEMENTS): v for k, v in scalar.items()},
+    }
