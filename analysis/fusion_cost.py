@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from stablehlo_perf.analysis.fusion import (
     INDEX_MOVES,
@@ -39,10 +40,12 @@ from stablehlo_perf.analysis.fusion import (
     GroupTraffic,
     library_reduce,
 )
-from stablehlo_perf.analysis.fused_loops import Composition, FusedLoopModel, group_composition
 from stablehlo_perf.analysis.opinfo import READS_PART, READS_WHAT_IT_RETURNS, OpInfo
 from stablehlo_perf.analysis.service import OpCost
 from stablehlo_perf.analysis.targets import Target
+
+if TYPE_CHECKING:  # the fused-loop model imports scikit-learn: loaded only on the host
+    from stablehlo_perf.analysis.fused_loops import Composition, FusedLoopModel
 
 __all__ = ["GroupCost", "member_compute_ns", "price_groups"]
 
@@ -153,6 +156,8 @@ def _learned_loop_ns(
 ) -> dict[int, float]:
     """Loop groups' times from the host's fused-chain model (`analysis.fused_loops`), by group;
     groups it does not answer for (members or sizes its chains did not cover) left out."""
+    from stablehlo_perf.analysis.fused_loops import group_composition
+
     asked: list[tuple[int, tuple[int, ...], Composition]] = []
     for g, kind in enumerate(plan.kinds):
         root = ops[plan.roots[g]]

@@ -15,7 +15,6 @@ from stablehlo_perf.analysis.aggregate import (
     branch_shares,
 )
 from stablehlo_perf.analysis.cc4cs import intervals_for
-from stablehlo_perf.analysis.fused_loops import model_for_host
 from stablehlo_perf.analysis.fusion_cost import price_groups
 from stablehlo_perf.analysis.opinfo import OpInfo
 from stablehlo_perf.analysis.service import OpCost, default_registry
@@ -154,7 +153,11 @@ def _fused_costs(
     """Each op's share of its fusion group's kernel; unfused ops keep their own cost. On the
     host, loop kernels the fused-chain model covers are priced by it (looked up once)."""
     out = list(costs)
-    fused = model_for_host() if target.kind == "cpu" and target.name == "host" else None
+    fused = None
+    if target.kind == "cpu" and target.name == "host":
+        from stablehlo_perf.analysis.fused_loops import model_for_host  # imports scikit-learn
+
+        fused = model_for_host()
     for bf in cache.fusion.values():
         ops = [infos[i] for i in bf.ids]
         groups, latency, dram = price_groups(

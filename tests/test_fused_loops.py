@@ -10,7 +10,6 @@ from pathlib import Path
 import jax.numpy as jnp
 import numpy as np
 import pytest
-import stablehlo_perf.passes.annotate_cycles as annotate_cycles
 from stablehlo_perf import perf_jit
 from stablehlo_perf.analysis import fused_loops as fl
 from stablehlo_perf.analysis import calibration_files as cf
@@ -36,7 +35,7 @@ def test_chain_composition_is_what_the_pipeline_finds_in_the_lowered_chain(monke
     """The features the model trains on (from step names) and those it is asked about (from
     the fusion group's StableHLO members) agree, on flat arrays, (n, 1) and wide shapes."""
     spy = Spy()
-    monkeypatch.setattr(annotate_cycles, "model_for_host", lambda: spy)
+    monkeypatch.setattr(fl, "model_for_host", lambda: spy)
     shapes = [(4096,), (4096, 1), (256, 16), (16, 256), (1, 1024)]
     for chain in fc.draw(shapes, 4, seed=11):
         spy.seen.clear()
@@ -67,7 +66,7 @@ def test_composition_by_hand() -> None:
 
 def test_a_group_with_an_op_the_chains_never_ran_is_left_to_the_member_rule(monkeypatch) -> None:
     spy = Spy()
-    monkeypatch.setattr(annotate_cycles, "model_for_host", lambda: spy)
+    monkeypatch.setattr(fl, "model_for_host", lambda: spy)
     res = perf_jit(lambda x: jnp.cos(x) * 2.0, target="host").analyze(jnp.ones((512, 256)))
     assert spy.seen == []
     assert "hgb-host-fused" not in res.result.report.fusion_groups[0]["model"]
@@ -77,7 +76,7 @@ def test_a_convert_between_32_bit_words_counts_as_one_op_of_the_loop(monkeypatch
     """An int32 product scaled to f32 (a quantised matmul's epilogue) is a two-op loop; a
     convert from int8 (other widths) is not one the chains' ops stand for."""
     spy = Spy()
-    monkeypatch.setattr(annotate_cycles, "model_for_host", lambda: spy)
+    monkeypatch.setattr(fl, "model_for_host", lambda: spy)
     q = jnp.ones((64, 128), jnp.int32)
     perf_jit(lambda q: q.astype(jnp.float32) * 0.01, target="host").analyze(q)
     assert spy.seen == [((64, 128), fl.Composition(2, 0, 0, 0, 0, 1, 0))]
@@ -166,7 +165,7 @@ def test_the_model_answers_only_on_the_machine_its_chains_were_measured_on(tmp_p
 def test_a_covered_host_loop_is_priced_by_the_model(monkeypatch) -> None:
     X, y, _ = _synthetic_rows()
     model = fl.FusedLoopModel(fl.FusedLoopRegressor().fit(X, y), "synthetic")
-    monkeypatch.setattr(annotate_cycles, "model_for_host", lambda: model)
+    monkeypatch.setattr(fl, "model_for_host", lambda: model)
     chain = fc.Chain(("tanh", "mul_y"), (128, 64))
     fn, args = fc.build(chain)
     group = perf_jit(fn, target="host").analyze(*args).result.report.fusion_groups[0]

@@ -88,3 +88,23 @@ def test_learned_models_answer_tpu_v4_elementwise_and_host_where_calibrated(monk
     monkeypatch.setattr(cf, "shipped_file", lambda name: tmp_path / "none" / name)
     host = default_registry().price([add], load_target("host"))
     assert host[0].model == "roofline"
+
+
+@pytest.mark.parametrize(("target", "loads"), [("tpu-v5e", False), ("host", True)])
+def test_scikit_learn_is_imported_only_for_targets_with_learned_models(target, loads, tmp_path):
+    """The learned models' scikit-learn import (about 1.5 s) is paid only where a learned model
+    answers: not for the default target, which prices the transformer block in a fraction of
+    that. The pass runs in a fresh interpreter, so modules earlier tests loaded do not count."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    src = Path(__file__).parents[1] / "test_ir" / "corpus" / "transformer_block.mlir"
+    code = (
+        "import sys\n"
+        "from stablehlo_perf.passes.cli import main\n"
+        f"rc = main([{str(src)!r}, '--target', {target!r}, '-o', {str(tmp_path / 'a.mlir')!r}])\n"
+        "print(rc, 'sklearn' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["0", str(loads)]
