@@ -111,6 +111,20 @@ _DOT_OPERAND_PRODUCERS = frozenset(
 _GPU_EPILOGUE_MAX_OPS = 8
 """Largest elementwise epilogue (non-free ops) a GPU dot absorbs (cuBLASLt bias+activation, Triton)."""
 _BROADCASTS = frozenset({"broadcast_in_dim", "broadcast", "reshape"})
+_YNN_ELEMENTWISE = frozenset(
+    {
+        "add", "subtract", "multiply", "divide", "maximum", "minimum", "power", "negate", "abs",
+        "sign", "floor", "ceil", "round_nearest_even", "round_nearest_afz", "sqrt", "rsqrt",
+        "exponential", "exponential_minus_one", "log", "log_plus_one", "tanh", "logistic",
+        "erf", "convert", "square",
+    }
+)  # fmt: skip
+"""Elementwise ops XLA:CPU's YNNPACK fusion takes into a reduce's kernel (jax 0.10.2:
+`op(x).sum(0)` on 1024x512 f32 is one `ynn_fusion`). Sine, cosine, tan, cbrt, atan2,
+remainder, clamp (also the one XLA's simplifier makes of a maximum and a minimum with constant
+bounds: `clip(x, -1, 1).sum(0)`), is_finite, compare and select are not: each ends the fusion,
+a loop kernel of its own with what it reads (`where(x > 0, x * y, y - x).sum(0)`:
+subtract_select_fusion then ynn_fusion; softplus, leaky_relu and elu sums likewise)."""
 
 
 @dataclass(frozen=True)
@@ -565,9 +579,10 @@ class _State:
             return False
         if grp.ynn and any(not self.in_group(u, g) for u in self.users[i]):
             return False
-        if grp.ynn and not f.pointwise:
-            # YNNPACK takes elementwise producers only: XLA:CPU runs a gather feeding a
-            # row sum as a loop kernel writing the gathered rows (embedding bag, 2048x128).
+        if grp.ynn and not (f.pointwise and (not f.elementwise or self._ynn_takes(i))):
+            # YNNPACK takes elementwise producers only, and not every one: XLA:CPU runs a
+            # gather feeding a row sum as a loop kernel writing the gathered rows (embedding
+            # bag, 2048x128), a select feeding one likewise (`_YNN_ELEMENTWISE`).
             return False
         if kind == "cpu" and grp.has_reduce:
             for u in self.users[i]:
@@ -584,7 +599,7 @@ class _State:
             # runs them as kernels of their own, but for the elementwise ones of a dot in a YNN
             # reduce's fusion (`einsum(q, 2 * k)` of an attention head: one kernel).
             if kind == "cpu":
-                return grp.ynn and f.pointwise and len(self.users[i]) == 1
+                return grp.ynn and self._ynn_takes(i) and len(self.users[i]) == 1
             return f.short in _DOT_OPERAND_PRODUCERS and len(self.users[i]) == 1
         if f.reduce:
             return kind == "cpu" or not grp.has_reduce  # a YNN reduce is decided above
@@ -601,9 +616,10 @@ class _State:
         takes `op(x, broadcast(reduce(x)))` of f32 (x - max(x), x * sum(x); not a divide,
         which XLA's simplifier turns into a multiply by a reciprocal kernel of its own) and the
         single-use elementwise ops after it into the reduce's kernel, which ends at the first
-        value read more than once: `exp(x - x.max(1, keepdims=True))` on 256x1000 is one
-        kernel; `gelu(h - h.sum(1, keepdims=True))` on 16x256 two, the subtract ending the
-        first (jax 0.10.2)."""
+        value read more than once or at an op it does not take: `exp(x - x.max(1,
+        keepdims=True))` on 256x1000 is one kernel; `gelu(h - h.sum(1, keepdims=True))` on
+        16x256 two, the subtract ending the first; `sin(x - x.max(1, keepdims=True))` two
+        (jax 0.10.2)."""
         f = self.facts[i]
         if f.reduce_mode != "ynn" or self.ops[i].operands[0].element_type != "f32":
             return None
@@ -612,15 +628,30 @@ class _State:
         if x is None or len(consumers) != 1:
             return None
         c = consumers[0]
-        if (
-            not self.facts[c].elementwise
-            or self.facts[c].short == "divide"
-            or x not in self.srcs[c]
-        ):
+        if not self._ynn_takes(c) or self.facts[c].short == "divide" or x not in self.srcs[c]:
             return None
-        while len(self.users[c]) == 1 and self.facts[self.users[c][0]].elementwise:
+        while len(self.users[c]) == 1 and self._ynn_takes(self.users[c][0]):
             c = self.users[c][0]
         return c
+
+    def _ynn_takes(self, i: int) -> bool:
+        """An elementwise op XLA:CPU's YNNPACK fusion takes (`_YNN_ELEMENTWISE`)."""
+        f = self.facts[i]
+        return f.elementwise and f.short in _YNN_ELEMENTWISE and not self._clamps(i)
+
+    def _clamps(self, i: int) -> bool:
+        """A maximum or minimum with a constant bound reading, or read by, the other with one:
+        XLA's simplifier makes the pair a clamp (`jnp.clip`, relu6)."""
+        other = {"maximum": "minimum", "minimum": "maximum"}.get(self.facts[i].short)
+        if other is None or not self._constant_bound(i):
+            return False
+        near = [j for j in self.srcs[i] if j is not None and j >= 0] + list(self.users[i])
+        return any(self.facts[j].short == other and self._constant_bound(j) for j in near)
+
+    def _constant_bound(self, i: int) -> bool:
+        return any(
+            s is not None and s >= 0 and _constant_fed(s, self.ops, self.deps) for s in self.srcs[i]
+        )
 
     def _through_broadcasts(self, i: int) -> list[int]:
         """The ops reading op i's result through reshapes and broadcasts only; empty if some
@@ -642,9 +673,7 @@ class _State:
     def _bounds_by_constant(self, u: int) -> bool:
         """A maximum with a constant (jax's `max(x, initial=-inf)`), which XLA's simplifier
         drops."""
-        return self.facts[u].short == "maximum" and any(
-            s is not None and s >= 0 and _constant_fed(s, self.ops, self.deps) for s in self.srcs[u]
-        )
+        return self.facts[u].short == "maximum" and self._constant_bound(u)
 
     def _divides_by_broadcast(self, i: int) -> bool:
         """A float divide by a broadcast YNN reduce, which XLA's simplifier turns into a

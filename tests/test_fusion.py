@@ -474,6 +474,17 @@ def _centred_gelu(x: jax.Array) -> jax.Array:
         # kernel of its own.
         ("sum(x @ x.T)", lambda x: (x @ x.T).sum(1), (64, 128), 1),
         ("sum(x.T @ x)", lambda x: (x.T @ x).sum(1), (64, 128), 2),
+        # YNNPACK takes some elementwise ops only: a select, a sine or a clamp (also the one
+        # XLA makes of a maximum and a minimum with constant bounds) ends the fusion and is a
+        # loop kernel of its own with what it reads.
+        ("sum(exp(x))", lambda x: jax.numpy.exp(x).sum(0), (1024, 512), 1),
+        ("sum(x^2)", lambda x: jax.numpy.square(x).sum(0), (1024, 512), 1),
+        ("sum(relu(x))", lambda x: jax.nn.relu(x).sum(0), (1024, 512), 1),
+        ("sum(sin(x))", lambda x: jax.numpy.sin(x).sum(0), (1024, 512), 2),
+        ("sum(exp(sin(x)))", lambda x: jax.numpy.exp(jax.numpy.sin(x)).sum(1), (1024, 512), 2),
+        ("sum(where)", lambda x: jax.numpy.where(x > 0, 2 * x, 1 - x).sum(0), (1024, 512), 2),
+        ("sum(clip(x))", lambda x: jax.numpy.clip(x, -1.0, 1.0).sum(1), (1024, 512), 2),
+        ("sin(x - max(x))", lambda x: jax.numpy.sin(x - x.max(1, keepdims=True)), (256, 1000), 2),
     ],
 )
 def test_ynn_fusions_take_what_xla_cpu_fuses_into_a_reduce(
