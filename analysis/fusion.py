@@ -579,7 +579,7 @@ class _State:
             return False
         if grp.ynn and any(not self.in_group(u, g) for u in self.users[i]):
             return False
-        if grp.ynn and not (f.pointwise and (not f.elementwise or self._ynn_takes(i))):
+        if grp.ynn and not self._ynn_pointwise(i):
             # YNNPACK takes elementwise producers only, and not every one: XLA:CPU runs a
             # gather feeding a row sum as a loop kernel writing the gathered rows (embedding
             # bag, 2048x128), a select feeding one likewise (`_YNN_ELEMENTWISE`).
@@ -599,7 +599,7 @@ class _State:
             # runs them as kernels of their own, but for the elementwise ones of a dot in a YNN
             # reduce's fusion (`einsum(q, 2 * k)` of an attention head: one kernel).
             if kind == "cpu":
-                return grp.ynn and self._ynn_takes(i) and len(self.users[i]) == 1
+                return grp.ynn and self._ynn_pointwise(i) and len(self.users[i]) == 1
             return f.short in _DOT_OPERAND_PRODUCERS and len(self.users[i]) == 1
         if f.reduce:
             return kind == "cpu" or not grp.has_reduce  # a YNN reduce is decided above
@@ -634,6 +634,12 @@ class _State:
             c = self.users[c][0]
         return c
 
+    def _ynn_pointwise(self, i: int) -> bool:
+        """A pointwise op a YNN fusion takes: a broadcast or free op, or an elementwise op
+        of `_YNN_ELEMENTWISE`."""
+        f = self.facts[i]
+        return f.pointwise and (not f.elementwise or self._ynn_takes(i))
+
     def _ynn_takes(self, i: int) -> bool:
         """An elementwise op XLA:CPU's YNNPACK fusion takes (`_YNN_ELEMENTWISE`)."""
         f = self.facts[i]
@@ -649,6 +655,7 @@ class _State:
         return any(self.facts[j].short == other and self._constant_bound(j) for j in near)
 
     def _constant_bound(self, i: int) -> bool:
+        """Some operand of op i is a constant or a splat of one."""
         return any(
             s is not None and s >= 0 and _constant_fed(s, self.ops, self.deps) for s in self.srcs[i]
         )
