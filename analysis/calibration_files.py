@@ -18,6 +18,7 @@ from pathlib import Path
 
 __all__ = [
     "cache_dir",
+    "cpu_name",
     "machine_fingerprint",
     "xla_cpu_threads",
     "nearest_machine",
@@ -58,17 +59,40 @@ def xla_cpu_threads() -> int:
         return os.cpu_count() or 1
 
 
+def cpu_name(cpuinfo: str) -> str:
+    """The CPU of a /proc/cpuinfo text: its model name with its family and model numbers
+    (x86) or implementer and part (Arm), "" if it names none. A VM's model name alone can
+    hide the generation: the project's "AMD EPYC" VM was a Zen 5 (family 26 model 2) on
+    2026-12-02 and another EPYC when its reference was measured, whose calibration took
+    the zoo's pipeline MAPE to 82.7% there (benchmarks/end_to_end.py; 14-23% on the
+    machines it was measured on)."""
+    fields: dict[str, str] = {}
+    for line in cpuinfo.splitlines():
+        key, sep, value = line.partition(":")
+        key = key.strip()
+        if not sep:
+            if fields:
+                break  # the end of the first processor's block
+            continue
+        fields.setdefault(key, value.strip())
+    name = fields.get("model name", "")
+    if "cpu family" in fields and "model" in fields:
+        return f"{name or 'x86'} (family {fields['cpu family']} model {fields['model']})"
+    if "CPU implementer" in fields and "CPU part" in fields:
+        ident = f"(implementer {fields['CPU implementer']} part {fields['CPU part']})"
+        return f"{name} {ident}" if name else ident
+    return name
+
+
 def machine_fingerprint() -> str:
-    """Short description of this machine (CPU model, the cores XLA:CPU runs on, arch), used to
-    match calibrations: the same CPU under `taskset` or PJRT_NPROC is another machine."""
-    model = platform.processor() or "unknown-cpu"
+    """Short description of this machine (CPU model and generation, the cores XLA:CPU runs
+    on, arch), used to match calibrations: the same CPU under `taskset` or PJRT_NPROC is
+    another machine."""
     try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
+        model = cpu_name(Path("/proc/cpuinfo").read_text())
     except OSError:
-        pass
+        model = ""
+    model = (model or platform.processor() or "unknown-cpu").replace(",", " ")
     return f"{model}, {xla_cpu_threads()} cores, {platform.machine()}"
 
 

@@ -579,6 +579,40 @@ def test_host_takes_the_shipped_reference_measured_on_this_machine(
     assert cf.training_files("tpu-v5e") is None
 
 
+_ZEN5 = """processor\t: 0
+vendor_id\t: AuthenticAMD
+cpu family\t: 26
+model\t\t: 2
+model name\t: AMD EPYC
+flags\t\t: fpu avx512f
+
+processor\t: 1
+vendor_id\t: AuthenticAMD
+cpu family\t: 25
+model\t\t: 17
+model name\t: AMD EPYC
+"""
+
+
+def test_one_cpu_name_of_two_generations_is_two_machines(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A VM's "AMD EPYC" names both a Zen 4 and a Zen 5: the family and model numbers of the
+    first processor tell them apart, so one's calibration is not taken for the other's."""
+    assert cf.cpu_name(_ZEN5) == "AMD EPYC (family 26 model 2)"
+    arm = "processor\t: 0\nCPU implementer\t: 0x41\nCPU part\t: 0xd4f\n"
+    assert cf.cpu_name(arm) == "(implementer 0x41 part 0xd4f)"
+    assert cf.cpu_name("processor\t: 0\n") == ""
+    monkeypatch.setattr(
+        cf, "machine_fingerprint", lambda: "AMD EPYC (family 26 model 2), 2 cores, x86_64"
+    )
+    old = "AMD EPYC, 2 cores, x86_64"
+    zen4 = "AMD EPYC (family 25 model 17), 2 cores, x86_64"
+    assert cf.nearest_machine([old, zen4]) is None
+    assert cf.nearest_machine([zen4, "AMD EPYC (family 26 model 2), 16 cores, x86_64"]) == (
+        1,
+        False,
+    )
+
+
 def test_host_uses_the_shipped_reference_with_a_matmul_class(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
