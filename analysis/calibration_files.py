@@ -117,7 +117,12 @@ def shipped_file(name: str) -> Path:
 _SHIPPED: dict[str, tuple[str, ...]] = {
     "tpu-v4": ("tpu_v4_elementwise.csv",),
     # One reference per machine the project has run on; the first answers for any other.
-    "host": ("host_reference.csv", "host_reference_xeon.csv", "host_reference_xeon_1t.csv"),
+    "host": (
+        "host_reference.csv",
+        "host_reference_xeon.csv",
+        "host_reference_xeon_1t.csv",
+        "host_reference_zen5.csv",
+    ),
 }
 
 

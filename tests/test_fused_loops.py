@@ -190,7 +190,7 @@ def test_draw_is_deterministic_and_build_computes_the_chain() -> None:
 def test_shipped_chains_load_and_the_fit_reproduces_them() -> None:
     """The shipped Xeon chains (765 rows, three seeds): in-sample median relative error of
     the fit under 15% (a broken feature or a shuffled column would not get there)."""
-    X, y = fl.load_chains(cf.shipped_file(fl.SHIPPED))
+    X, y = fl.load_chains(cf.shipped_file(fl.SHIPPED[0]))
     assert len(y) >= 750
     reg = fl.FusedLoopRegressor().fit(X, y)
     assert float(np.median(np.abs(reg.predict(X) / y - 1))) < 0.15
