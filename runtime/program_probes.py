@@ -98,6 +98,16 @@ STEPS: dict[str, tuple[Step, Callable[[Step, int], Callable[..., jax.Array]], tu
 SPLIT_KINDS = frozenset({"gelu"})
 """Probe kinds each of whose steps runs one split loop kernel that finds the pool asleep (the
 first step's wake-up is the call's own, the sweep's single-kernel programs' term)."""
+UNFITTED_KINDS = frozenset({"center"})
+"""Probe kinds measured but left out of `fit_probes`: each centring step's 64x64 mean is a
+YNNPACK reduce, which pays a cost per step that no term of the call overhead models. Fitted,
+it went into the per-kernel term and charged every kernel of every program for it: on the
+project's Zen 5 VM (2026-12-02) centring chains paid 3.6 us a kernel beyond their in-loop
+time where dense chains paid 0.2, the fit put 1.67 us on each kernel, 270 us on the deep
+transformer's 162, whose calls paid 181-273 us beyond their kernels in all; left out,
+0.22 us, and the zoo's pipeline MAPE on two saved runs 32.1 / 23.1% -> 25.6 / 17.4%
+(benchmarks/end_to_end.py --predict-from). The Xeon's fit moves little (multi-kernel
+12.4 -> 11.0 us, rewake 39.9 -> 41.3 us, per kernel 0 either way)."""
 
 
 PROBE_KEY = "probe"
@@ -241,13 +251,19 @@ def fit_probes(
     in-loop time minus `base_ns` (the single-kernel call overhead, fitted from the sweep's
     own programs: every probe runs two kernels or more, so the probes alone cannot tell it
     from the multi-kernel term) and minus `long_call` of that in-loop time (the long-call
-    ramp, also the sweep's) on [kernels >= 2, kernels, split kernels that wake the pool].
+    ramp, also the sweep's) on [kernels >= 2, kernels, split kernels that wake the pool];
+    `UNFITTED_KINDS` left out.
     Absolute, not squared: the kinds' per-kernel costs differ several-fold (0.7-9 us on the
     project's VM) and squares let the costliest long probe set the slope for all. A split
     probe long enough for the ramp is left out: there the two terms cannot be told apart
     (Xeon VM, 2026-12-02: GELU chains of 1-4 steps paid 22-25 us a step with no ramp, of
     8-64 steps 3-4 us a step beyond it)."""
-    probes = [p for p in probes if not (p.pool_wakes and long_call(p.steps * p.step_loop_ns))]
+    probes = [
+        p
+        for p in probes
+        if p.kind not in UNFITTED_KINDS
+        and not (p.pool_wakes and long_call(p.steps * p.step_loop_ns))
+    ]
     a = np.array([[float(p.kernels >= 2), float(p.kernels), float(p.pool_wakes)] for p in probes])
     y = np.array(
         [

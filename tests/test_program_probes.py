@@ -107,6 +107,27 @@ def test_fit_is_not_pulled_by_one_costly_kind() -> None:
     assert fit.multi_kernel_ns == pytest.approx(20e3, rel=1e-6)
 
 
+def test_centring_probes_are_measured_but_not_fitted() -> None:
+    """Dense and branch chains pay 0.2 us a kernel, centring chains (a YNNPACK mean a step)
+    3.6 us, as on the Zen 5 VM: outnumbering the others, they would set the LAD fit's term
+    (3.6 us); they are left out, and it stays 0.2 us."""
+    probes = [
+        pp.Probe(kind, k, 2 * k, 30e3 + per * 2 * k + k * 2e3, 2e3)
+        for kind, per in (
+            ("dense", 0.2e3),
+            ("branches", 0.2e3),
+            ("center", 3.6e3),
+            ("center", 3.6e3),
+            ("center", 3.6e3),
+        )
+        for k in (1, 4, 16, 64)
+    ]
+    assert "center" in pp.UNFITTED_KINDS
+    fit = pp.fit_probes(probes)
+    assert fit.kernel_dispatch_ns == pytest.approx(0.2e3, rel=1e-6)
+    assert fit.multi_kernel_ns == pytest.approx(30e3, rel=1e-6)
+
+
 def test_one_live_pass_counts_kernels_like_the_pipeline(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(pp, "CHAIN_LENGTHS", (1, 2))
     monkeypatch.setattr(pp, "BRANCH_COUNTS", (1, 2))
