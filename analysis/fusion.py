@@ -625,14 +625,30 @@ class _State:
             return None
         x = self.srcs[i][0] if self.srcs[i] else None
         consumers = self._through_broadcasts(i)
-        if x is None or len(consumers) != 1:
+        dot = self._ynn_dot_reading(i)
+        if dot is not None:
+            c = dot
+        elif x is None or len(consumers) != 1:
             return None
-        c = consumers[0]
-        if not self._ynn_takes(c) or self.facts[c].short == "divide" or x not in self.srcs[c]:
-            return None
+        else:
+            c = consumers[0]
+            if not self._ynn_takes(c) or self.facts[c].short == "divide" or x not in self.srcs[c]:
+                return None
         while len(self.users[c]) == 1 and self._ynn_takes(self.users[c][0]):
             c = self.users[c][0]
         return c
+
+    def _ynn_dot_reading(self, i: int) -> int | None:
+        """The YNNPACK dot that alone reads reduce i's result, if one does: XLA:CPU's YNNPACK
+        fusion takes the reduce, the dot and the dot's single-use elementwise consumers it
+        takes (`tanh(x.sum(1) @ w)` on 128x8x128 and `x.sum(1) @ w + 1`: one kernel; not
+        `sin(x.sum(1) @ w)`'s sine, nor an Eigen dot: `w.T @ x.sum(1)` two; jax 0.10.2)."""
+        if len(self.users[i]) != 1:
+            return None
+        d = self.users[i][0]
+        if self.facts[d].short != "dot_general" or i not in self.srcs[d][:2]:
+            return None
+        return None if runs_on_eigen(self.ops[d], self._lhs_permutation(d)) else d
 
     def _ynn_pointwise(self, i: int) -> bool:
         """A pointwise op a YNN fusion takes: a broadcast or free op, or an elementwise op
@@ -704,7 +720,7 @@ class _State:
         max-reduce, subtract and exp: one kernel, jax 0.10.2)."""
         grp = self.groups[g]
         return (
-            grp.ynn
+            (grp.ynn or grp.root in self.tails)
             and not grp.has_matmul
             and all(self.in_group(u, g) for u in self.users[i])
             and not runs_on_eigen(self.ops[i], self._lhs_permutation(i))
@@ -723,6 +739,7 @@ class _State:
         f = self.facts[i]
         if i in self.tails:  # a YNN fusion's last op: its reduce and producers join it
             self.group_of[i] = self.new_group(i)
+            self.groups[self.group_of[i]].opaque = False  # a dot's, else a library call's own
             return
         targets: list[int] = []
         for u in self.users[i]:

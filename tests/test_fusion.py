@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import jax
+import numpy as np
 import pytest
 from conftest import benchmark_module, corpus_files, corpus_programs
 from stablehlo_perf.analysis.fusion import (
@@ -449,6 +450,11 @@ def _centred_gelu(x: jax.Array) -> jax.Array:
     return _gelu(h - h.sum(-1, keepdims=True))
 
 
+def _sum_dot(x: jax.Array) -> jax.Array:
+    """x summed over its middle axis, times a constant 128x64 matrix (a YNNPACK dot)."""
+    return x.sum(1) @ np.linspace(-1.0, 1.0, 128 * 64, dtype=np.float32).reshape(128, 64)
+
+
 @pytest.mark.parametrize(
     ("name", "fn", "shape", "kernels"),
     # XLA:CPU's own counts (jax 0.10.2), read from compiled.as_text(): a YNN reduce takes
@@ -485,6 +491,12 @@ def _centred_gelu(x: jax.Array) -> jax.Array:
         ("sum(where)", lambda x: jax.numpy.where(x > 0, 2 * x, 1 - x).sum(0), (1024, 512), 2),
         ("sum(clip(x))", lambda x: jax.numpy.clip(x, -1.0, 1.0).sum(1), (1024, 512), 2),
         ("sin(x - max(x))", lambda x: jax.numpy.sin(x - x.max(1, keepdims=True)), (256, 1000), 2),
+        # A YNNPACK dot reading a YNN reduce's result joins it, with the elementwise ops after
+        # the dot that YNNPACK takes (the embedding bag's sum, dot and tanh: one kernel).
+        ("sum(x) @ w", _sum_dot, (128, 8, 128), 1),
+        ("tanh(sum(x) @ w)", lambda x: jax.numpy.tanh(_sum_dot(x)), (128, 8, 128), 1),
+        ("sum(x) @ w + 1", lambda x: _sum_dot(x) + 1.0, (128, 8, 128), 1),
+        ("sin(sum(x) @ w)", lambda x: jax.numpy.sin(_sum_dot(x)), (128, 8, 128), 2),
     ],
 )
 def test_ynn_fusions_take_what_xla_cpu_fuses_into_a_reduce(
