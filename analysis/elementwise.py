@@ -677,6 +677,17 @@ def topk_features(in_shape: Sequence[int], k: int, elem_bytes: float) -> list[fl
     return row
 
 
+def _sorted_last(shape: Sequence[int], dimension: object) -> tuple[int, ...]:
+    """A sort's shape with its sorted dimension moved last, where the calibration's sorts
+    have it: XLA:CPU's sort costs what sorting as many rows of that length costs, whichever
+    axis it runs along (Zen 5 VM, 2026-12-02: 1024x128 along axis 0 16.8 ms, 128x1024 along
+    axis 1 16.4; 4096x64 along 0 41.0, 64x4096 along 1 38.5; read as rows of the last
+    axis, the first of each pair was priced 9.7 and 22.9 ms)."""
+    d = int(dimension) if isinstance(dimension, int | float) else len(shape) - 1
+    d = d % len(shape)
+    return (*shape[:d], *shape[d + 1 :], shape[d])
+
+
 def features(ops: Sequence[OpInfo]) -> np.ndarray:
     """Feature matrix (one FEATURE_NAMES row per op) from compile-time facts only."""
     rows = []
@@ -720,6 +731,10 @@ def features(ops: Sequence[OpInfo]) -> np.ndarray:
             else:
                 sizes = op.attrs.get("slice_sizes") or ()
                 row = gather_features(out.shape or (), math.prod(sizes), out.elem_bytes)  # type: ignore[arg-type]
+        elif op.short_name == "sort" and op.operands and op.operands[0].shape:
+            t = op.operands[0]
+            shape = _sorted_last(t.shape, op.attrs.get("dimension"))  # type: ignore[arg-type]
+            row = shape_features(shape, t.elem_bytes)
         else:
             t = op_tensor(op)
             row = shape_features(t.shape or (), t.elem_bytes)  # type: ignore[arg-type]

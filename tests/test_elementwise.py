@@ -664,6 +664,29 @@ def test_host_sort_has_a_model_of_its_own(tmp_path: Path, monkeypatch: pytest.Mo
     assert c_sort.latency_ns > 100 * c_sum.latency_ns
 
 
+def test_a_sort_is_priced_by_its_sorted_axis_whichever_it_is(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The calibration sorts along the last axis; a sort along another costs what as many
+    rows of its sorted axis cost (Zen 5 VM: 1024x128 along axis 0 16.8 ms, 128x1024 along
+    axis 1 16.4, 1024x128 along axis 1 ~10), so it is priced as that."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    host = load_target("host")
+
+    def sort(shape: tuple[int, ...], dim: int) -> OpInfo:
+        t = TensorType(shape, "f32")
+        return OpInfo.build(0, "stablehlo.sort", [t], [t], {"dimension": dim})
+
+    svc = ew.LearnedLatencyModel()
+    cols, rows, short = svc.predict(
+        [sort((1024, 128), 0), sort((128, 1024), 1), sort((1024, 128), 1)], host
+    )
+    assert cols.latency_ns == rows.latency_ns
+    assert cols.latency_ns != short.latency_ns
+    mid, last = svc.predict([sort((8, 64, 256), 1), sort((8, 256, 64), 2)], host)
+    assert mid.latency_ns == last.latency_ns
+
+
 def test_quick_sweep_caps_sort_size() -> None:
     from stablehlo_perf.runtime import sweeps
 
