@@ -739,7 +739,7 @@ class _State:
         f = self.facts[i]
         if i in self.tails:  # a YNN fusion's last op: its reduce and producers join it
             self.group_of[i] = self.new_group(i)
-            self.groups[self.group_of[i]].opaque = False  # a dot's, else a library call's own
+            self.groups[self.group_of[i]].opaque = False  # a dot too: its reduce joins it
             return
         targets: list[int] = []
         for u in self.users[i]:
