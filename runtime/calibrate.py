@@ -11,8 +11,8 @@ then multi-kernel probe programs (`runtime.program_probes`), the fused bf16 chai
 (`runtime.small_loop_probes`), the costs of kernels in loops run thunk by thunk
 (`runtime.thunked_loop_probes`) and, for the host, chains of elementwise ops fused into
 one loop kernel (`runtime.fused_chains`, written beside the calibration as
-`analysis.fused_loops.chains_path`, one chain per training shape with --quick, three
-without).
+`analysis.fused_loops.chains_path`, `QUICK_CHAINS_PER_SHAPE` per training shape with
+--quick, three times as many without).
 Each interleaved chunk is appended to a partial CSV, so an interrupted run resumes
 where it stopped. The finished calibration goes to the user's cache
 (`analysis.calibration_files.calibration_path`) with a header naming machine, device,
@@ -57,6 +57,7 @@ from tqdm import tqdm
 
 __all__ = [
     "COLUMNS",
+    "QUICK_CHAINS_PER_SHAPE",
     "RESOLUTION_US",
     "SENTINELS",
     "main",
@@ -90,6 +91,12 @@ SENTINELS = (
     sweeps.Spec("exponential", "f32", (256, 1024)),
     sweeps.Spec("dot_general", "f32", (1, 256, 256, 256)),
 )
+QUICK_CHAINS_PER_SHAPE = 3
+"""Fused chains `--quick` measures per training shape (three times as many without it). On
+the Zen 5 VM (2026-12-02; 53-80 s per 170-255 chains) one per shape (85 chains) priced 78
+held-out chains (benchmarks/fused_chains.py) at an error factor of 1.88, three (255) at 1.62,
+nine (765) at 1.54; the zoo's pipeline MAPE on four saved runs 25.0 / 16.9 / 18.0 / 24.2%,
+22.9 / 14.4 / 17.0 / 21.6% and 22.4 / 13.9 / 16.8 / 21.0%."""
 # Per-iteration times below this are indistinguishable from zero (the difference of two
 # programs' times, each with microseconds of jitter); they are recorded as this value.
 RESOLUTION_US = 0.1
@@ -388,7 +395,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         speed = ref / gauge if math.isfinite(ref) and math.isfinite(gauge) else 1.0
         thunked = fit.at_speed(speed).pairs()  # at the rows' median speed, as the probes
     if args.target == "host":
-        chains = fused_chains.draw(fused_chains.TRAINING_SHAPES, 1 if args.quick else 3, seed=0)
+        per_shape = QUICK_CHAINS_PER_SHAPE if args.quick else 3 * QUICK_CHAINS_PER_SHAPE
+        chains = fused_chains.draw(fused_chains.TRAINING_SHAPES, per_shape, seed=0)
         measured = fused_chains.measure(chains, args.repeats)
         fused_chains.write_csv(measured, fused_loops.chains_path(path), args.note)
     head = earlier + [ln for ln in header(args.target, args.note) if ln not in earlier]

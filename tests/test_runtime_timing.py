@@ -281,11 +281,11 @@ def test_calibrate_cli_end_to_end_and_corrupted_cache(
     if l1_data_mib():
         assert set(thunked) == {"base", "kernel", "l1_gbps", "l2_gbps"}
         assert host.thunked_loop == thunked
-    # Fused chains were measured beside it (one per shape with --quick), and the host's
-    # fused-loop model is fitted from them, not from the shipped chains.
+    # Fused chains were measured beside it (QUICK_CHAINS_PER_SHAPE per shape with --quick),
+    # and the host's fused-loop model is fitted from them, not from the shipped chains.
     chains = fused_loops.chains_path(path)
     X, y = fused_loops.load_chains(chains)
-    assert len(y) == 2 and (y > 0).all()
+    assert len(y) == 2 * calibrate.QUICK_CHAINS_PER_SHAPE and (y > 0).all()
     assert "# machine: " + cf.machine_fingerprint() in chains.read_text()
     assert fused_loops.model_for_host().source == chains.name
     # Corrupt one value: detected, reported, re-measured.
