@@ -22,6 +22,7 @@ __all__ = [
     "machine_fingerprint",
     "xla_cpu_threads",
     "nearest_machine",
+    "nearest_shipped",
     "calibration_path",
     "checksum_ok",
     "training_files",
@@ -151,11 +152,14 @@ def training_files(target: str) -> tuple[Path, bool] | None:
             f"rerun stablehlo-perf-calibrate --target {target}",
             stacklevel=2,
         )
-    shipped = [
-        path
-        for name in _SHIPPED.get(target, (f"{target}.csv",))
-        if (path := shipped_file(name)).is_file()
-    ]
+    return nearest_shipped(_SHIPPED.get(target, (f"{target}.csv",)))
+
+
+def nearest_shipped(names: Sequence[str]) -> tuple[Path, bool] | None:
+    """(file, measured on this machine?) among these shipped files (`shipped_file`): the one
+    whose `# machine:` line is this machine's, else one of its CPU (`nearest_machine`), else
+    the first present; None if none is present."""
+    shipped = [path for name in names if (path := shipped_file(name)).is_file()]
     if not shipped:
         return None
     k, exact = nearest_machine([_header_machine(p) for p in shipped]) or (0, False)

@@ -314,22 +314,16 @@ def chains_path(calibration: Path) -> Path:
     return calibration.with_name(calibration.stem + ".fused.csv")
 
 
-def _shipped_chains() -> Path:
-    """The shipped chains measured on this machine, else the first file (which
-    `model_for_host` then declines: another machine's kernels)."""
-    paths = [cf.shipped_file(name) for name in SHIPPED]
-    machines = [cf.header_value(p, "machine") if p.is_file() else "" for p in paths]
-    found = cf.nearest_machine(machines)
-    return paths[found[0]] if found and found[1] else paths[0]
-
-
 def model_for_host(path: Path | None = None) -> FusedLoopModel | None:
     """The model fitted from `path` (default: the chains of this machine's host calibration,
     else the shipped ones) if its chains were measured on this machine, else None; a file it
     cannot read is named in a warning and not used."""
     if path is None:
         mine = chains_path(cf.calibration_path("host"))
-        path = mine if mine.is_file() else _shipped_chains()
+        found = (mine, True) if mine.is_file() else cf.nearest_shipped(SHIPPED)
+        if found is None or not found[1]:
+            return None  # no chains, or only another machine's
+        path = found[0]
     if not path.is_file():
         return None
     found = cf.nearest_machine([cf.header_value(path, "machine")])

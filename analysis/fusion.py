@@ -623,14 +623,12 @@ class _State:
         f = self.facts[i]
         if f.reduce_mode != "ynn" or self.ops[i].operands[0].element_type != "f32":
             return None
-        x = self.srcs[i][0] if self.srcs[i] else None
-        consumers = self._through_broadcasts(i)
-        dot = self._ynn_dot_reading(i)
-        if dot is not None:
-            c = dot
-        elif x is None or len(consumers) != 1:
-            return None
-        else:
+        c = self._ynn_dot_reading(i)
+        if c is None:
+            x = self.srcs[i][0] if self.srcs[i] else None
+            consumers = self._through_broadcasts(i)
+            if x is None or len(consumers) != 1:
+                return None
             c = consumers[0]
             if not self._ynn_takes(c) or self.facts[c].short == "divide" or x not in self.srcs[c]:
                 return None
