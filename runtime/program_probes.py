@@ -14,7 +14,7 @@ independent branches; each probe's time net of dispatch is fitted as
 
     call overhead(single kernel, from the sweep) + multi · [kernels >= 2]
     + dispatch · kernels + rewake · (split steps after the first)
-    + (the program's in-loop time),
+    + offset(kind, split kinds only) + (the program's in-loop time),
 
 with kernels counted by the pipeline's own fusion plan, so the pass that adds the
 overhead counts them the same way. Up to 128 kernels, so the per-kernel slope is
@@ -257,14 +257,30 @@ def fit_probes(
     project's VM) and squares let the costliest long probe set the slope for all. A split
     probe long enough for the ramp is left out: there the two terms cannot be told apart
     (Xeon VM, 2026-12-02: GELU chains of 1-4 steps paid 22-25 us a step with no ramp, of
-    8-64 steps 3-4 us a step beyond it)."""
+    8-64 steps 3-4 us a step beyond it).
+    Each split kind has an offset of its own (either sign, not used in predictions): a gelu
+    step is more than its split kernel (a YNN mean too, which pays as the centring chains'
+    do), and with the offset only the steps after the first set the rewake cost. Fitted
+    without it the rewake absorbed a one-step gelu probe's extra cost: 48.0 us on the Zen 5
+    VM and 41.3 on the Xeon where their chains add 23-33 us a step (2026-12-02); with it
+    23.2 and 27.2, and the zoo's pipeline MAPE on four saved Zen 5 runs
+    22.4 / 13.9 / 16.8 / 21.0% -> 21.8 / 13.7 / 17.3 / 18.2% (benchmarks/end_to_end.py
+    --predict-from; the 6-layer transformer's 5 rewakes were charged 240 us where its calls
+    paid 138-273 us beyond their kernels in all)."""
     probes = [
         p
         for p in probes
         if p.kind not in UNFITTED_KINDS
         and not (p.pool_wakes and long_call(p.steps * p.step_loop_ns))
     ]
-    a = np.array([[float(p.kernels >= 2), float(p.kernels), float(p.pool_wakes)] for p in probes])
+    split = sorted({p.kind for p in probes if p.kind in SPLIT_KINDS})
+    a = np.array(
+        [
+            [float(p.kernels >= 2), float(p.kernels), float(p.pool_wakes)]
+            + [float(p.kind == kind) for kind in split]
+            for p in probes
+        ]
+    )
     y = np.array(
         [
             p.program_ns - p.steps * p.step_loop_ns - base_ns - long_call(p.steps * p.step_loop_ns)
@@ -272,12 +288,13 @@ def fit_probes(
         ]
     )
     n, m = a.shape
-    # min Σ(u + v) subject to a·coef + u − v = y; coef, u, v >= 0.
+    # min Σ(u + v) subject to a·coef + u − v = y; coef, u, v >= 0 but the split kinds' own
+    # offsets, which take either sign.
     res = linprog(
         np.r_[np.zeros(m), np.ones(2 * n)],
         A_eq=np.c_[a, np.eye(n), -np.eye(n)],
         b_eq=y,
-        bounds=(0, None),
+        bounds=[(0, None)] * 3 + [(None, None)] * len(split) + [(0, None)] * (2 * n),
         method="highs",
     )
     if not res.success:

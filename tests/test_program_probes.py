@@ -62,6 +62,21 @@ def test_split_probes_set_the_rewake_cost() -> None:
     assert pp.fit_probes(plain + split + long).rewake_ns < 20e3
 
 
+def test_a_split_kinds_own_offset_stays_out_of_the_rewake_cost() -> None:
+    """Every gelu probe also pays 60 us that no term models (its steps' YNN mean): the fit
+    puts it in the kind's offset, and the rewake cost is what each step after the first adds
+    (25 us); a fit without the offset would spread the 60 us over the few steps."""
+    plain = [pp.Probe("dense", k, 2 * k, 20e3 + 1e3 * 2 * k + k * 4e3, 4e3) for k in (1, 4, 16)]
+    split = [
+        pp.Probe("gelu", k, 5 * k, 20e3 + 60e3 + 5e3 * k + 25e3 * (k - 1) + k * 9e3, 9e3)
+        for k in (1, 2, 4)
+    ]
+    fit = pp.fit_probes(plain + split)
+    assert fit.rewake_ns == pytest.approx(25e3, rel=1e-6)
+    assert fit.multi_kernel_ns == pytest.approx(20e3, rel=1e-6)
+    assert fit.kernel_dispatch_ns == pytest.approx(1e3, rel=1e-6)
+
+
 def test_the_pipeline_counts_the_gelu_probes_wakes_as_xla_splits(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
