@@ -113,13 +113,33 @@ def _l2_bytes(target: Target) -> float:
     return target.onchip_mib.get("l2", 0.0) * 2**20
 
 
+def _reduces_rows(op: OpInfo) -> bool:
+    """Whether op reduces its operand's last dimension (contiguous rows, as a row sum)."""
+    src = op.operands[0] if op.operands else None
+    rank = len(src.shape) if src is not None and src.shape is not None else 0
+    return rank > 0 and rank - 1 in (op.attrs.get("dimensions") or ())
+
+
+def _llc_bytes(target: Target) -> float:
+    """The last-level cache in bytes (the L2 where the target does not know it; 0 where it
+    knows neither)."""
+    return target.onchip_mib.get("llc", target.onchip_mib.get("l2", 0.0)) * 2**20
+
+
 def _library_reduce_bandwidth(op: OpInfo, cost: OpCost, overhead_ns: float) -> float | None:
     """Bytes per second a one-input reduction XLA:CPU hands to YNNPACK moves, from its own
     measured time (None for any other op). From a core's L2 the library streams faster
     than XLA's loops, from which the target's bandwidth is fitted (Xeon VM, 2026-12-01:
     f32 sum rows of 256K+ elements 44 GB/s, large adds 22.7; a 512x512 layer norm's two
-    row reductions were priced 47 us each, measured 14-25); beyond L2 its fused producers
-    make it no faster than the loops (a 4096x256 norm, sum of squares: 347 us measured)."""
+    row reductions were priced 47 us each, measured 14-25), and from the last-level cache
+    too where that is large: on the Zen 5 VM (1 MiB L2, 32 MiB L3, 2026-12-02) its sum rows
+    of 1-9 MiB ran at 60-125 GB/s and in-loop row means of 512-4096 x 512 (sums of squares
+    alike) at 80-170 GB/s, where the target's 35.9 GB/s priced them 2.8-5.4x their time.
+    The measured rows set the bandwidth at each size (the Xeon's fell to 35 GB/s beyond
+    3 MiB); beyond the last-level cache the target's bandwidth holds. That is for reductions
+    of rows (the last dimension); the column sums' rows ran at 10-23 GB/s beyond 5 MiB,
+    and reductions over leading dimensions beyond L2 keep the target's bandwidth (priced
+    by their own, a 8x28x28x256 global average pool went 0.81 -> 0.56x its time)."""
     if not library_reduce(op) or not op.bytes or cost.model in _UNMEASURED:
         return None
     t_ns = cost.latency_ns - overhead_ns
@@ -218,7 +238,8 @@ def price_groups(
         read, flops = t.input_bytes, t.flops
         dram = read * (1.0 - hit) + t.output_bytes
         bandwidth = target.memory_bandwidth
-        if target.kind == "cpu" and kind == "input" and t.input_bytes < _l2_bytes(target):
+        cache = _llc_bytes(target) if _reduces_rows(root) else _l2_bytes(target)
+        if target.kind == "cpu" and kind == "input" and t.input_bytes < cache:
             found = _library_reduce_bandwidth(root, costs[plan.roots[g]], overhead)
             bandwidth = found or bandwidth
         l2_bw = target.l2_bandwidth_gbps * 1e9 or target.memory_bandwidth

@@ -587,12 +587,24 @@ def test_cpu_kernel_is_not_floored_by_a_members_own_traffic() -> None:
             assert group.latency_ns == pytest.approx(sub_ns)
 
 
-@pytest.mark.parametrize("l2_mib", [2.0, 0.5])
-def test_cpu_library_reduce_in_l2_moves_its_group_at_its_own_rate(l2_mib: float) -> None:
-    """sum(x * x, axis=1) over f32[512,512] (1 MiB), a reduction XLA:CPU hands to YNNPACK,
+@pytest.mark.parametrize(
+    ("onchip", "axis", "own_rate"),
+    [
+        ({"l2": 2.0}, 1, True),
+        ({"l2": 0.5}, 1, False),
+        ({"l2": 0.5, "llc": 4.0}, 1, True),
+        ({"l2": 0.5, "llc": 4.0}, 0, False),
+        ({"l2": 2.0, "llc": 4.0}, 0, True),
+    ],
+)
+def test_cpu_library_reduce_in_cache_moves_its_group_at_its_own_rate(
+    onchip: dict[str, float], axis: int, own_rate: bool
+) -> None:
+    """sum(x * x, axis) over f32[512,512] (1 MiB), a reduction XLA:CPU hands to YNNPACK,
     measured 3x faster than the target's (loop) bandwidth moves its input: with x in a
-    core's L2 the fused group moves its bytes at the reduce's own rate; a larger tensor
-    than L2 moves at the target's bandwidth."""
+    core's L2, or a row sum's x in the last-level cache, the fused group moves its bytes at
+    the reduce's own rate; a column sum larger than L2, or any larger than the last-level
+    cache, moves at the target's bandwidth."""
     from dataclasses import replace
 
     from stablehlo_perf.analysis.fusion_cost import price_groups
@@ -603,12 +615,12 @@ def test_cpu_library_reduce_in_l2_moves_its_group_at_its_own_rate(l2_mib: float)
     b = Block()
     sq = b.op("multiply", [-1, -1], [big, big], big)
     init = b.op("constant", [], [], SCALAR)
-    red = b.op("reduce", [sq, init], [big, SCALAR], col, dimensions=(1,))
+    red = b.op("reduce", [sq, init], [big, SCALAR], col, dimensions=(axis,))
     plan = b.plan("cpu")
     assert plan.num_groups == 1 and plan.kinds == ["input"]
     traffic = group_traffic(b.ops, b.deps, plan, b.sources)
     base = load_target(str(ROOT / "test_ir" / "Inputs" / "unit_cpu.toml"))
-    target = replace(base, launch_overhead_ns=100.0, onchip_mib={"l2": l2_mib})
+    target = replace(base, launch_overhead_ns=100.0, onchip_mib=onchip)
     bw = target.memory_bandwidth_gbps  # B/ns
     red_bytes = b.ops[red].bytes
     red_ns = 100.0 + red_bytes / (3 * bw)
@@ -621,7 +633,7 @@ def test_cpu_library_reduce_in_l2_moves_its_group_at_its_own_rate(l2_mib: float)
     t = traffic[plan.groups[red]]
     moved = t.input_bytes + t.output_bytes
     assert t.input_bytes == big.nbytes
-    rate = 3 * bw if l2_mib * 2**20 > big.nbytes else bw
+    rate = 3 * bw if own_rate else bw
     assert groups[plan.groups[red]].latency_ns == pytest.approx(100.0 + moved / rate)
 
 

@@ -435,7 +435,8 @@ def _describe_host(base: Target) -> Target:
     f32 = cores * clock * per_cycle / 1000
     peaks = {"f32": f32, "bf16": f32, "f16": f32, "f64": f32 / 2, "int8": f32, "int32": f32}
     onchip = dict(base.onchip_mib)
-    for name, size in (("l1", l1_data_mib()), ("l2", _cache_mib())):
+    levels = (("l1", l1_data_mib()), ("l2", _cache_mib()), ("llc", _cache_mib(level=3)))
+    for name, size in levels:
         if size:
             onchip[name] = size
     return Target(
