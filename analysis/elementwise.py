@@ -729,8 +729,11 @@ def features(ops: Sequence[OpInfo]) -> np.ndarray:
                 # priced as the sweep's gathers of single elements.
                 row = gather_features((out.num_elements or 0, 1), 1, out.elem_bytes)
             else:
-                sizes = op.attrs.get("slice_sizes") or ()
-                row = gather_features(out.shape or (), math.prod(sizes), out.elem_bytes)  # type: ignore[arg-type]
+                # As the sweep's (slices, slice) rows: an embedding lookup's (batch, seq, width)
+                # result is batch x seq rows of width.
+                width = max(math.prod(op.attrs.get("slice_sizes") or ()), 1)
+                slices = (out.num_elements or 0) // width
+                row = gather_features((slices, width), width, out.elem_bytes)
         elif op.short_name == "sort" and op.operands and op.operands[0].shape:
             t = op.operands[0]
             shape = _sorted_last(t.shape, op.attrs.get("dimension"))  # type: ignore[arg-type]

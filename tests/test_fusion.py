@@ -745,6 +745,32 @@ def test_own_traffic_of_slices_and_gathers_is_what_they_return() -> None:
     assert _memory_ns(g, target) == pytest.approx((2 * rows.nbytes + gidx.nbytes) / bw)
 
 
+@pytest.mark.parametrize("speedup", [4.0, 0.5])
+def test_a_cpu_gathers_group_moves_its_bytes_at_the_gathers_own_rate(speedup: float) -> None:
+    """An embedding lookup of 512 rows of 128 f32 from a 5000-row table, then `rows * 2` in
+    the same loop kernel: where the gather's own measured time moved its rows 4x faster than
+    the target's bandwidth, the group moves its bytes at that rate; where slower, at the
+    target's (its measured time is then compute, priced as such)."""
+    from stablehlo_perf.analysis.fusion_cost import _moved_bytes, price_groups
+    from stablehlo_perf.analysis.service import OpCost
+
+    table, idx = TensorType((5000, 128), "f32"), TensorType((512, 1), "i32")
+    rows = TensorType((512, 128), "f32")
+    b = Block()
+    g = b.op("gather", [-1, -2], [table, idx], rows)
+    b.op("multiply", [g, g], [rows, rows], rows)
+    plan, traffic, target, bw = _one_cpu_kernel(b)
+    assert plan.kinds == ["loop"]
+    gather_ns = 100.0 + _moved_bytes(b.ops[g]) / (speedup * bw)
+    costs = [OpCost(0, gather_ns, 0, "hgb-x"), OpCost(0, 0.0, 0, "roofline")]
+    (group,), _, _ = price_groups(b.ops, plan, traffic, costs, target)
+    moved = traffic[0].input_bytes + traffic[0].output_bytes
+    if speedup > 1:
+        assert group.latency_ns == pytest.approx(100.0 + moved / (speedup * bw), rel=1e-6)
+    else:
+        assert group.latency_ns > 100.0 + moved / bw
+
+
 def _log_softmax_gather(extra_use: bool = False) -> tuple[Block, dict[str, int]]:
     """logp = x - broadcast(lse) over f32[128,1000], then take_along_axis's gather of 128."""
     big, col = TensorType((128, 1000), "f32"), TensorType((128,), "f32")

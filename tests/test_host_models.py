@@ -193,6 +193,13 @@ def test_gather_features_by_hand_and_routing() -> None:
         ew.features([rows])[0, :-1], ew.gather_features((4096, 256), 256, 4.0)
     )
     assert ew.op_model_class(rows) == "gather"
+    # An embedding lookup's (batch, seq, width) result is batch x seq rows of width, as the
+    # sweep's gathers are recorded.
+    (lookup,) = _ops(
+        lambda t, i: t[i], table, jax.ShapeDtypeStruct((512, 8), jnp.int32), name="gather"
+    )
+    assert lookup.results[0].shape == (512, 8, 256)
+    np.testing.assert_array_equal(ew.features([lookup]), ew.features([rows]))
     svc = ew.LearnedLatencyModel(data={"host": HOST_CSV, "tpu-v4": ew.training_files("tpu-v4")[0]})
     (c_host,) = svc.predict([rows], load_target("host"))
     assert c_host.model == "hgb-host-gather"
