@@ -110,6 +110,12 @@ transformer's 162, whose calls paid 181-273 us beyond their kernels in all; left
 12.4 -> 11.0 us, rewake 39.9 -> 41.3 us, per kernel 0 either way)."""
 
 
+FITTED_WAKES = 3
+"""The most wake-ups of a split probe that `fit_probes` fits: the GELU chains' wake-ups cost
+about the same each up to 4 steps and less after, while programs wake the pool again a few
+times (the zoo's 6-layer transformer 5 times)."""
+
+
 PROBE_KEY = "probe"
 """Header key of a measured probe's line in a calibration CSV (`Probe.line`)."""
 
@@ -255,9 +261,11 @@ def fit_probes(
     `UNFITTED_KINDS` left out.
     Absolute, not squared: the kinds' per-kernel costs differ several-fold (0.7-9 us on the
     project's VM) and squares let the costliest long probe set the slope for all. A split
-    probe long enough for the ramp is left out: there the two terms cannot be told apart
-    (Xeon VM, 2026-12-02: GELU chains of 1-4 steps paid 22-25 us a step with no ramp, of
-    8-64 steps 3-4 us a step beyond it).
+    probe of more than `FITTED_WAKES` wake-ups is left out: the wake-ups of a long chain
+    cost less each (Xeon VM, 2026-12-02: GELU chains of 1-4 steps paid 22-25 us a step, of
+    8-64 steps 3-4 us a step beyond the long-call ramp; Zen 5 VM: 8 and 16 steps paid no
+    more than 4), where the pass charges each the same. (They were left out where the ramp
+    reached them, which took every split probe out of a refit whose ramp started at 28 us.)
     Each split kind has an offset of its own (either sign, not used in predictions): a gelu
     step is more than its split kernel (a YNN mean too, which pays as the centring chains'
     do), and with the offset only the steps after the first set the rewake cost. Fitted
@@ -271,7 +279,7 @@ def fit_probes(
         p
         for p in probes
         if p.kind not in UNFITTED_KINDS
-        and not (p.pool_wakes and long_call(p.steps * p.step_loop_ns))
+        and p.pool_wakes <= FITTED_WAKES
     ]
     split = sorted({p.kind for p in probes if p.kind in SPLIT_KINDS})
     a = np.array(

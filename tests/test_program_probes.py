@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 from stablehlo_perf.runtime import program_probes as pp
@@ -51,15 +52,23 @@ def test_split_probes_set_the_rewake_cost() -> None:
     assert fit.rewake_ns == pytest.approx(25e3, rel=1e-6)
     assert fit.kernel_dispatch_ns == pytest.approx(1e3, rel=1e-6)
     assert math.isnan(pp.fit_probes(plain).rewake_ns)
-    # A split chain long enough for the long-call ramp (here from 100 us) pays 2 us a step
-    # beyond it: left out of the fit, where it would pull the rewake cost down.
-    long = [
-        pp.Probe("gelu", k, 5 * k, 20e3 + 5e3 * k + 2e3 * (k - 1) + 50e3 + k * 9e3, 9e3)
-        for k in (16, 32, 64, 128)
-    ]
-    ramp = lambda ns: 50e3 if ns > 100e3 else 0.0  # noqa: E731
-    assert pp.fit_probes(plain + split + long, long_call=ramp).rewake_ns == pytest.approx(25e3)
-    assert pp.fit_probes(plain + split + long).rewake_ns < 20e3
+    # A split chain of more wake-ups than `FITTED_WAKES` pays 2 us a step beyond the
+    # long-call ramp (here from 100 us): left out of the fit, where it would pull the rewake
+    # cost down, whether or not the ramp reaches it.
+    for start in (100e3, 10e3):
+
+        def ramp(ns: float, start: float = start) -> float:
+            return 50e3 if ns > start else 0.0
+
+        probes = [
+            replace(p, program_ns=p.program_ns + ramp(p.steps * p.step_loop_ns))
+            for p in plain + split
+        ] + [
+            pp.Probe("gelu", k, 5 * k, 20e3 + 5e3 * k + 2e3 * (k - 1) + 50e3 + k * 9e3, 9e3)
+            for k in (16, 32, 64, 128)
+        ]
+        fit = pp.fit_probes(probes, long_call=ramp)
+        assert fit.rewake_ns == pytest.approx(25e3, rel=1e-6)
 
 
 def test_a_split_kinds_own_offset_stays_out_of_the_rewake_cost() -> None:

@@ -200,6 +200,7 @@ def test_measure_is_resumable_and_drops_broken_lines(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     partial = tmp_path / "p.csv"
+    monkeypatch.setattr(calibrate, "OFF_SPEED", math.inf)  # no chunk measured again here
     # The first is also a sentinel op: timed twice in one chunk under keys of their own.
     specs = [calibrate.SENTINELS[0], *TINY[:2]]
     rows = calibrate.measure(specs[:2], partial, repeats=3, progress=False)
@@ -218,6 +219,35 @@ def test_measure_is_resumable_and_drops_broken_lines(
     assert built == [*(s.key for s in calibrate.SENTINELS), specs[2].key]
     assert set(calibrate.read_partial(partial)) == {s.key for s in specs}
     assert len(rows) == 3
+
+
+@pytest.mark.parametrize("again_us", [110.0, 260.0])
+def test_a_chunk_measured_off_speed_is_measured_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, again_us: float
+) -> None:
+    """Three chunks of two shapes whose sentinel ops took 100, 105 and 200 us: the third ran
+    more than `OFF_SPEED` from the median and is measured once more at the end; its rows are
+    replaced where the new chunk ran nearer the median (110 us), kept where not (260 us)."""
+    specs = [sweeps.Spec("add", "f32", (n,)) for n in range(1000, 1006)]
+    gauges = iter([100.0, 105.0, 200.0, again_us])
+    timed: list[list[str]] = []
+
+    def chunk(part, gauges_, repeats, bar):  # noqa: ANN001, ANN202
+        g = next(gauges)
+        timed.append([s.key for s in part])
+        return [[*s.key.split(","), "1", f"{g / 100:.4f}", "0.1", "1", "1", "3", f"{g:.4f}"]
+                for s in part]  # fmt: skip
+
+    monkeypatch.setattr(calibrate, "_measure_chunk", chunk)
+    monkeypatch.setattr(calibrate, "sentinel_cases", lambda: [])
+    rows = calibrate.measure(specs, tmp_path / "p.csv", chunk=2, progress=False)
+    assert timed == [[s.key for s in specs[i : i + 2]] for i in (0, 2, 4)] + [
+        sorted(s.key for s in specs[4:])
+    ]
+    last = {float(rows[s.key][-1]) for s in specs[4:]}
+    assert last == {min(again_us, 200.0, key=lambda g: abs(math.log(g / 105.0)))}
+    # What the file holds reads back the same (the later line of a key wins).
+    assert calibrate.read_partial(tmp_path / "p.csv") == rows
 
 
 def test_measure_leaves_out_ops_whose_loop_xla_runs_as_one_kernel(tmp_path: Path) -> None:
