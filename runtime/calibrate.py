@@ -173,16 +173,17 @@ def _measure_chunk(
     return rows
 
 
-def _off_speed(rows: dict[str, list[str]], keys: set[str]) -> list[list[str]]:
-    """Keys of `keys` grouped by the chunk they were measured in (their sentinel time), for
-    the chunks that ran more than `OFF_SPEED` away from the median of all `rows`."""
+def _off_speed(rows: dict[str, list[str]], keys: set[str]) -> tuple[float, list[list[str]]]:
+    """The median sentinel time of all `rows`, and the keys of `keys` grouped by the chunk
+    they were measured in (their sentinel time) for the chunks that ran more than
+    `OFF_SPEED` away from it."""
     ref = cf.median_sentinel([float(r[-1]) for r in rows.values()])
     chunks: dict[str, list[str]] = {}
     for key in keys:
         gauge = float(rows[key][-1])
         if math.isfinite(gauge) and gauge > 0 and max(gauge / ref, ref / gauge) > OFF_SPEED:
             chunks.setdefault(rows[key][-1], []).append(key)
-    return list(chunks.values())
+    return ref, [sorted(keys) for keys in chunks.values()]
 
 
 def measure(
@@ -221,25 +222,22 @@ def measure(
             rows = _measure_chunk(todo[start : start + chunk], gauges, repeats, bar)
             keep(rows)
             bar.update(len(rows))
-        again = _off_speed(done, set(by_key) & set(done))
-        if again:
-            ref = cf.median_sentinel([float(r[-1]) for r in done.values()])
-            bar.write(
-                f"measuring again {sum(map(len, again))} shapes of {len(again)} chunks whose "
-                f"sentinel ops ran more than {OFF_SPEED}x from the median"
-            )
-            bar.reset(total=sum(map(len, again)))
-            gauges = gauges or sentinel_cases()
-            for keys in again:
-                rows = _measure_chunk([by_key[k] for k in sorted(keys)], gauges, repeats, bar)
-                keep(
-                    [
-                        r
-                        for r in rows
-                        if _nearer(float(r[-1]), float(done[",".join(r[:3])][-1]), ref)
-                    ]
-                )
-                bar.update(len(rows))
+    ref, again = _off_speed(done, set(by_key) & set(done))
+    if not again:
+        return done
+    print(
+        f"measuring again {sum(map(len, again))} shapes of {len(again)} chunks whose sentinel "
+        f"ops ran more than {OFF_SPEED}x from the median",
+        file=sys.stderr,
+    )
+    gauges = gauges or sentinel_cases()
+    with tqdm(total=sum(map(len, again)), disable=not progress, desc="measuring again",
+              unit="shape") as bar:  # fmt: skip
+        for keys in again:
+            rows = _measure_chunk([by_key[k] for k in keys], gauges, repeats, bar)
+            old = {k: float(done[k][-1]) for k in keys}
+            keep([r for r in rows if _nearer(float(r[-1]), old[",".join(r[:3])], ref)])
+            bar.update(len(rows))
     return done
 
 

@@ -271,7 +271,8 @@ def fit_probes(
     do), and with the offset only the steps after the first set the rewake cost. Fitted
     without it the rewake absorbed a one-step gelu probe's extra cost: 48.0 us on the Zen 5
     VM and 41.3 on the Xeon where their chains add 23-33 us a step (2026-12-02); with it
-    23.2 and 27.2, and the zoo's pipeline MAPE on four saved Zen 5 runs
+    23.2 and 27.2 (21.9 and 23.1 since, with `FITTED_WAKES` and the Zen 5 reference's
+    re-measured chunks), and the zoo's pipeline MAPE on four saved Zen 5 runs
     22.4 / 13.9 / 16.8 / 21.0% -> 21.8 / 13.7 / 17.3 / 18.2% (benchmarks/end_to_end.py
     --predict-from; the 6-layer transformer's 5 rewakes were charged 240 us where its calls
     paid 138-273 us beyond their kernels in all)."""
