@@ -85,6 +85,23 @@ def test_a_convert_between_32_bit_words_counts_as_one_op_of_the_loop(monkeypatch
     assert spy.seen == []
 
 
+def test_a_reversed_operand_is_index_arithmetic_of_the_loop(monkeypatch) -> None:
+    """`x[:, ::-1] + 1` is the one-op loop `x + 1` is (a reverse fused into a loop reads the
+    elements in the other order, no work of its own); a reverse alone is no loop the chains
+    ran."""
+    spy = Spy()
+    monkeypatch.setattr(fl, "model_for_host", lambda: spy)
+    x = jnp.ones((256, 512))
+    perf_jit(lambda x: x[:, ::-1] + 1.0, target="host").analyze(x)
+    reversed_ = list(spy.seen)
+    spy.seen.clear()
+    perf_jit(lambda x: x + 1.0, target="host").analyze(x)
+    assert reversed_ == spy.seen == [((256, 512), fl.Composition(1, 0, 0, 0, 0, 1, 0))]
+    spy.seen.clear()
+    perf_jit(lambda x: x[:, ::-1], target="host").analyze(x)
+    assert spy.seen == []
+
+
 def _synthetic_rows() -> tuple[np.ndarray, np.ndarray, list[tuple]]:
     """Chains on a grid whose time is exactly 0.5 us + 1 ns per element and op."""
     rows = []
