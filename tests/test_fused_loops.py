@@ -102,6 +102,18 @@ def test_a_reversed_operand_is_index_arithmetic_of_the_loop(monkeypatch) -> None
     assert spy.seen == []
 
 
+def test_slices_of_one_input_are_the_loop_of_two(monkeypatch) -> None:
+    """`z[:n] + z[n:]` reads two full-size parts of z: the loop of `x + y`, two inputs."""
+    spy = Spy()
+    monkeypatch.setattr(fl, "model_for_host", lambda: spy)
+    n = 256 * 512
+    perf_jit(lambda z: z[:n] + z[n:], target="host").analyze(jnp.ones((2 * n,)))
+    halves = list(spy.seen)
+    spy.seen.clear()
+    perf_jit(lambda x, y: x + y, target="host").analyze(jnp.ones((n,)), jnp.ones((n,)))
+    assert halves == spy.seen == [((n,), fl.Composition(1, 0, 0, 0, 0, 2, 0))]
+
+
 def _synthetic_rows() -> tuple[np.ndarray, np.ndarray, list[tuple]]:
     """Chains on a grid whose time is exactly 0.5 us + 1 ns per element and op."""
     rows = []
