@@ -326,10 +326,8 @@ def model_for_host(path: Path | None = None) -> FusedLoopModel | None:
     cannot read is named in a warning and not used."""
     if path is None:
         mine = chains_path(cf.calibration_path("host"))
-        found = (mine, True) if mine.is_file() else cf.nearest_shipped(SHIPPED)
-        if found is None or not found[1]:
-            return None  # no chains, or only another machine's
-        path = found[0]
+        shipped = None if mine.is_file() else cf.nearest_shipped(SHIPPED)
+        path = mine if shipped is None else shipped[0]
     if not path.is_file():
         return None
     found = cf.nearest_machine([cf.header_value(path, "machine")])

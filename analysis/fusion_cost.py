@@ -145,10 +145,7 @@ def _library_reduce_bandwidth(op: OpInfo, cost: OpCost, overhead_ns: float) -> f
     of rows (the last dimension); the column sums' rows ran at 10-23 GB/s beyond 5 MiB,
     and reductions over leading dimensions beyond L2 keep the target's bandwidth (priced
     by their own, a 8x28x28x256 global average pool went 0.81 -> 0.56x its time)."""
-    if not library_reduce(op) or not op.bytes or cost.model in _UNMEASURED:
-        return None
-    t_ns = cost.latency_ns - overhead_ns
-    return op.bytes / t_ns * 1e9 if t_ns > 0 else None
+    return _measured_rate(op.bytes or 0, cost, overhead_ns) if library_reduce(op) else None
 
 
 def _gather_bandwidth(op: OpInfo, cost: OpCost, overhead_ns: float) -> float | None:
@@ -157,10 +154,18 @@ def _gather_bandwidth(op: OpInfo, cost: OpCost, overhead_ns: float) -> float | N
     the target's bandwidth is fitted: on the Zen 5 VM (2026-12-02) an embedding lookup of
     512-2048 rows of 128 f32 from a 5000-row table took 3.9-10.8 us in a loop (100-190 GB/s
     moved), priced 14.8-58.8 us by its group's bytes at the target's 35.9 GB/s."""
-    if op.short_name != "gather" or cost.model in _UNMEASURED:
-        return None
+    return (
+        _measured_rate(_moved_bytes(op), cost, overhead_ns) if op.short_name == "gather" else None
+    )
+
+
+def _measured_rate(nbytes: float, cost: OpCost, overhead_ns: float) -> float | None:
+    """Bytes per second an op moving `nbytes` moved in its own measured time beyond its
+    launch (None where its cost is no measurement or leaves no time)."""
     t_ns = cost.latency_ns - overhead_ns
-    return _moved_bytes(op) / t_ns * 1e9 if t_ns > 0 else None
+    if not nbytes or cost.model in _UNMEASURED or t_ns <= 0:
+        return None
+    return nbytes / t_ns * 1e9
 
 
 def _bf16_floor_ns(op: OpInfo, target: Target) -> float:

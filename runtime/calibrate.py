@@ -180,8 +180,7 @@ def _off_speed(rows: dict[str, list[str]], keys: set[str]) -> tuple[float, list[
     ref = cf.median_sentinel([float(r[-1]) for r in rows.values()])
     chunks: dict[str, list[str]] = {}
     for key in keys:
-        gauge = float(rows[key][-1])
-        if math.isfinite(gauge) and gauge > 0 and max(gauge / ref, ref / gauge) > OFF_SPEED:
+        if _off_by(float(rows[key][-1]), ref) > math.log(OFF_SPEED):
             chunks.setdefault(rows[key][-1], []).append(key)
     return ref, [sorted(keys) for keys in chunks.values()]
 
@@ -236,14 +235,18 @@ def measure(
         for keys in again:
             rows = _measure_chunk([by_key[k] for k in keys], gauges, repeats, bar)
             old = {k: float(done[k][-1]) for k in keys}
-            keep([r for r in rows if _nearer(float(r[-1]), old[",".join(r[:3])], ref)])
+            keep(
+                [r for r in rows if _off_by(float(r[-1]), ref) < _off_by(old[",".join(r[:3])], ref)]
+            )
             bar.update(len(rows))
     return done
 
 
-def _nearer(new: float, old: float, ref: float) -> bool:
-    """Whether a sentinel time `new` is nearer `ref` (by ratio) than `old` is."""
-    return math.isfinite(new) and new > 0 and abs(math.log(new / ref)) < abs(math.log(old / ref))
+def _off_by(gauge: float, ref: float) -> float:
+    """How far a chunk's sentinel time is from `ref`, by ratio (|log|); NaN where either is
+    unknown, which no comparison takes."""
+    ok = all(math.isfinite(v) and v > 0 for v in (gauge, ref))
+    return abs(math.log(gauge / ref)) if ok else math.nan
 
 
 def sentinel_cases() -> list[tuple[str, sweeps.LoopCase]]:
