@@ -62,6 +62,7 @@ __all__ = [
     "SENTINELS",
     "main",
     "measure",
+    "merge",
     "read_partial",
     "refit",
     "sentinel_cases",
@@ -369,6 +370,89 @@ def refit(path: Path, note: str = "") -> None:
     write_calibration(list(read_partial(path).values()), path, head, probes, bf16, loops, thunked)
 
 
+_MERGED = ("measured_us_median", "call_us_median", "dispatch_us", cf.SENTINEL_COLUMN)
+"""Columns `merge` takes the geometric mean of (a row's times and its chunk's sentinel time
+alike, so that a row's time relative to its sentinel is the geometric mean of the files')."""
+
+
+def _geomean(values: Sequence[float]) -> float:
+    """Geometric mean of the positive finite `values` (NaN if there is none)."""
+    ok = [v for v in values if math.isfinite(v) and v > 0]
+    return math.exp(sum(map(math.log, ok)) / len(ok)) if ok else math.nan
+
+
+def _merged_row(rows: Sequence[list[str]]) -> list[str]:
+    """One shape's row from its rows in several calibrations (`merge`)."""
+    out = list(rows[0])
+    for col in _MERGED:
+        k = COLUMNS.index(col)
+        out[k] = f"{_geomean([float(r[k]) for r in rows]):.4f}"
+    spread, repeats = COLUMNS.index("spread"), COLUMNS.index("repeats")
+    out[spread] = max((r[spread] for r in rows), key=float)
+    out[repeats] = str(sum(int(float(r[repeats])) for r in rows))
+    return out
+
+
+def _merged_latencies(tables: Sequence[Mapping[str, float]]) -> dict[str, float]:
+    """Each key's geometric mean over the tables that have it."""
+    keys = dict.fromkeys(k for t in tables for k in t)
+    return {k: _geomean([t[k] for t in tables if k in t]) for k in keys}
+
+
+def merge(paths: Sequence[Path], out: Path, note: str = "") -> int:
+    """Combine finished calibrations of this one machine, measured in different sessions, into
+    `out`, measuring nothing: a shape's in-loop, call, dispatch and sentinel times become the
+    geometric mean over the files that hold it, the probes of all are fitted together and the
+    header's parameters fitted again. Returns the rows written; raises ValueError naming a file
+    that is missing, corrupted or of another machine.
+
+    One measurement describes the VM's state of its hours: the Zen 5 VM's reference measured
+    again four hours later (2026-12-02) ran its rows at a median 0.8x (0.56-0.94x by op) their
+    first times beyond what the two measurements' sentinels explain. Over the zoo's 11 saved
+    runs (benchmarks/end_to_end.py --predict-from) the first priced them at a mean MAPE of
+    15.2%, the second at 20.4% (17.3% on run L, measured 20 minutes after it), their merge at
+    13.7% (10.5% on L), better than the first on 8 of the 11."""
+    if not paths:
+        raise ValueError("no calibrations to merge")
+    machine = ""
+    notes: list[str] = []
+    head: list[str] = []
+    dates: list[str] = []
+    probes: list[program_probes.Probe] = []
+    by_key: dict[str, list[list[str]]] = {}
+    bf16: list[float] = []
+    loops: list[dict[str, float]] = []
+    thunked: list[dict[str, float]] = []
+    for path in paths:
+        if not path.is_file() or not cf.checksum_ok(path):
+            raise ValueError(f"{path}: no valid calibration (missing, or its checksum fails)")
+        here = cf.header_value(path, "machine")
+        if machine and here != machine:
+            raise ValueError(f"{path}: measured on {here!r}, not {machine!r} as {paths[0]}")
+        machine = here
+        lines = path.read_text().splitlines()
+        notes += [ln for ln in lines if ln.startswith("# note: ") and ln not in notes]
+        if not head:
+            head = [ln for ln in lines if ln.startswith(("# stablehlo-perf", "# target:",
+                                                         "# machine:", "# device:", "# date:",
+                                                         "# versions:", "# method:"))]
+        dates.append(cf.header_value(path, "date"))
+        probes += [p for ln in lines if (p := program_probes.Probe.parse(ln)) and p not in probes]
+        for key, row in read_partial(path).items():
+            by_key.setdefault(key, []).append(row)
+        bf16.append(float(cf.header_value(path, fused_probes.KEY) or "nan"))
+        loops.append(parse_latencies(cf.header_value(path, LATENCY_KEY)))
+        thunked.append(parse_latencies(cf.header_value(path, THUNKED_KEY)))
+    merged = f"merged from {len(paths)} calibrations ({', '.join(dates)}): each shape's times" \
+        " the geometric mean of theirs (runtime/calibrate.merge)"
+    head = [*notes, *([f"# note: {note}"] if note else []), f"# note: {merged}",
+            *(f"# date: {', '.join(dates)}" if ln.startswith("# date:") else ln for ln in head)]
+    rows = [_merged_row(rs) for rs in by_key.values()]
+    write_calibration(rows, out, head, probes, _geomean(bf16), _merged_latencies(loops),
+                      _merged_latencies(thunked))  # fmt: skip
+    return len(rows)
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="stablehlo-perf-calibrate",
@@ -385,6 +469,14 @@ def _parser() -> argparse.ArgumentParser:
         "--refit",
         action="store_true",
         help="measure nothing: fit the header's parameters again from the file's rows and probes",
+    )
+    p.add_argument(
+        "--merge",
+        nargs="+",
+        type=Path,
+        metavar="CSV",
+        help="measure nothing: combine these calibrations of one machine (measured in different"
+        " sessions) into --out, each shape's times the geometric mean of theirs",
     )
     p.add_argument(
         "--check",
@@ -418,6 +510,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.check:
         return _check(args)
     path: Path = args.out or cf.calibration_path(args.target)
+    if args.merge:
+        try:
+            n = merge(args.merge, path, args.note)
+        except ValueError as e:
+            print(f"stablehlo-perf-calibrate: error: {e}", file=sys.stderr)
+            return 2
+        print(f"{path}: {n} shapes merged ({cf.header_value(path, HOST_PARAMS_KEY)})")
+        return 0
     if args.refit:
         if not path.is_file() or not cf.checksum_ok(path):
             print(f"stablehlo-perf-calibrate: error: {path}: no valid calibration to refit",

@@ -415,3 +415,66 @@ def test_check_flags_a_calibration_the_machine_no_longer_matches(
     assert "rerun stablehlo-perf-calibrate" in out
     assert "; sentinel ops " in out  # the rows' sentinel (80 us) against today's
     assert calibrate.main(["--check", "--out", str(tmp_path / "none.csv")]) == 2
+
+
+def _calibration(path: Path, rows: list[list[str]], note: str, date: str, probe: float) -> Path:
+    """A finished calibration of this machine with one probe and a small-loop table."""
+    head = [f"# note: {note}", *(
+        f"# date: {date}" if ln.startswith("# date:") else ln for ln in calibrate.header("host")
+    )]  # fmt: skip
+    probes = [program_probes.Probe("dense", 1, 2, probe, 4e3, date, 80.0)]
+    calibrate.write_calibration(rows, path, head, probes, loop_latencies={"base": probe / 1e3})
+    return path
+
+
+def test_merge_takes_each_shapes_geometric_mean_and_keeps_every_probe(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    a = _calibration(
+        tmp_path / "a.csv",
+        [_cal_row("add", "f32", "4096", 10.0), _cal_row("exponential", "f32", "4096", 40.0)],
+        "first session", "2026-12-01T10:00Z", 9e3,
+    )  # fmt: skip
+    b = _calibration(
+        tmp_path / "b.csv",
+        [_cal_row("add", "f32", "4096", 40.0), _cal_row("add", "f32", "8192", 70.0)],
+        "second session", "2026-12-02T10:00Z", 16e3,
+    )  # fmt: skip
+    out = tmp_path / "merged.csv"
+    assert calibrate.main(["--merge", str(a), str(b), "--out", str(out), "--note", "both"]) == 0
+    assert "3 shapes merged" in capsys.readouterr().out
+    assert cf.checksum_ok(out)
+    rows = calibrate.read_partial(out)
+    # add 4096: in-loop sqrt(10 * 40) = 20 us, call sqrt(30 * 60) us, 7 + 7 rounds.
+    add = rows["add,f32,4096"]
+    assert float(add[4]) == pytest.approx(20.0) and float(add[6]) == pytest.approx(1800**0.5)
+    assert add[8] == "14" and float(add[9]) == pytest.approx(80.0)
+    # A shape only one file holds keeps its row.
+    assert float(rows["exponential,f32,4096"][4]) == 40.0
+    assert float(rows["add,f32,8192"][4]) == 70.0
+    assert {m.op for m in ew.load_measurements(out)} == {"add", "exponential"}
+    lines = out.read_text().splitlines()
+    assert [ln for ln in lines if ln.startswith("# note: ")][:3] == [
+        "# note: first session", "# note: second session", "# note: both",
+    ]  # fmt: skip
+    assert "# date: 2026-12-01T10:00Z, 2026-12-02T10:00Z" in lines
+    assert len([ln for ln in lines if ln.startswith("# probe: ")]) == 2
+    # Small-loop latencies: the geometric mean, sqrt(9 * 16) = 12 ns.
+    assert parse_latencies(cf.header_value(out, LATENCY_KEY)) == {"base": pytest.approx(12.0)}
+
+
+def test_merge_refuses_another_machines_or_a_corrupted_calibration(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rows = [_cal_row("add", "f32", "4096", 10.0)]
+    a = _calibration(tmp_path / "a.csv", rows, "a", "2026-12-01T10:00Z", 9e3)
+    b = _calibration(tmp_path / "b.csv", rows, "b", "2026-12-02T10:00Z", 9e3)
+    text = b.read_text()
+    b.write_text(text.replace(f"# machine: {cf.machine_fingerprint()}", "# machine: other, 64 cores"))
+    out = tmp_path / "merged.csv"
+    assert calibrate.main(["--merge", str(a), str(b), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"{b}: measured on 'other, 64 cores'" in err and not out.exists()
+    b.write_text(text.replace("\nadd,f32,4096,4096,10.0000", "\nadd,f32,4096,4096,11.0000"))
+    assert calibrate.main(["--merge", str(a), str(b), "--out", str(out)]) == 2
+    assert f"{b}: no valid calibration" in capsys.readouterr().err and not out.exists()
