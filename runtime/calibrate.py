@@ -375,6 +375,11 @@ _MERGED = ("measured_us_median", "call_us_median", "dispatch_us", cf.SENTINEL_CO
 alike, so that a row's time relative to its sentinel is the geometric mean of the files')."""
 
 
+_PROVENANCE = ("# stablehlo-perf", "# target:", "# machine:", "# device:", "# date:",
+               "# versions:", "# method:")  # fmt: skip
+"""Header lines `merge` takes from its first file (its date line listing every file's)."""
+
+
 def _geomean(values: Sequence[float]) -> float:
     """Geometric mean of the positive finite `values` (NaN if there is none)."""
     ok = [v for v in values if math.isfinite(v) and v > 0]
@@ -400,8 +405,8 @@ def _merged_latencies(tables: Sequence[Mapping[str, float]]) -> dict[str, float]
 
 
 def merge(paths: Sequence[Path], out: Path, note: str = "") -> int:
-    """Combine finished calibrations of this one machine, measured in different sessions, into
-    `out`, measuring nothing: a shape's in-loop, call, dispatch and sentinel times become the
+    """Combine finished calibrations of one machine, measured at different times, into `out`,
+    measuring nothing: a shape's in-loop, call, dispatch and sentinel times become the
     geometric mean over the files that hold it, the probes of all are fitted together and the
     header's parameters fitted again. Returns the rows written; raises ValueError naming a file
     that is missing, corrupted or of another machine.
@@ -411,7 +416,9 @@ def merge(paths: Sequence[Path], out: Path, note: str = "") -> int:
     first times beyond what the two measurements' sentinels explain. Over the zoo's 11 saved
     runs (benchmarks/end_to_end.py --predict-from) the first priced them at a mean MAPE of
     15.2%, the second at 20.4% (17.3% on run L, measured 20 minutes after it), their merge at
-    13.7% (10.5% on L), better than the first on 8 of the 11."""
+    13.7% (10.5% on L), better than the first on 8 of the 11; two runs an hour later, in a
+    spell 1.2x slower, went the other way (20.7 / 16.3% with the first, 28.3 / 23.2% merged).
+    """
     if not paths:
         raise ValueError("no calibrations to merge")
     machine = ""
@@ -432,10 +439,7 @@ def merge(paths: Sequence[Path], out: Path, note: str = "") -> int:
         machine = here
         lines = path.read_text().splitlines()
         notes += [ln for ln in lines if ln.startswith("# note: ") and ln not in notes]
-        if not head:
-            head = [ln for ln in lines if ln.startswith(("# stablehlo-perf", "# target:",
-                                                         "# machine:", "# device:", "# date:",
-                                                         "# versions:", "# method:"))]
+        head = head or [ln for ln in lines if ln.startswith(_PROVENANCE)]
         dates.append(cf.header_value(path, "date"))
         probes += [p for ln in lines if (p := program_probes.Probe.parse(ln)) and p not in probes]
         for key, row in read_partial(path).items():
@@ -443,13 +447,19 @@ def merge(paths: Sequence[Path], out: Path, note: str = "") -> int:
         bf16.append(float(cf.header_value(path, fused_probes.KEY) or "nan"))
         loops.append(parse_latencies(cf.header_value(path, LATENCY_KEY)))
         thunked.append(parse_latencies(cf.header_value(path, THUNKED_KEY)))
-    merged = f"merged from {len(paths)} calibrations ({', '.join(dates)}): each shape's times" \
+    merged = (
+        f"# note: merged from {len(paths)} calibrations ({', '.join(dates)}): each shape's times"
         " the geometric mean of theirs (runtime/calibrate.merge)"
-    head = [*notes, *([f"# note: {note}"] if note else []), f"# note: {merged}",
-            *(f"# date: {', '.join(dates)}" if ln.startswith("# date:") else ln for ln in head)]
+    )
+    head = [
+        *notes,
+        *([f"# note: {note}"] if note else []),
+        merged,
+        *(f"# date: {', '.join(dates)}" if ln.startswith("# date:") else ln for ln in head),
+    ]
     rows = [_merged_row(rs) for rs in by_key.values()]
-    write_calibration(rows, out, head, probes, _geomean(bf16), _merged_latencies(loops),
-                      _merged_latencies(thunked))  # fmt: skip
+    loop_latencies, thunked_loop = _merged_latencies(loops), _merged_latencies(thunked)
+    write_calibration(rows, out, head, probes, _geomean(bf16), loop_latencies, thunked_loop)
     return len(rows)
 
 
