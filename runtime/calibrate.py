@@ -28,6 +28,7 @@ import dataclasses
 import datetime as dt
 import hashlib
 import math
+import statistics
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -362,12 +363,32 @@ def refit(path: Path, note: str = "") -> None:
     if note:
         notes = [i for i, ln in enumerate(head) if ln.startswith("# note: ")]
         head.insert(notes[-1] + 1 if notes else 0, f"# note: {note}")
-    probes = [p for ln in lines if (p := program_probes.Probe.parse(ln))]
+    m = _measured_header(path, lines)
+    write_calibration(
+        list(read_partial(path).values()), path, head, m.probes, m.bf16_fused_ns, m.loops, m.thunked
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class _HeaderMeasurements:
+    """What a finished calibration's header holds beyond its rows: the program probes, the
+    fused bf16 chain cost (NaN if absent), small-loop and thunked-loop latencies."""
+
+    probes: list[program_probes.Probe]
+    bf16_fused_ns: float
+    loops: dict[str, float]
+    thunked: dict[str, float]
+
+
+def _measured_header(path: Path, lines: Sequence[str]) -> _HeaderMeasurements:
+    """The header measurements of the calibration at `path`, whose text is `lines`."""
     kept = cf.header_value(path, fused_probes.KEY)
-    bf16 = float(kept) if kept else math.nan
-    loops = parse_latencies(cf.header_value(path, LATENCY_KEY))
-    thunked = parse_latencies(cf.header_value(path, THUNKED_KEY))
-    write_calibration(list(read_partial(path).values()), path, head, probes, bf16, loops, thunked)
+    return _HeaderMeasurements(
+        [p for ln in lines if (p := program_probes.Probe.parse(ln))],
+        float(kept) if kept else math.nan,
+        parse_latencies(cf.header_value(path, LATENCY_KEY)),
+        parse_latencies(cf.header_value(path, THUNKED_KEY)),
+    )
 
 
 _MERGED = ("measured_us_median", "call_us_median", "dispatch_us", cf.SENTINEL_COLUMN)
@@ -383,7 +404,7 @@ _PROVENANCE = ("# stablehlo-perf", "# target:", "# machine:", "# device:", "# da
 def _geomean(values: Sequence[float]) -> float:
     """Geometric mean of the positive finite `values` (NaN if there is none)."""
     ok = [v for v in values if math.isfinite(v) and v > 0]
-    return math.exp(sum(map(math.log, ok)) / len(ok)) if ok else math.nan
+    return statistics.geometric_mean(ok) if ok else math.nan
 
 
 def _merged_row(rows: Sequence[list[str]]) -> list[str]:
@@ -427,9 +448,7 @@ def merge(paths: Sequence[Path], out: Path, note: str = "") -> int:
     dates: list[str] = []
     probes: list[program_probes.Probe] = []
     by_key: dict[str, list[list[str]]] = {}
-    bf16: list[float] = []
-    loops: list[dict[str, float]] = []
-    thunked: list[dict[str, float]] = []
+    measured: list[_HeaderMeasurements] = []
     for path in paths:
         if not path.is_file() or not cf.checksum_ok(path):
             raise ValueError(f"{path}: no valid calibration (missing, or its checksum fails)")
@@ -441,12 +460,10 @@ def merge(paths: Sequence[Path], out: Path, note: str = "") -> int:
         notes += [ln for ln in lines if ln.startswith("# note: ") and ln not in notes]
         head = head or [ln for ln in lines if ln.startswith(_PROVENANCE)]
         dates.append(cf.header_value(path, "date"))
-        probes += [p for ln in lines if (p := program_probes.Probe.parse(ln)) and p not in probes]
+        measured.append(_measured_header(path, lines))
+        probes += [p for p in measured[-1].probes if p not in probes]
         for key, row in read_partial(path).items():
             by_key.setdefault(key, []).append(row)
-        bf16.append(float(cf.header_value(path, fused_probes.KEY) or "nan"))
-        loops.append(parse_latencies(cf.header_value(path, LATENCY_KEY)))
-        thunked.append(parse_latencies(cf.header_value(path, THUNKED_KEY)))
     merged = (
         f"# note: merged from {len(paths)} calibrations ({', '.join(dates)}): each shape's times"
         " the geometric mean of theirs (runtime/calibrate.merge)"
@@ -458,8 +475,10 @@ def merge(paths: Sequence[Path], out: Path, note: str = "") -> int:
         *(f"# date: {', '.join(dates)}" if ln.startswith("# date:") else ln for ln in head),
     ]
     rows = [_merged_row(rs) for rs in by_key.values()]
-    loop_latencies, thunked_loop = _merged_latencies(loops), _merged_latencies(thunked)
-    write_calibration(rows, out, head, probes, _geomean(bf16), loop_latencies, thunked_loop)
+    bf16 = _geomean([m.bf16_fused_ns for m in measured])
+    loops = _merged_latencies([m.loops for m in measured])
+    thunked = _merged_latencies([m.thunked for m in measured])
+    write_calibration(rows, out, head, probes, bf16, loops, thunked)
     return len(rows)
 
 
