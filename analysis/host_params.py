@@ -230,6 +230,10 @@ class HostParams:
     long_call_cap_ns: float = math.nan
     # From the probes whose steps each run a split loop kernel (runtime/program_probes.py).
     rewake_ns: float = math.nan
+    # From the contention probe (runtime/contention_probes.py): a fraction of a kernel's time
+    # and the most the kernels between two pool kernels pay.
+    pool_contention: float = math.nan
+    pool_contention_cap_ns: float = math.nan
 
     def long_call(self, kernels_ns: float) -> float:
         """`long_call_ns` with these parameters (0 where they are unknown)."""

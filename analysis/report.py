@@ -44,7 +44,9 @@ _OP_FIELDS = [f.name for f in fields(OpReport) if f.name not in ("top_level", "u
 class Report:
     """Whole-module results for the entry function: `total_latency_ns` is the makespan of its
     schedule on the target's units, `critical_path_ns` the dataflow bound, `work_ns` the sum;
-    the first two include `call_overhead_ns`, what a call costs beyond its kernels."""
+    the first two include `call_overhead_ns`, what a call costs beyond its kernels, and
+    `contention_ns`, what the entry's kernels cost beyond their own latencies for running
+    beside the thread pool's polling threads (`Target.pool_contention`)."""
 
     target: str
     entry: str
@@ -55,6 +57,7 @@ class Report:
     critical_path: list[int]
     fusion_groups: list[dict] = field(default_factory=list)
     call_overhead_ns: float = 0.0
+    contention_ns: float = 0.0
     module_estimate: dict | None = None
     # while ops XLA:CPU compiles into one kernel (their model reads `while(xN, one kernel)`)
     one_kernel_loops: list[int] = field(default_factory=list)
@@ -156,6 +159,15 @@ class Report:
             lines += [
                 f"Includes {_ns(self.call_overhead_ns)} of per-call overhead beyond the kernels "
                 "(argument handling, thread-pool wake-up; measured by the target's calibration).",
+                "",
+            ]
+        if self.contention_ns:
+            lines += [
+                (
+                    f"Includes {_ns(self.contention_ns)} of contention: kernels after a "
+                    "thread-pool kernel run beside its still-polling threads (measured by the "
+                    "target's calibration)."
+                ),
                 "",
             ]
         if self.module_estimate:

@@ -47,7 +47,10 @@ class CriticalPathPass:
     been idle for `Target.rewake_gap_ns`, an Eigen dot also when it is the first, and a
     cost per MiB a split loop kernel hands to a YNNPACK kernel), it is
     added to the first two and written as
-    `perf.call_overhead_ns`.
+    `perf.call_overhead_ns`. Where the target charges pool contention
+    (`Target.pool_contention`), a function's top-level kernels that follow a library call
+    or split loop kernel are scheduled that much longer, and what each op pays is written
+    as `perf.contention_ns` (the entry's sum in the report's `contention_ns`).
     """
 
     name: ClassVar[str] = "perf-critical-path"
@@ -63,10 +66,14 @@ class CriticalPathPass:
         top_kernels: dict[tuple[int, ...], int] = {}
         pool_spans: dict[tuple[int, ...], list[PoolSpan]] = {}
         handoffs: dict[tuple[int, ...], float] = {}
+        contention: dict[tuple[int, ...], float] = {}
 
-        def schedule(ids: Sequence[int], offset: float, runs: bool = True) -> None:
+        def schedule(
+            ids: Sequence[int], offset: float, runs: bool = True, top: bool = False
+        ) -> None:
             """Schedule a block from `offset`; a block that never `runs` (a branch weighed 0)
-            adds no kernel to the call overhead's terms."""
+            adds no kernel to the call overhead's terms; a function's `top` block adds the
+            contention of its kernels that follow a pool kernel (`_contention`)."""
             nonlocal longest_kernel, wakes
             nodes, deps, costs = _nodes(view, cache, ids)
             latency = [sum(read_latency(cache, i) for i in node) for node in nodes]
@@ -85,6 +92,20 @@ class CriticalPathPass:
             ]
             library = [latency[k] > 0 and _wakes(view, node) for k, node in enumerate(nodes)]
             woken = [p or lib for p, lib in zip(pool, library, strict=True)]
+            if top and target.pool_contention > 0:
+                control = [
+                    any(view.records[i].info.op_class == "control" for i in node) for node in nodes
+                ]
+                extra = _contention(
+                    latency, woken, control, target.pool_contention, target.pool_contention_cap_ns
+                )
+                for k, node in enumerate(nodes):
+                    if extra[k] > 0:
+                        latency[k] += extra[k]
+                        for i in node:
+                            share = read_latency(cache, i) / (latency[k] - extra[k])
+                            cache.write(view.records[i], "perf.contention_ns", extra[k] * share)
+                contention[tuple(ids)] = sum(extra)
             handoffs[tuple(ids)] = _handoff_bytes(
                 deps, costs, pool, eigen, library, target.handoff_cap_bytes
             )
@@ -112,7 +133,7 @@ class CriticalPathPass:
                         schedule(block, offset + s.start_ns[k], taken)
 
         for func in view.funcs.values():
-            schedule(func.top, 0.0)
+            schedule(func.top, 0.0, top=True)
         entry = view.entry()
         for func in view.funcs.values():
             if func.public or func is entry:
@@ -125,7 +146,9 @@ class CriticalPathPass:
                         top_kernels[tuple(func.top)],
                         func.result_bytes,
                         wakes,
-                        sb.makespan_ns - _repeated_trips_ns(view, cache, func.top),
+                        sb.makespan_ns
+                        - _repeated_trips_ns(view, cache, func.top)
+                        - contention.get(tuple(func.top), 0.0),
                         _rewakes(pool_spans[tuple(func.top)], target.rewake_gap_ns),
                         handoffs[tuple(func.top)],
                     )
@@ -134,11 +157,12 @@ class CriticalPathPass:
                         "critical_path_ns": sb.dataflow.span_ns + call,
                         "work_ns": sb.schedule.work_ns,
                         "call_overhead_ns": call,
+                        "contention_ns": contention.get(tuple(func.top), 0.0),
                     }
                     attrs = module.attributes
                     attrs["perf.critical_path"] = ir.DenseI64ArrayAttr.get(path)
                     for key, value in cache.totals.items():
-                        if key != "call_overhead_ns" or value:
+                        if key not in ("call_overhead_ns", "contention_ns") or value:
                             attrs[f"perf.{key}"] = ir.FloatAttr.get_f64(value)
                     cache.critical_path = path
 
@@ -261,6 +285,28 @@ def _rewakes(spans: Sequence[PoolSpan], gap_ns: float) -> int:
             count += 1
         busy_until = span.end_ns if first else max(busy_until, span.end_ns)
     return count
+
+
+def _contention(
+    latency: Sequence[float],
+    woken: Sequence[bool],
+    control: Sequence[bool],
+    fraction: float,
+    cap_ns: float,
+) -> list[float]:
+    """What each kernel of a block, in program order, costs beyond its own latency for running
+    on the calling thread after a pool kernel (`woken`: a library call or a split loop
+    kernel) while the pool's threads still poll for work (`Target.pool_contention`:
+    runtime/contention_probes.py): `fraction` of its latency, at most `cap_ns` for all the
+    kernels between two pool kernels; 0 for pool kernels, for kernels before the first, and
+    for a node holding a loop or branch (its regions are priced before this pass)."""
+    extra: list[float] = []
+    left = 0.0  # what the kernels since the last pool kernel may still pay
+    for t, pool, ctl in zip(latency, woken, control, strict=True):
+        paid = min(fraction * t, left) if not pool and not ctl and t > 0 else 0.0
+        extra.append(paid)
+        left = cap_ns if pool else left - paid
+    return extra
 
 
 def _splits(view: ModuleView, node: list[int], cost: KernelCost, cores: int) -> bool:

@@ -103,6 +103,7 @@ def collect_report(view: ModuleView, cache: AnalysisCache, target: Target) -> Re
         critical_path_ns=totals["critical_path_ns"],
         work_ns=totals["work_ns"],
         call_overhead_ns=totals.get("call_overhead_ns", 0.0),
+        contention_ns=totals.get("contention_ns", 0.0),
         ops=ops,
         critical_path=list(cache.critical_path),
         fusion_groups=groups,

@@ -9,7 +9,8 @@ in the same rounds (what a call costs beyond its kernels: `analysis.host_params`
 then multi-kernel probe programs (`runtime.program_probes`), the fused bf16 chain
 (`runtime.fused_probes`), the latencies of ops in small loops
 (`runtime.small_loop_probes`), the costs of kernels in loops run thunk by thunk
-(`runtime.thunked_loop_probes`) and, for the host, chains of elementwise ops fused into
+(`runtime.thunked_loop_probes`), how much slower kernels run after a thread-pool kernel
+(`runtime.contention_probes`) and, for the host, chains of elementwise ops fused into
 one loop kernel (`runtime.fused_chains`, written beside the calibration as
 `analysis.fused_loops.chains_path`, `QUICK_CHAINS_PER_SHAPE` per training shape with
 --quick, three times as many without).
@@ -46,6 +47,7 @@ from stablehlo_perf.analysis.small_loops import (
 )
 from stablehlo_perf.analysis.targets import l1_data_mib
 from stablehlo_perf.runtime import (
+    contention_probes,
     fused_chains,
     fused_probes,
     program_probes,
@@ -294,12 +296,13 @@ def write_calibration(
     bf16_fused_ns: float = math.nan,
     loop_latencies: Mapping[str, float] | None = None,
     thunked_loop: Mapping[str, float] | None = None,
+    pool_contention: Mapping[str, float] | None = None,
 ) -> None:
     """Write rows under `head`, the probes, the dispatch floor, the roofline parameters they
     imply (`analysis.host_params`, with the per-call terms fitted from `probes` where given:
     all their measurements together; `bf16_fused_ns` from `runtime.fused_probes`;
     `loop_latencies` from `runtime.small_loop_probes`; `thunked_loop` from
-    `runtime.thunked_loop_probes`) and a
+    `runtime.thunked_loop_probes`; `pool_contention` from `runtime.contention_probes`) and a
     `# sha256:` of the body, atomically (tmp + rename)."""
     body = ",".join(COLUMNS) + "\n" + "".join(",".join(r) + "\n" for r in sorted(rows))
     digest = hashlib.sha256(body.encode()).hexdigest()
@@ -323,6 +326,13 @@ def write_calibration(
             rewake_ns=fit.rewake_ns,
         )
     params = dataclasses.replace(params, bf16_fused_ns_per_elem=bf16_fused_ns)
+    # The parameters as the header line holds them, so that a refit reproduces them.
+    contention = " ".join(f"{k}={v:.6g}" for k, v in (pool_contention or {}).items())
+    written = parse_latencies(contention)
+    if {"fraction", "cap_ns"} <= written.keys():
+        params = dataclasses.replace(
+            params, pool_contention=written["fraction"], pool_contention_cap_ns=written["cap_ns"]
+        )
     text = "\n".join(
         [
             *head,
@@ -334,6 +344,7 @@ def write_calibration(
             ),
             *([f"# {LATENCY_KEY}: {format_latencies(loop_latencies)}"] if loop_latencies else []),
             *([f"# {THUNKED_KEY}: {format_latencies(thunked_loop)}"] if thunked_loop else []),
+            *([f"# {contention_probes.KEY}: {contention}"] if contention else []),
             f"# dispatch_us: {disp:.3f}",
             f"# {HOST_PARAMS_KEY}: {params.header()}",
             f"# sha256: {digest}",
@@ -355,6 +366,7 @@ def refit(path: Path, note: str = "") -> None:
         f"# {fused_probes.KEY}:",
         f"# {LATENCY_KEY}:",
         f"# {THUNKED_KEY}:",
+        f"# {contention_probes.KEY}:",
         "# dispatch_us:",
         f"# {HOST_PARAMS_KEY}:",
         "# sha256:",
@@ -365,19 +377,28 @@ def refit(path: Path, note: str = "") -> None:
         head.insert(notes[-1] + 1 if notes else 0, f"# note: {note}")
     m = _measured_header(path, lines)
     write_calibration(
-        list(read_partial(path).values()), path, head, m.probes, m.bf16_fused_ns, m.loops, m.thunked
+        list(read_partial(path).values()),
+        path,
+        head,
+        m.probes,
+        m.bf16_fused_ns,
+        m.loops,
+        m.thunked,
+        m.pool_contention,
     )
 
 
 @dataclasses.dataclass(frozen=True)
 class _HeaderMeasurements:
     """What a finished calibration's header holds beyond its rows: the program probes, the
-    fused bf16 chain cost (NaN if absent), small-loop and thunked-loop latencies."""
+    fused bf16 chain cost (NaN if absent), small-loop and thunked-loop latencies, the pool
+    contention's fraction and cap."""
 
     probes: list[program_probes.Probe]
     bf16_fused_ns: float
     loops: dict[str, float]
     thunked: dict[str, float]
+    pool_contention: dict[str, float]
 
 
 def _measured_header(path: Path, lines: Sequence[str]) -> _HeaderMeasurements:
@@ -388,12 +409,14 @@ def _measured_header(path: Path, lines: Sequence[str]) -> _HeaderMeasurements:
         float(kept) if kept else math.nan,
         parse_latencies(cf.header_value(path, LATENCY_KEY)),
         parse_latencies(cf.header_value(path, THUNKED_KEY)),
+        parse_latencies(cf.header_value(path, contention_probes.KEY)),
     )
 
 
 _MERGED = ("measured_us_median", "call_us_median", "dispatch_us", cf.SENTINEL_COLUMN)
 """Columns `merge` takes the geometric mean of (a row's times and its chunk's sentinel time
-alike, so that a row's time relative to its sentinel is the geometric mean of the files')."""
+alike, so that a row's time relative to its sentinel is the geometric mean of the files'; the
+arithmetic mean of call times where one reads <= 0)."""
 
 
 _PROVENANCE = ("# stablehlo-perf", "# target:", "# machine:", "# device:", "# date:",
@@ -412,7 +435,11 @@ def _merged_row(rows: Sequence[list[str]]) -> list[str]:
     out = list(rows[0])
     for col in _MERGED:
         k = COLUMNS.index(col)
-        out[k] = f"{_geomean([float(r[k]) for r in rows]):.4f}"
+        values = [float(r[k]) for r in rows]
+        # A call time is net of dispatch and reads <= 0 for the tiniest ops: the geometric
+        # mean has no value there (it wrote nan, and later reads dropped the row).
+        mean = _geomean(values) if min(values) > 0 else statistics.fmean(values)
+        out[k] = f"{mean:.4f}"
     spread, repeats = COLUMNS.index("spread"), COLUMNS.index("repeats")
     out[spread] = max((r[spread] for r in rows), key=float)
     out[repeats] = str(sum(int(float(r[repeats])) for r in rows))
@@ -478,7 +505,8 @@ def merge(paths: Sequence[Path], out: Path, note: str = "") -> int:
     bf16 = _geomean([m.bf16_fused_ns for m in measured])
     loops = _merged_latencies([m.loops for m in measured])
     thunked = _merged_latencies([m.thunked for m in measured])
-    write_calibration(rows, out, head, probes, bf16, loops, thunked)
+    contention = _merged_latencies([m.pool_contention for m in measured])
+    write_calibration(rows, out, head, probes, bf16, loops, thunked, contention)
     return len(rows)
 
 
@@ -595,7 +623,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         measured = fused_chains.measure(chains, args.repeats)
         fused_chains.write_csv(measured, fused_loops.chains_path(path), args.note)
     head = earlier + [ln for ln in header(args.target, args.note) if ln not in earlier]
-    write_calibration(list(rows.values()), path, head, probes, bf16, loops, thunked)
+    contention = contention_probes.measure_pool_contention().pairs()
+    write_calibration(list(rows.values()), path, head, probes, bf16, loops, thunked, contention)
     partial.unlink()
     models = ew.fit_class_models(ew.load_measurements(path))
     print(f"{path}: {len(rows)} shapes; fitted classes: {', '.join(sorted(models))}")

@@ -77,6 +77,12 @@ class Target:
     rewake_gap_ns: float = math.inf
     handoff_ns_per_mib: float = 0.0
     handoff_cap_bytes: float = math.inf
+    # How much longer, as a fraction of its own time, a kernel on the calling thread takes
+    # when it follows a pool kernel in the entry function (the pool's threads still poll for
+    # work on the same cores: runtime/contention_probes.py), and the most the kernels between
+    # two pool kernels pay for it. Zero where unknown.
+    pool_contention: float = 0.0
+    pool_contention_cap_ns: float = 0.0
     # ns per element each op of a fused bf16 loop costs at least (XLA:CPU widens to f32 and
     # rounds back per op: runtime/fused_probes.py). Zero where unknown.
     bf16_fused_ns_per_element: float = 0.0
@@ -360,6 +366,9 @@ def _calibrated_host(base: Target) -> Target:
         change["handoff_cap_bytes"] = HANDOFF_CAP_BYTES
     if math.isfinite(params.bf16_fused_ns_per_elem):
         change["bf16_fused_ns_per_element"] = params.bf16_fused_ns_per_elem
+    if math.isfinite(params.pool_contention) and math.isfinite(params.pool_contention_cap_ns):
+        change["pool_contention"] = params.pool_contention
+        change["pool_contention_cap_ns"] = params.pool_contention_cap_ns
     note = (
         f"calibrated on this machine ({when}) from {found[0].name}: "
         + ", ".join(sorted(change))

@@ -1,0 +1,129 @@
+"""Probe for how much slower a kernel runs on the calling thread after a pool kernel.
+
+A library call (a YNNPACK dot) or a loop kernel XLA:CPU splits over its thread pool
+hands work to the pool's threads; when it ends they keep polling for more work for a
+while, and on a VM with as many vCPUs as pool threads the kernels that follow on the
+calling thread share the cores with them. Measured with runtime/timing.py on the
+project's 2-vCPU Zen 5 VM (2026-12-02, in a loop, 11 rounds): 8-28 tanh kernels of 8x128
+f32 after a 128x256 @ 256x256 dot took 2.1-3.5x their time without the dot (the dot
+alone 50-64 us; 8 kernels 9 us alone, 24-44 after it; 24 kernels 38-40 alone, 84-92
+after). Programs that interleave dots with short kernels were priced below their measured
+time by that much: the zoo's six-layer transformer by a median 23-27%, the MLP gradient
+19-25% (benchmarks/end_to_end.py, 14 saved runs).
+
+The cost stops growing once the pool's threads stop polling: 12-28 kernels (17-45 us alone)
+paid 43-54 us beyond their time after the dot, where 8 paid 15-35. The probe times, inside
+loops and in the same rounds, the dot alone, chains of serial kernels alone, and each
+chain after the dot: what the short chains (`SHORT`) cost after the dot beyond their own
+time, as a fraction of it, is the slowdown; what the long chain (`LONG`) costs beyond its
+own time, the cap. Chains of 32 or more kernels ran at their own speed after the dot on
+that VM (another execution mode of XLA's thunk executor), so the chains stay below 32.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+from stablehlo_perf.runtime import sweeps, timing
+
+__all__ = ["KEY", "LONG", "SHORT", "Contention", "contention_fit", "measure_pool_contention"]
+
+KEY = "pool_contention"
+"""The calibration header line that holds the measurement (`# KEY: fraction=.. cap_ns=..`)."""
+SHORT = (4, 8)
+LONG = 24
+_DOT = (128, 256, 256)  # M, K, N: a YNNPACK dot long enough for the pool (~60 us)
+_SERIAL = (8, 128)  # each serial kernel: ~1 us of tanh, far below any split threshold
+
+
+@dataclass(frozen=True)
+class Contention:
+    """Serial kernels after a pool kernel cost `fraction` of their time more, at most
+    `cap_ns` in all until the next pool kernel."""
+
+    fraction: float
+    cap_ns: float
+
+    def pairs(self) -> dict[str, float]:
+        """The calibration header's `name=value` pairs."""
+        return {"fraction": self.fraction, "cap_ns": self.cap_ns}
+
+
+def contention_fit(
+    pool_us: Sequence[float],
+    short: Sequence[tuple[Sequence[float], Sequence[float]]],
+    long: tuple[Sequence[float], Sequence[float]],
+) -> Contention:
+    """From per-round times (us) of the pool kernel alone, and of each short chain and the
+    long one as (alone, after the pool kernel): the median over rounds and short chains of
+    (after - pool - alone) / alone, and the long chain's median of after - pool - alone (ns);
+    neither below 0."""
+    pool = np.asarray(pool_us, float)
+
+    def extra(alone: Sequence[float], after: Sequence[float]) -> np.ndarray:
+        return np.asarray(after, float) - pool - np.asarray(alone, float)
+
+    frac = [extra(a, b) / np.maximum(np.asarray(a, float), 1e-9) for a, b in short]
+    return Contention(
+        max(float(np.median(np.concatenate(frac))), 0.0),
+        max(float(np.median(extra(*long))), 0.0) * 1e3,
+    )
+
+
+def _chain(k: int) -> Callable[[jax.Array], jax.Array]:
+    """k kernels, one after another: the barrier keeps XLA from fusing them into one."""
+
+    def run(v: jax.Array) -> jax.Array:
+        for i in range(k):
+            v = lax.optimization_barrier(jnp.tanh(v * 1.0001 + i))
+        return v
+
+    return run
+
+
+def _program(k: int, with_dot: bool) -> Callable[[jax.Array, jax.Array], object]:
+    rows, cols = _SERIAL
+
+    def run(x: jax.Array, w: jax.Array) -> object:
+        if not with_dot:
+            return _chain(k)(x[:rows, :cols])
+        y = x @ w
+        return (y, _chain(k)(y[:rows, :cols])) if k else y
+
+    return run
+
+
+def measure_pool_contention(
+    repeats: int = 51, passes: int = 5, loop_us: float = 4000.0
+) -> Contention:
+    """This machine's `Contention`: each parameter the median over `passes` passes (~2 s
+    each) of `contention_fit` on a pass's rounds. One pass reads the VM's state of its
+    seconds: 14 passes of 51 rounds over 20 minutes on the Zen 5 VM (2026-12-02) put the
+    fraction of chains of 8 and 16 at 0.47-2.07, median 1.66."""
+    fits = [_one_pass(repeats, seed, loop_us) for seed in range(passes)]
+    return Contention(
+        float(np.median([f.fraction for f in fits])), float(np.median([f.cap_ns for f in fits]))
+    )
+
+
+def _one_pass(repeats: int, seed: int, loop_us: float) -> Contention:
+    """`contention_fit` of one set of interleaved rounds."""
+    m, k, n = _DOT
+    rng = np.random.default_rng(seed)
+    x = jnp.asarray(rng.standard_normal((m, k)), jnp.float32)
+    w = jnp.asarray(rng.standard_normal((k, n)) * 0.05, jnp.float32)
+    trips = jnp.asarray(1, jnp.int32)
+    looped = []
+    for steps, with_dot in [(0, True)] + [(s, d) for s in (*SHORT, LONG) for d in (False, True)]:
+        spec = sweeps.Spec("pool_contention", "f32", (steps, int(with_dot)))
+        fn = jax.jit(sweeps.in_loop(_program(steps, with_dot))).lower(trips, x, w).compile()
+        looped.append((spec.key, sweeps.LoopCase(spec, fn, (x, w))))
+    out, _, _ = timing.time_in_loop(looped, repeats=repeats, seed=seed, loop_us=loop_us)
+    rounds = [out[key][0].rounds_us for key, _ in looped]
+    pairs = [(rounds[1 + 2 * i], rounds[2 + 2 * i]) for i in range(len(SHORT) + 1)]
+    return contention_fit(rounds[0], pairs[:-1], pairs[-1])

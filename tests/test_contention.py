@@ -1,0 +1,141 @@
+"""Pool contention: kernels on the calling thread after a thread-pool kernel cost more.
+
+The probe's fit (runtime/contention_probes.py), the critical-path pass's charge
+(`passes.critical_path._contention`), and the calibration header that carries it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import pytest
+import stablehlo_perf as sp
+from stablehlo_perf.analysis import calibration_files as cf
+from stablehlo_perf.analysis.host_params import HOST_PARAMS_KEY, HostParams
+from stablehlo_perf.analysis.small_loops import parse_latencies
+from stablehlo_perf.analysis.targets import load_target
+from stablehlo_perf.passes import critical_path
+from stablehlo_perf.runtime import calibrate, contention_probes
+
+
+def test_fit_is_the_median_fraction_of_short_chains_and_the_long_chains_extra() -> None:
+    # Pool kernel 50 / 52 us in two rounds. Chains of 4 us: 2 and 4 us beyond pool + chain
+    # (0.5, 1.0); of 8 us: 4 and 8 (0.5, 1.0): median 0.75. The long chain (40 us) pays 45
+    # and 47 us beyond: cap 46 us.
+    fit = contention_probes.contention_fit(
+        [50.0, 52.0],
+        [([4.0, 4.0], [56.0, 60.0]), ([8.0, 8.0], [62.0, 68.0])],
+        ([40.0, 40.0], [135.0, 139.0]),
+    )
+    assert fit.fraction == pytest.approx(0.75)
+    assert fit.cap_ns == pytest.approx(46e3)
+    # A chain faster after the pool kernel than alone is noise, not a negative cost.
+    none = contention_probes.contention_fit([50.0], [([4.0], [53.0])], ([40.0], [89.0]))
+    assert none == contention_probes.Contention(0.0, 0.0)
+
+
+def test_kernels_after_a_pool_kernel_pay_a_fraction_up_to_the_cap() -> None:
+    # Program order: a serial kernel before any pool kernel (free), a pool kernel, three
+    # serial ones (0.5 x 2, 0.5 x 3, then 3.5 of its 5: the cap of 6 is reached), a loop
+    # (its regions are priced elsewhere), a second pool kernel, 40 us (capped at 6), 1 us
+    # (nothing left).
+    latency = [5.0, 60.0, 2.0, 3.0, 10.0, 30.0, 50.0, 40.0, 1.0]
+    woken = [False, True, False, False, False, False, True, False, False]
+    control = [False, False, False, False, False, True, False, False, False]
+    extra = critical_path._contention(latency, woken, control, 0.5, 6.0)
+    assert extra == pytest.approx([0.0, 0.0, 1.0, 1.5, 3.5, 0.0, 0.0, 6.0, 0.0])
+
+
+def _analyze_with(monkeypatch: pytest.MonkeyPatch, lowered: object, **change: float) -> object:
+    host = replace(load_target("host"), **change)
+    monkeypatch.setattr(critical_path, "load_target", lambda name, t=host: t)
+    return sp.analyze(lowered, target="host")
+
+
+def _entry_ops(module: object) -> list[object]:
+    """The main function's top-level ops, in program order."""
+    for func in module.body.operations:
+        if func.attributes["sym_name"].value == "main":
+            return list(func.regions[0].blocks[0].operations)
+    raise AssertionError("no main function")
+
+
+def test_pass_charges_the_kernels_after_a_dot(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A dot (a YNNPACK library call on the host) then a cumulative sum of its rows (a
+    reduce_window, which XLA:CPU does not fuse into the dot): each op of the kernels after
+    the dot pays half its latency more, written on it as
+    `perf.contention_ns` and added to the total; the same program priced without contention
+    is that much shorter."""
+    x = jax.ShapeDtypeStruct((64, 128), jnp.float32)
+    w = jax.ShapeDtypeStruct((128, 128), jnp.float32)
+    lowered = jax.jit(lambda x, w: jnp.cumsum(x @ w, axis=0)).lower(x, w)
+    off = _analyze_with(monkeypatch, lowered, pool_contention=0.0, pool_contention_cap_ns=0.0)
+    on = _analyze_with(monkeypatch, lowered, pool_contention=0.5, pool_contention_cap_ns=1e9)
+    assert off.report.contention_ns == 0.0
+    paid, seen_dot = {}, False
+    for op in _entry_ops(on.module):
+        seen_dot = seen_dot or op.name == "stablehlo.dot_general"
+        if "perf.contention_ns" in op.attributes:
+            assert seen_dot and op.name != "stablehlo.dot_general"
+            latency = op.attributes["perf.latency_ns"].value
+            assert op.attributes["perf.contention_ns"].value == pytest.approx(0.5 * latency)
+            paid[op.name] = 0.5 * latency
+    assert "stablehlo.reduce_window" in paid
+    assert on.report.contention_ns == pytest.approx(sum(paid.values()))
+    delta = on.report.total_latency_ns - off.report.total_latency_ns
+    assert delta == pytest.approx(on.report.contention_ns, rel=1e-9)
+    assert "of contention" in on.report.to_markdown()
+    # A cap below what the kernels would pay bounds it.
+    capped = _analyze_with(monkeypatch, lowered, pool_contention=0.5, pool_contention_cap_ns=10.0)
+    assert capped.report.contention_ns == pytest.approx(10.0)
+
+
+def test_no_pool_kernel_no_contention(monkeypatch: pytest.MonkeyPatch) -> None:
+    x = jax.ShapeDtypeStruct((8, 128), jnp.float32)
+    lowered = jax.jit(lambda x: jnp.sum(jnp.tanh(x), axis=0)).lower(x)
+    res = _analyze_with(monkeypatch, lowered, pool_contention=0.5, pool_contention_cap_ns=1e9)
+    assert res.report.contention_ns == 0.0
+    assert "perf.contention_ns" not in res.annotated_ir
+
+
+def _row(op: str, shape: str, us: float, call: float) -> list[str]:
+    numel = math.prod(int(d) for d in shape.split("x"))
+    return [op, "f32", shape, str(numel), f"{us:.4f}", "0.05", f"{call:.4f}", "15.0", "7", "80.0"]
+
+
+def _calibration(path: Path, rows: list[list[str]], contention: dict[str, float]) -> Path:
+    calibrate.write_calibration(rows, path, calibrate.header("host"), pool_contention=contention)
+    return path
+
+
+def test_header_carries_the_contention_through_refit_and_merge(tmp_path: Path) -> None:
+    a = _calibration(
+        tmp_path / "a.csv",
+        [_row("add", "4096", 10.0, -0.5), _row("add", "8192", 20.0, 30.0)],
+        {"fraction": 0.5, "cap_ns": 10e3},
+    )
+    params = HostParams.parse(cf.header_value(a, HOST_PARAMS_KEY))
+    assert params is not None
+    assert (params.pool_contention, params.pool_contention_cap_ns) == (0.5, 10e3)
+    calibrate.refit(a)
+    assert parse_latencies(cf.header_value(a, contention_probes.KEY)) == {
+        "fraction": 0.5, "cap_ns": 10e3,
+    }  # fmt: skip
+    b = _calibration(
+        tmp_path / "b.csv",
+        [_row("add", "4096", 40.0, 1.5)],
+        {"fraction": 2.0, "cap_ns": 40e3},
+    )
+    out = tmp_path / "merged.csv"
+    assert calibrate.merge([a, b], out) == 2
+    # Geometric means: sqrt(0.5 x 2) = 1, sqrt(10 x 40) = 20 us.
+    merged = parse_latencies(cf.header_value(out, contention_probes.KEY))
+    assert merged == {"fraction": pytest.approx(1.0), "cap_ns": pytest.approx(20e3)}
+    # A call time of -0.5 us beside 1.5 has no geometric mean: the arithmetic one (0.5), and
+    # the row survives a later read (a nan there dropped it).
+    row = calibrate.read_partial(out)["add,f32,4096"]
+    assert float(row[4]) == pytest.approx(20.0) and float(row[6]) == pytest.approx(0.5)
