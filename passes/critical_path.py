@@ -49,8 +49,10 @@ class CriticalPathPass:
     added to the first two and written as
     `perf.call_overhead_ns`. Where the target charges pool contention
     (`Target.pool_contention`), a function's top-level kernels that follow a library call
-    or split loop kernel are scheduled that much longer, and what each op pays is written
-    as `perf.contention_ns` (the entry's sum in the report's `contention_ns`).
+    or split loop kernel are scheduled that much longer, as are its while loops by what
+    their bodies' kernels pay so each trip; what each op pays is written as
+    `perf.contention_ns` (a loop's body ops: per trip; the entry's sum in the report's
+    `contention_ns`).
     """
 
     name: ClassVar[str] = "perf-critical-path"
@@ -66,14 +68,53 @@ class CriticalPathPass:
         top_kernels: dict[tuple[int, ...], int] = {}
         pool_spans: dict[tuple[int, ...], list[PoolSpan]] = {}
         handoffs: dict[tuple[int, ...], float] = {}
-        contention: dict[tuple[int, ...], float] = {}
+        contention: dict[tuple[int, ...], list[float]] = {}
+
+        def loop_contention(i: int) -> float:
+            """What a while op's trips pay in contention (`block_contention` of its regions,
+            each trip); 0 for any other op and a loop XLA:CPU compiles into one kernel."""
+            info = view.records[i].info
+            if info.short_name != "while" or i in cache.one_kernel_loops:
+                return 0.0
+            per_trip = sum(sum(block_contention(b)) for b in view.regions.get(i, ()))
+            return (info.attrs.get("trip_count") or 1) * per_trip
+
+        def block_contention(ids: Sequence[int]) -> list[float]:
+            """Per schedule node of a block run once, what its kernels after a pool kernel pay
+            (`_contention`) and its loops' trips (`loop_contention`); each op's share is
+            written as `perf.contention_ns` (per run of the block)."""
+            if tuple(ids) in contention:
+                return contention[tuple(ids)]
+            nodes, _, costs = _nodes(view, cache, ids)
+            latency = [sum(read_latency(cache, i) for i in node) for node in nodes]
+            woken = [
+                t > 0 and (_pool(view, node, cost, target.cores) or _wakes(view, node))
+                for t, node, cost in zip(latency, nodes, costs, strict=True)
+            ]
+            control = [
+                any(view.records[i].info.op_class == "control" for i in node) for node in nodes
+            ]
+            extra = _contention(
+                latency, woken, control, target.pool_contention, target.pool_contention_cap_ns
+            )
+            for k, node in enumerate(nodes):
+                own = extra[k]
+                for i in node:
+                    loop = loop_contention(i)
+                    paid = (own * read_latency(cache, i) / latency[k] if own > 0 else 0.0) + loop
+                    extra[k] += loop
+                    if paid > 0:
+                        cache.write(view.records[i], "perf.contention_ns", paid)
+            contention[tuple(ids)] = extra
+            return extra
 
         def schedule(
             ids: Sequence[int], offset: float, runs: bool = True, top: bool = False
         ) -> None:
             """Schedule a block from `offset`; a block that never `runs` (a branch weighed 0)
             adds no kernel to the call overhead's terms; a function's `top` block adds the
-            contention of its kernels that follow a pool kernel (`_contention`)."""
+            contention of its kernels that follow a pool kernel and of its loops' trips
+            (`block_contention`)."""
             nonlocal longest_kernel, wakes
             nodes, deps, costs = _nodes(view, cache, ids)
             latency = [sum(read_latency(cache, i) for i in node) for node in nodes]
@@ -93,19 +134,7 @@ class CriticalPathPass:
             library = [latency[k] > 0 and _wakes(view, node) for k, node in enumerate(nodes)]
             woken = [p or lib for p, lib in zip(pool, library, strict=True)]
             if top and target.pool_contention > 0:
-                control = [
-                    any(view.records[i].info.op_class == "control" for i in node) for node in nodes
-                ]
-                extra = _contention(
-                    latency, woken, control, target.pool_contention, target.pool_contention_cap_ns
-                )
-                for k, node in enumerate(nodes):
-                    if extra[k] > 0:
-                        latency[k] += extra[k]
-                        for i in node:
-                            share = read_latency(cache, i) / (latency[k] - extra[k])
-                            cache.write(view.records[i], "perf.contention_ns", extra[k] * share)
-                contention[tuple(ids)] = sum(extra)
+                latency = [t + e for t, e in zip(latency, block_contention(ids), strict=True)]
             handoffs[tuple(ids)] = _handoff_bytes(
                 deps, costs, pool, eigen, library, target.handoff_cap_bytes
             )
@@ -148,7 +177,7 @@ class CriticalPathPass:
                         wakes,
                         sb.makespan_ns
                         - _repeated_trips_ns(view, cache, func.top)
-                        - contention.get(tuple(func.top), 0.0),
+                        - sum(contention.get(tuple(func.top), ())),
                         _rewakes(pool_spans[tuple(func.top)], target.rewake_gap_ns),
                         handoffs[tuple(func.top)],
                     )
@@ -157,7 +186,7 @@ class CriticalPathPass:
                         "critical_path_ns": sb.dataflow.span_ns + call,
                         "work_ns": sb.schedule.work_ns,
                         "call_overhead_ns": call,
-                        "contention_ns": contention.get(tuple(func.top), 0.0),
+                        "contention_ns": sum(contention.get(tuple(func.top), ())),
                     }
                     attrs = module.attributes
                     attrs["perf.critical_path"] = ir.DenseI64ArrayAttr.get(path)
@@ -307,6 +336,12 @@ def _contention(
         extra.append(paid)
         left = cap_ns if pool else left - paid
     return extra
+
+
+def _pool(view: ModuleView, node: list[int], cost: KernelCost, cores: int) -> bool:
+    """Whether this kernel hands work to the pool whatever its time: a split loop kernel or an
+    Eigen dot on the pool."""
+    return any(_eigen(view, i) for i in node) or _splits(view, node, cost, cores)
 
 
 def _splits(view: ModuleView, node: list[int], cost: KernelCost, cores: int) -> bool:

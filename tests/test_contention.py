@@ -94,6 +94,38 @@ def test_pass_charges_the_kernels_after_a_dot(monkeypatch: pytest.MonkeyPatch) -
     assert capped.report.contention_ns == pytest.approx(10.0)
 
 
+def test_a_loops_trips_each_pay_its_bodys_contention(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fori_loop of 5 trips whose body runs a dot then a cumulative sum: the sum pays half
+    its latency a trip (`perf.contention_ns` on it, as do the body's other kernels after the
+    dot), the while op 5 times what its regions' ops pay, and the entry's total grows by
+    that."""
+    x = jax.ShapeDtypeStruct((64, 128), jnp.float32)
+    w = jax.ShapeDtypeStruct((128, 128), jnp.float32)
+
+    def f(x: jax.Array, w: jax.Array) -> jax.Array:
+        return jax.lax.fori_loop(0, 5, lambda i, c: jnp.cumsum(c @ w, axis=0) * 1e-3, x)
+
+    lowered = jax.jit(f).lower(x, w)
+    off = _analyze_with(monkeypatch, lowered, pool_contention=0.0, pool_contention_cap_ns=0.0)
+    on = _analyze_with(monkeypatch, lowered, pool_contention=0.5, pool_contention_cap_ns=1e9)
+    (loop,) = [op for op in _entry_ops(on.module) if op.name == "stablehlo.while"]
+    assert loop.attributes["perf.trip_count"].value == 5
+    inside = [op for r in loop.regions for b in r.blocks for op in b.operations]
+    (window,) = [op for op in inside if op.name == "stablehlo.reduce_window"]
+    paid = window.attributes["perf.contention_ns"].value
+    assert paid == pytest.approx(0.5 * window.attributes["perf.latency_ns"].value)
+    per_trip = sum(
+        op.attributes["perf.contention_ns"].value
+        for op in inside
+        if "perf.contention_ns" in op.attributes
+    )
+    assert per_trip > paid
+    assert loop.attributes["perf.contention_ns"].value == pytest.approx(5 * per_trip)
+    assert on.report.contention_ns == pytest.approx(5 * per_trip)
+    delta = on.report.total_latency_ns - off.report.total_latency_ns
+    assert delta == pytest.approx(5 * per_trip, rel=1e-9)
+
+
 def test_no_pool_kernel_no_contention(monkeypatch: pytest.MonkeyPatch) -> None:
     x = jax.ShapeDtypeStruct((8, 128), jnp.float32)
     lowered = jax.jit(lambda x: jnp.sum(jnp.tanh(x), axis=0)).lower(x)
