@@ -5,11 +5,11 @@ hands work to the pool's threads; when it ends they keep polling for more work f
 while, and on a VM with as many vCPUs as pool threads the kernels that follow on the
 calling thread share the cores with them. Measured with runtime/timing.py on the
 project's 2-vCPU Zen 5 VM (2026-12-02, in a loop, 11 rounds): 8-28 tanh kernels of 8x128
-f32 after a 128x256 @ 256x256 dot took 2.1-3.5x their time without the dot (the dot
+f32 after a 128x256 @ 256x256 dot took 2.1-4.9x their time without the dot (the dot
 alone 50-64 us; 8 kernels 9 us alone, 24-44 after it; 24 kernels 38-40 alone, 84-92
 after). Programs that interleave dots with short kernels were priced below their measured
-time by that much: the zoo's six-layer transformer by a median 23-27%, the MLP gradient
-19-25% (benchmarks/end_to_end.py, 14 saved runs).
+time: the zoo's six-layer transformer by a median 19-21%, the MLP gradient 16-20%
+(benchmarks/end_to_end.py, 14 saved runs; 1 - predicted / measured).
 
 The cost stops growing once the pool's threads stop polling: 12-28 kernels (17-45 us alone)
 paid 43-54 us beyond their time after the dot, where 8 paid 15-35. The probe times, inside
@@ -103,8 +103,9 @@ def measure_pool_contention(
 ) -> Contention:
     """This machine's `Contention`: each parameter the median over `passes` passes (~2 s
     each) of `contention_fit` on a pass's rounds. One pass reads the VM's state of its
-    seconds: 14 passes of 51 rounds over 20 minutes on the Zen 5 VM (2026-12-02) put the
-    fraction of chains of 8 and 16 at 0.47-2.07, median 1.66."""
+    seconds: on the Zen 5 VM (2026-12-02) single passes put the fraction at 0.32-1.47 and
+    the cap at 41-45 us, three runs of five passes minutes apart at 0.87 / 0.69 / 0.69 and
+    45 / 46 / 48 us."""
     fits = [_one_pass(repeats, seed, loop_us) for seed in range(passes)]
     return Contention(
         float(np.median([f.fraction for f in fits])), float(np.median([f.cap_ns for f in fits]))
