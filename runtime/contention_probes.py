@@ -38,7 +38,30 @@ KEY = "pool_contention"
 SHORT = (4, 8)
 LONG = 24
 _DOT = (128, 256, 256)  # M, K, N: a YNNPACK dot long enough for the pool (~60 us)
-_SERIAL = (8, 128)  # each serial kernel: ~1 us of tanh, far below any split threshold
+
+
+def _tanh(v: jax.Array, i: int) -> jax.Array:
+    return jnp.tanh(v[:8, :128] * 1.0001 + i)
+
+
+def _row_sum(v: jax.Array, i: int) -> jax.Array:
+    return jnp.broadcast_to(jnp.sum(v[:64], axis=1, keepdims=True), (64, 256)) + i
+
+
+def _transpose(v: jax.Array, i: int) -> jax.Array:
+    return v[:64].T.reshape(64, 256) + i
+
+
+STEPS: dict[str, Callable[[jax.Array, int], jax.Array]] = {
+    "tanh": _tanh,
+    "row_sum": _row_sum,
+    "transpose": _transpose,
+}
+"""The kinds of serial kernel the short chains are made of (1-2 us each, far below any split
+threshold): a transcendental, a reduction and a transpose, as between a transformer's dots.
+One kind alone reads its own share of the VM's noise (Zen 5 VM, 2026-12-02, three sets of 31
+rounds: after the dot, 4 and 8 tanh kernels of 8x128 paid 0.81 and 1.90 of their time more,
+row sums of 64x256 3.32 and 1.67, transposes 2.44 and 2.00); the long chain is of tanh."""
 
 
 @dataclass(frozen=True)
@@ -75,25 +98,23 @@ def contention_fit(
     )
 
 
-def _chain(k: int) -> Callable[[jax.Array], jax.Array]:
-    """k kernels, one after another: the barrier keeps XLA from fusing them into one."""
+def _chain(kind: str, k: int) -> Callable[[jax.Array], jax.Array]:
+    """k kernels of a kind, one after another: the barrier keeps XLA from fusing them."""
 
     def run(v: jax.Array) -> jax.Array:
         for i in range(k):
-            v = lax.optimization_barrier(jnp.tanh(v * 1.0001 + i))
+            v = lax.optimization_barrier(STEPS[kind](v, i))
         return v
 
     return run
 
 
-def _program(k: int, with_dot: bool) -> Callable[[jax.Array, jax.Array], object]:
-    rows, cols = _SERIAL
-
+def _program(kind: str, k: int, with_dot: bool) -> Callable[[jax.Array, jax.Array], object]:
     def run(x: jax.Array, w: jax.Array) -> object:
         if not with_dot:
-            return _chain(k)(x[:rows, :cols])
+            return _chain(kind, k)(x)
         y = x @ w
-        return (y, _chain(k)(y[:rows, :cols])) if k else y
+        return (y, _chain(kind, k)(y)) if k else y
 
     return run
 
@@ -101,11 +122,10 @@ def _program(k: int, with_dot: bool) -> Callable[[jax.Array, jax.Array], object]
 def measure_pool_contention(
     repeats: int = 51, passes: int = 5, loop_us: float = 4000.0
 ) -> Contention:
-    """This machine's `Contention`: each parameter the median over `passes` passes (~2 s
+    """This machine's `Contention`: each parameter the median over `passes` passes (~4 s
     each) of `contention_fit` on a pass's rounds. One pass reads the VM's state of its
-    seconds: on the Zen 5 VM (2026-12-02) single passes put the fraction at 0.32-1.47 and
-    the cap at 41-45 us, three runs of five passes minutes apart at 0.87 / 0.69 / 0.69 and
-    45 / 46 / 48 us."""
+    seconds: on the Zen 5 VM (2026-12-02), with chains of tanh alone, single passes put the
+    fraction at 0.32-1.47 and the cap at 41-45 us."""
     fits = [_one_pass(repeats, seed, loop_us) for seed in range(passes)]
     return Contention(
         float(np.median([f.fraction for f in fits])), float(np.median([f.cap_ns for f in fits]))
@@ -119,12 +139,14 @@ def _one_pass(repeats: int, seed: int, loop_us: float) -> Contention:
     x = jnp.asarray(rng.standard_normal((m, k)), jnp.float32)
     w = jnp.asarray(rng.standard_normal((k, n)) * 0.05, jnp.float32)
     trips = jnp.asarray(1, jnp.int32)
+    chains = [(kind, steps) for kind in STEPS for steps in SHORT] + [("tanh", LONG)]
+    cases = [("tanh", 0, True)] + [(c, s, d) for c, s in chains for d in (False, True)]
     looped = []
-    for steps, with_dot in [(0, True)] + [(s, d) for s in (*SHORT, LONG) for d in (False, True)]:
-        spec = sweeps.Spec("pool_contention", "f32", (steps, int(with_dot)))
-        fn = jax.jit(sweeps.in_loop(_program(steps, with_dot))).lower(trips, x, w).compile()
+    for kind, steps, with_dot in cases:
+        spec = sweeps.Spec(f"pool_contention_{kind}", "f32", (steps, int(with_dot)))
+        fn = jax.jit(sweeps.in_loop(_program(kind, steps, with_dot))).lower(trips, x, w).compile()
         looped.append((spec.key, sweeps.LoopCase(spec, fn, (x, w))))
     out, _, _ = timing.time_in_loop(looped, repeats=repeats, seed=seed, loop_us=loop_us)
     rounds = [out[key][0].rounds_us for key, _ in looped]
-    pairs = [(rounds[1 + 2 * i], rounds[2 + 2 * i]) for i in range(len(SHORT) + 1)]
+    pairs = [(rounds[1 + 2 * i], rounds[2 + 2 * i]) for i in range(len(chains))]
     return contention_fit(rounds[0], pairs[:-1], pairs[-1])
