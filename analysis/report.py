@@ -46,7 +46,7 @@ class Report:
     schedule on the target's units, `critical_path_ns` the dataflow bound, `work_ns` the sum;
     the first two include `call_overhead_ns`, what a call costs beyond its kernels, and
     `contention_ns`, what the entry's kernels cost beyond their own latencies for running
-    beside the thread pool's polling threads (`Target.pool_contention`)."""
+    beside a library call's polling threads (`Target.pool_contention`)."""
 
     target: str
     entry: str
@@ -165,7 +165,7 @@ class Report:
             lines += [
                 (
                     f"Includes {_ns(self.contention_ns)} of contention: kernels after a "
-                    "thread-pool kernel run beside its still-polling threads (measured by the "
+                    "library call run beside its still-polling threads (measured by the "
                     "target's calibration)."
                 ),
                 "",

@@ -48,8 +48,8 @@ class CriticalPathPass:
     cost per MiB a split loop kernel hands to a YNNPACK kernel), it is
     added to the first two and written as
     `perf.call_overhead_ns`. Where the target charges pool contention
-    (`Target.pool_contention`), a function's top-level kernels that follow a library call
-    or split loop kernel are scheduled that much longer, as are its while loops by what
+    (`Target.pool_contention`), a function's top-level kernels that follow a YNNPACK
+    library call are scheduled that much longer, as are its while loops by what
     their bodies' kernels pay so each trip; what each op pays is written as
     `perf.contention_ns` (a loop's body ops: per trip; the entry's sum in the report's
     `contention_ns`).
@@ -80,22 +80,22 @@ class CriticalPathPass:
             return (info.attrs.get("trip_count") or 1) * per_trip
 
         def block_contention(ids: Sequence[int]) -> list[float]:
-            """Per schedule node of a block run once, what its kernels after a pool kernel pay
+            """Per schedule node of a block run once, what its kernels after a library call pay
             (`_contention`) and its loops' trips (`loop_contention`); each op's share is
             written as `perf.contention_ns` (per run of the block)."""
             if tuple(ids) in contention:
                 return contention[tuple(ids)]
-            nodes, _, costs = _nodes(view, cache, ids)
+            nodes, _, _ = _nodes(view, cache, ids)
             latency = [sum(read_latency(cache, i) for i in node) for node in nodes]
-            woken = [
-                t > 0 and (_pool(view, node, cost, target.cores) or _wakes(view, node))
-                for t, node, cost in zip(latency, nodes, costs, strict=True)
+            library = [
+                t > 0 and _wakes(view, node) and not any(_eigen(view, i) for i in node)
+                for t, node in zip(latency, nodes, strict=True)
             ]
             control = [
                 any(view.records[i].info.op_class == "control" for i in node) for node in nodes
             ]
             extra = _contention(
-                latency, woken, control, target.pool_contention, target.pool_contention_cap_ns
+                latency, library, control, target.pool_contention, target.pool_contention_cap_ns
             )
             for k, node in enumerate(nodes):
                 own = extra[k]
@@ -113,7 +113,7 @@ class CriticalPathPass:
         ) -> None:
             """Schedule a block from `offset`; a block that never `runs` (a branch weighed 0)
             adds no kernel to the call overhead's terms; a function's `top` block adds the
-            contention of its kernels that follow a pool kernel and of its loops' trips
+            contention of its kernels that follow a library call and of its loops' trips
             (`block_contention`)."""
             nonlocal longest_kernel, wakes
             nodes, deps, costs = _nodes(view, cache, ids)
@@ -318,30 +318,30 @@ def _rewakes(spans: Sequence[PoolSpan], gap_ns: float) -> int:
 
 def _contention(
     latency: Sequence[float],
-    woken: Sequence[bool],
+    library: Sequence[bool],
     control: Sequence[bool],
     fraction: float,
     cap_ns: float,
 ) -> list[float]:
     """What each kernel of a block, in program order, costs beyond its own latency for running
-    on the calling thread after a pool kernel (`woken`: a library call or a split loop
-    kernel) while the pool's threads still poll for work (`Target.pool_contention`:
+    after a YNNPACK library call (`library`: a dot, a convolution, a reduction XLA:CPU hands
+    to YNNPACK) while that call's threads still poll for work (`Target.pool_contention`:
     runtime/contention_probes.py): `fraction` of its latency, at most `cap_ns` for all the
-    kernels between two pool kernels; 0 for pool kernels, for kernels before the first, and
-    for a node holding a loop or branch (its regions are priced before this pass)."""
+    kernels between two library calls; 0 for library calls, for kernels before the first, and
+    for a node holding a loop or branch (its regions are priced before this pass).
+
+    Loop kernels XLA splits over its own pool pay it too, and start none: in loops on the
+    Zen 5 VM (2026-12-02, two runs of three sets of 31 rounds), a split exp of 128x256 after
+    a dot paid 17 / 7 us beyond both alone, 8 tanh kernels after the dot 16 / 18, after the
+    split exp -1 / -1 and after a split multiply-add of 512x256 -1.5; a dot after a dot
+    1 / -5."""
     extra: list[float] = []
-    left = 0.0  # what the kernels since the last pool kernel may still pay
-    for t, pool, ctl in zip(latency, woken, control, strict=True):
-        paid = min(fraction * t, left) if not pool and not ctl and t > 0 else 0.0
+    left = 0.0  # what the kernels since the last library call may still pay
+    for t, lib, ctl in zip(latency, library, control, strict=True):
+        paid = min(fraction * t, left) if not lib and not ctl and t > 0 else 0.0
         extra.append(paid)
-        left = cap_ns if pool else left - paid
+        left = cap_ns if lib else left - paid
     return extra
-
-
-def _pool(view: ModuleView, node: list[int], cost: KernelCost, cores: int) -> bool:
-    """Whether this kernel hands work to the pool whatever its time: a split loop kernel or an
-    Eigen dot on the pool."""
-    return any(_eigen(view, i) for i in node) or _splits(view, node, cost, cores)
 
 
 def _splits(view: ModuleView, node: list[int], cost: KernelCost, cores: int) -> bool:

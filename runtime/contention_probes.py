@@ -1,9 +1,9 @@
-"""Probe for how much slower a kernel runs on the calling thread after a pool kernel.
+"""Probe for how much slower kernels run after a library call.
 
-A library call (a YNNPACK dot) or a loop kernel XLA:CPU splits over its thread pool
-hands work to the pool's threads; when it ends they keep polling for more work for a
-while, and on a VM with as many vCPUs as pool threads the kernels that follow on the
-calling thread share the cores with them. Measured with runtime/timing.py on the
+A library call (a YNNPACK dot) hands work to threads; when it ends they keep polling for
+more work for a while, and on a VM with as many vCPUs as threads the kernels that follow
+share the cores with them (a loop kernel XLA:CPU splits over its own pool too, though such
+a kernel leaves none polling: `passes.critical_path._contention`). Measured with runtime/timing.py on the
 project's 2-vCPU Zen 5 VM (2026-12-02, in a loop, 11 rounds): 8-28 tanh kernels of 8x128
 f32 after a 128x256 @ 256x256 dot took 2.1-4.9x their time without the dot (the dot
 alone 50-64 us; 8 kernels 9 us alone, 24-44 after it; 24 kernels 38-40 alone, 84-92
@@ -66,8 +66,8 @@ row sums of 64x256 3.32 and 1.67, transposes 2.44 and 2.00); the long chain is o
 
 @dataclass(frozen=True)
 class Contention:
-    """Serial kernels after a pool kernel cost `fraction` of their time more, at most
-    `cap_ns` in all until the next pool kernel."""
+    """Kernels after a library call cost `fraction` of their time more, at most `cap_ns` in
+    all until the next library call."""
 
     fraction: float
     cap_ns: float
@@ -82,8 +82,8 @@ def contention_fit(
     short: Sequence[tuple[Sequence[float], Sequence[float]]],
     long: tuple[Sequence[float], Sequence[float]],
 ) -> Contention:
-    """From per-round times (us) of the pool kernel alone, and of each short chain and the
-    long one as (alone, after the pool kernel): the median over rounds and short chains of
+    """From per-round times (us) of the library call alone, and of each short chain and the
+    long one as (alone, after the call): the median over rounds and short chains of
     (after - pool - alone) / alone, and the long chain's median of after - pool - alone (ns);
     neither below 0."""
     pool = np.asarray(pool_us, float)

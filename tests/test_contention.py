@@ -1,4 +1,4 @@
-"""Pool contention: kernels on the calling thread after a thread-pool kernel cost more.
+"""Pool contention: kernels after a library call cost more while its threads poll.
 
 The probe's fit (runtime/contention_probes.py), the critical-path pass's charge
 (`passes.critical_path._contention`), and the calibration header that carries it.
@@ -33,20 +33,20 @@ def test_fit_is_the_median_fraction_of_short_chains_and_the_long_chains_extra() 
     )
     assert fit.fraction == pytest.approx(0.75)
     assert fit.cap_ns == pytest.approx(46e3)
-    # A chain faster after the pool kernel than alone is noise, not a negative cost.
+    # A chain faster after the library call than alone is noise, not a negative cost.
     none = contention_probes.contention_fit([50.0], [([4.0], [53.0])], ([40.0], [89.0]))
     assert none == contention_probes.Contention(0.0, 0.0)
 
 
-def test_kernels_after_a_pool_kernel_pay_a_fraction_up_to_the_cap() -> None:
-    # Program order: a serial kernel before any pool kernel (free), a pool kernel, three
-    # serial ones (0.5 x 2, 0.5 x 3, then 3.5 of its 5: the cap of 6 is reached), a loop
-    # (its regions are priced elsewhere), a second pool kernel, 40 us (capped at 6), 1 us
+def test_kernels_after_a_library_call_pay_a_fraction_up_to_the_cap() -> None:
+    # Program order: a kernel before any library call (free), a library call, three other
+    # kernels (0.5 x 2, 0.5 x 3, then 3.5 of its 5: the cap of 6 is reached), a loop (its
+    # regions are priced elsewhere), a second library call, 40 us (capped at 6), 1 us
     # (nothing left).
     latency = [5.0, 60.0, 2.0, 3.0, 10.0, 30.0, 50.0, 40.0, 1.0]
-    woken = [False, True, False, False, False, False, True, False, False]
+    library = [False, True, False, False, False, False, True, False, False]
     control = [False, False, False, False, False, True, False, False, False]
-    extra = critical_path._contention(latency, woken, control, 0.5, 6.0)
+    extra = critical_path._contention(latency, library, control, 0.5, 6.0)
     assert extra == pytest.approx([0.0, 0.0, 1.0, 1.5, 3.5, 0.0, 0.0, 6.0, 0.0])
 
 
@@ -126,7 +126,7 @@ def test_a_loops_trips_each_pay_its_bodys_contention(monkeypatch: pytest.MonkeyP
     assert delta == pytest.approx(5 * per_trip, rel=1e-9)
 
 
-def test_no_pool_kernel_no_contention(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_no_library_call_no_contention(monkeypatch: pytest.MonkeyPatch) -> None:
     x = jax.ShapeDtypeStruct((8, 128), jnp.float32)
     lowered = jax.jit(lambda x: jnp.sum(jnp.tanh(x), axis=0)).lower(x)
     res = _analyze_with(monkeypatch, lowered, pool_contention=0.5, pool_contention_cap_ns=1e9)
