@@ -61,6 +61,7 @@ def test_pool_and_scan_work_by_hand() -> None:
         sweeps.Spec("dot_general", "bf16", (4, 16, 64, 32)),
         sweeps.Spec("dot_general", "i8", (4, 16, 64, 32)),
         sweeps.Spec("convolution", "f32", (1, 14, 14, 32, 3, 3, 32, 2, 32)),
+        sweeps.Spec("convolution", "f32", (4, 14, 14, 16, 3, 3, 32, 2)),
     ],
     ids=lambda s: s.key,
 )
@@ -71,6 +72,15 @@ def test_calibration_rows_have_the_features_of_the_programs_they_time(spec: swee
     (op,) = _ops(fn, *args, name=ew.ROW_OPS.get(spec.op, spec.op))
     row = ew.measurement_features([ew.Measurement(spec.op, spec.dtype, spec.shape, 1.0)])
     np.testing.assert_array_equal(ew.features([op]), row)
+
+
+def test_a_convolutions_features_hold_its_images_and_stride() -> None:
+    """4 images of 28x28x16 through a 3x3 kernel to 32 features at stride 2: the implicit
+    GEMM's M is 4 x 14 x 14 = 784, and the batch (4) and stride (2) have slots of their own."""
+    spec = sweeps.Spec("convolution", "f32", (4, 28, 28, 16, 3, 3, 32, 2))
+    row = ew.measurement_features([ew.Measurement(spec.op, spec.dtype, spec.shape, 1.0)])[0]
+    assert row[_I["d1"]] == 784 and row[_I["d2"]] == 32 and row[_I["d3"]] == 144
+    assert row[_I[ew._IMAGES_SLOT]] == 4 and row[_I[ew._STRIDE_SLOT]] == 2
 
 
 def test_window_sweep_covers_pools_and_both_scan_axes() -> None:
