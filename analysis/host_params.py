@@ -60,6 +60,7 @@ from stablehlo_perf.analysis.fusion import ELEMENTWISE_CLASSES, runs_on_eigen, y
 from stablehlo_perf.analysis.opinfo import OpInfo, element_bytes, op_class
 
 __all__ = [
+    "CONTENTION_KEY",
     "EIGEN_POOL_MNK",
     "HANDOFF_CAP_BYTES",
     "HANDOFF_NS_PER_MIB",
@@ -76,6 +77,9 @@ __all__ = [
 ]
 
 HOST_PARAMS_KEY = "host_params"
+CONTENTION_KEY = "pool_contention"
+"""Calibration header line of the contention probe (`runtime/contention_probes.py`):
+`fraction=.. cap_ns=..`, read by the host target (`Target.pool_contention`)."""
 _BINARY = ("add", "multiply", "subtract", "divide")
 
 _SMALL = 1024
@@ -230,10 +234,6 @@ class HostParams:
     long_call_cap_ns: float = math.nan
     # From the probes whose steps each run a split loop kernel (runtime/program_probes.py).
     rewake_ns: float = math.nan
-    # From the contention probe (runtime/contention_probes.py): a fraction of a kernel's time
-    # and the most the kernels between two pool kernels pay.
-    pool_contention: float = math.nan
-    pool_contention_cap_ns: float = math.nan
 
     def long_call(self, kernels_ns: float) -> float:
         """`long_call_ns` with these parameters (0 where they are unknown)."""

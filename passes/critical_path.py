@@ -69,6 +69,17 @@ class CriticalPathPass:
         pool_spans: dict[tuple[int, ...], list[PoolSpan]] = {}
         handoffs: dict[tuple[int, ...], float] = {}
         contention: dict[tuple[int, ...], list[float]] = {}
+        blocks: dict[
+            tuple[int, ...], tuple[list[list[int]], list[list[int]], list[KernelCost]]
+        ] = {}
+
+        def block_nodes(
+            ids: Sequence[int],
+        ) -> tuple[list[list[int]], list[list[int]], list[KernelCost]]:
+            """`_nodes` of a block, computed once for its schedule and its contention."""
+            if tuple(ids) not in blocks:
+                blocks[tuple(ids)] = _nodes(view, cache, ids)
+            return blocks[tuple(ids)]
 
         def loop_contention(i: int) -> float:
             """What a while op's trips pay in contention (`block_contention` of its regions,
@@ -85,15 +96,13 @@ class CriticalPathPass:
             written as `perf.contention_ns` (per run of the block)."""
             if tuple(ids) in contention:
                 return contention[tuple(ids)]
-            nodes, _, _ = _nodes(view, cache, ids)
+            nodes = block_nodes(ids)[0]
             latency = [sum(read_latency(cache, i) for i in node) for node in nodes]
             library = [
                 t > 0 and _wakes(view, node) and not any(_eigen(view, i) for i in node)
                 for t, node in zip(latency, nodes, strict=True)
             ]
-            control = [
-                any(view.records[i].info.op_class == "control" for i in node) for node in nodes
-            ]
+            control = [_control(view, node) for node in nodes]
             extra = _contention(
                 latency, library, control, target.pool_contention, target.pool_contention_cap_ns
             )
@@ -116,14 +125,14 @@ class CriticalPathPass:
             contention of its kernels that follow a library call and of its loops' trips
             (`block_contention`)."""
             nonlocal longest_kernel, wakes
-            nodes, deps, costs = _nodes(view, cache, ids)
+            nodes, deps, costs = block_nodes(ids)
             latency = [sum(read_latency(cache, i) for i in node) for node in nodes]
             classes = [_node_class(view, node) for node in nodes]
             # A node holding a while/if/case/call is its regions' or callee's cost, not a kernel.
             kernels = [
                 t
                 for t, node in zip(latency, nodes, strict=True)
-                if t > 0 and all(view.records[i].info.op_class != "control" for i in node)
+                if t > 0 and not _control(view, node)
             ]
             # Kernels that hand work to the pool whatever their time: split loops, Eigen dots.
             eigen = [any(_eigen(view, i) for i in node) for node in nodes]
@@ -342,6 +351,11 @@ def _contention(
         extra.append(paid)
         left = cap_ns if lib else left - paid
     return extra
+
+
+def _control(view: ModuleView, node: list[int]) -> bool:
+    """Whether a schedule node holds a while/if/case/call: its regions' or callee's cost."""
+    return any(view.records[i].info.op_class == "control" for i in node)
 
 
 def _splits(view: ModuleView, node: list[int], cost: KernelCost, cores: int) -> bool:

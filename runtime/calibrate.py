@@ -9,7 +9,7 @@ in the same rounds (what a call costs beyond its kernels: `analysis.host_params`
 then multi-kernel probe programs (`runtime.program_probes`), the fused bf16 chain
 (`runtime.fused_probes`), the latencies of ops in small loops
 (`runtime.small_loop_probes`), the costs of kernels in loops run thunk by thunk
-(`runtime.thunked_loop_probes`), how much slower kernels run after a thread-pool kernel
+(`runtime.thunked_loop_probes`), how much slower kernels run after a library call
 (`runtime.contention_probes`) and, for the host, chains of elementwise ops fused into
 one loop kernel (`runtime.fused_chains`, written beside the calibration as
 `analysis.fused_loops.chains_path`, `QUICK_CHAINS_PER_SHAPE` per training shape with
@@ -326,13 +326,6 @@ def write_calibration(
             rewake_ns=fit.rewake_ns,
         )
     params = dataclasses.replace(params, bf16_fused_ns_per_elem=bf16_fused_ns)
-    # The parameters as the header line holds them, so that a refit reproduces them.
-    contention = " ".join(f"{k}={v:.6g}" for k, v in (pool_contention or {}).items())
-    written = parse_latencies(contention)
-    if {"fraction", "cap_ns"} <= written.keys():
-        params = dataclasses.replace(
-            params, pool_contention=written["fraction"], pool_contention_cap_ns=written["cap_ns"]
-        )
     text = "\n".join(
         [
             *head,
@@ -344,7 +337,11 @@ def write_calibration(
             ),
             *([f"# {LATENCY_KEY}: {format_latencies(loop_latencies)}"] if loop_latencies else []),
             *([f"# {THUNKED_KEY}: {format_latencies(thunked_loop)}"] if thunked_loop else []),
-            *([f"# {contention_probes.KEY}: {contention}"] if contention else []),
+            *(
+                [f"# {contention_probes.KEY}: {format_latencies(pool_contention)}"]
+                if pool_contention
+                else []
+            ),
             f"# dispatch_us: {disp:.3f}",
             f"# {HOST_PARAMS_KEY}: {params.header()}",
             f"# sha256: {digest}",
@@ -623,7 +620,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         measured = fused_chains.measure(chains, args.repeats)
         fused_chains.write_csv(measured, fused_loops.chains_path(path), args.note)
     head = earlier + [ln for ln in header(args.target, args.note) if ln not in earlier]
-    # A dot and the kernels after it on this backend's thread pool: the host's (~12 s).
+    # A dot and the kernels after it, on the host's thread pools (~35 s).
     contention = (
         contention_probes.measure_pool_contention().pairs() if args.target == "host" else None
     )

@@ -3,15 +3,15 @@
 A library call (a YNNPACK dot) hands work to threads; when it ends they keep polling for
 more work for a while, and on a VM with as many vCPUs as threads the kernels that follow
 share the cores with them (a loop kernel XLA:CPU splits over its own pool too, though such
-a kernel leaves none polling: `passes.critical_path._contention`). Measured with runtime/timing.py on the
-project's 2-vCPU Zen 5 VM (2026-12-02, in a loop, 11 rounds): 8-28 tanh kernels of 8x128
-f32 after a 128x256 @ 256x256 dot took 2.1-4.9x their time without the dot (the dot
-alone 50-64 us; 8 kernels 9 us alone, 24-44 after it; 24 kernels 38-40 alone, 84-92
-after). Programs that interleave dots with short kernels were priced below their measured
+a kernel leaves none polling: `passes.critical_path._contention`). Measured with
+runtime/timing.py on the project's 2-vCPU Zen 5 VM (2026-12-02, in a loop, 11 rounds): 8-28
+tanh kernels of 8x128 f32 after a 128x256 @ 256x256 dot took 2.1-4.9x their time without
+the dot (the dot alone 50-64 us; 8 kernels 9 us alone, 24-44 after it; 24 kernels 38-40
+alone, 84-92 after). Programs that interleave dots with short kernels were priced below their measured
 time: the zoo's six-layer transformer by a median 19-21%, the MLP gradient 16-20%
 (benchmarks/end_to_end.py, 14 saved runs; 1 - predicted / measured).
 
-The cost stops growing once the pool's threads stop polling: 12-28 kernels (17-45 us alone)
+The cost stops growing once the call's threads stop polling: 12-28 kernels (17-45 us alone)
 paid 43-54 us beyond their time after the dot, where 8 paid 15-35. The probe times, inside
 loops and in the same rounds, the dot alone, chains of serial kernels alone, and each
 chain after the dot: what the short chains (`SHORT`) cost after the dot beyond their own
@@ -29,12 +29,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
+from stablehlo_perf.analysis.host_params import CONTENTION_KEY as KEY
 from stablehlo_perf.runtime import sweeps, timing
 
 __all__ = ["KEY", "LONG", "SHORT", "Contention", "contention_fit", "measure_pool_contention"]
 
-KEY = "pool_contention"
-"""The calibration header line that holds the measurement (`# KEY: fraction=.. cap_ns=..`)."""
 SHORT = (4, 8)
 LONG = 24
 _DOT = (128, 256, 256)  # M, K, N: a YNNPACK dot long enough for the pool (~60 us)

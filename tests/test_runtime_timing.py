@@ -24,6 +24,7 @@ from stablehlo_perf.analysis.targets import l1_data_mib, load_target
 from stablehlo_perf.runtime import (
     calibrate,
     calibration_check,
+    contention_probes,
     fused_chains,
     fused_probes,
     program_probes,
@@ -311,6 +312,12 @@ def test_calibrate_cli_end_to_end_and_corrupted_cache(
     if l1_data_mib():
         assert set(thunked) == {"base", "kernel", "l1_gbps", "l2_gbps"}
         assert host.thunked_loop == thunked
+    # The contention probe ran: a fraction of a kernel's time and a cap, which the host uses.
+    contention = parse_latencies(cf.header_value(path, contention_probes.KEY))
+    assert set(contention) == {"fraction", "cap_ns"}
+    assert (host.pool_contention, host.pool_contention_cap_ns) == (
+        contention["fraction"], contention["cap_ns"],
+    )  # fmt: skip
     # Fused chains were measured beside it (QUICK_CHAINS_PER_SHAPE per shape with --quick),
     # and the host's fused-loop model is fitted from them, not from the shipped chains.
     chains = fused_loops.chains_path(path)

@@ -330,7 +330,9 @@ def _calibrated_host(base: Target) -> Target:
     found = training_files("host")
     if found is None or not found[1]:
         return base
-    params, when, latencies, thunked = _host_header(str(found[0]), found[0].stat().st_mtime_ns)
+    params, when, latencies, thunked, contention = _host_header(
+        str(found[0]), found[0].stat().st_mtime_ns
+    )
     if params is None:
         return base
     change: dict[str, object] = {}
@@ -366,9 +368,9 @@ def _calibrated_host(base: Target) -> Target:
         change["handoff_cap_bytes"] = HANDOFF_CAP_BYTES
     if math.isfinite(params.bf16_fused_ns_per_elem):
         change["bf16_fused_ns_per_element"] = params.bf16_fused_ns_per_elem
-    if math.isfinite(params.pool_contention) and math.isfinite(params.pool_contention_cap_ns):
-        change["pool_contention"] = params.pool_contention
-        change["pool_contention_cap_ns"] = params.pool_contention_cap_ns
+    if {"fraction", "cap_ns"} <= contention.keys():
+        change["pool_contention"] = contention["fraction"]
+        change["pool_contention_cap_ns"] = contention["cap_ns"]
     note = (
         f"calibrated on this machine ({when}) from {found[0].name}: "
         + ", ".join(sorted(change))
@@ -380,11 +382,11 @@ def _calibrated_host(base: Target) -> Target:
 @functools.lru_cache(maxsize=8)
 def _host_header(
     path: str, mtime_ns: int
-) -> tuple[HostParams | None, str, dict[str, float], dict[str, float]]:
-    """A calibration's fitted host parameters, date, small-loop latencies and thunked-loop
-    costs, read once per file version (every pass loads its target)."""
+) -> tuple[HostParams | None, str, dict[str, float], dict[str, float], dict[str, float]]:
+    """A calibration's fitted host parameters, date, small-loop latencies, thunked-loop costs
+    and pool contention, read once per file version (every pass loads its target)."""
     from stablehlo_perf.analysis.calibration_files import header_value
-    from stablehlo_perf.analysis.host_params import HOST_PARAMS_KEY, HostParams
+    from stablehlo_perf.analysis.host_params import CONTENTION_KEY, HOST_PARAMS_KEY, HostParams
     from stablehlo_perf.analysis.small_loops import LATENCY_KEY, THUNKED_KEY, parse_latencies
 
     p = Path(path)
@@ -393,6 +395,7 @@ def _host_header(
         header_value(p, "date"),
         parse_latencies(header_value(p, LATENCY_KEY)),
         parse_latencies(header_value(p, THUNKED_KEY)),
+        parse_latencies(header_value(p, CONTENTION_KEY)),
     )
 
 
