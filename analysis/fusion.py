@@ -68,18 +68,21 @@ __all__ = [
     "FusionPlan",
     "GroupTraffic",
     "cpu_reduce_mode",
-    "library_reduce",
-    "runs_on_eigen",
-    "ynn_reduces",
     "elemental_gathers",
     "fuse_block",
     "gathered_scales",
     "group_deps",
     "group_traffic",
+    "library_reduce",
     "loop_body_copies",
     "one_read_ops",
     "plan_fusion",
+    "runs_on_eigen",
     "while_init_copies",
+    "ynn_convolution",
+    "ynn_pools",
+    "ynn_reduce_window",
+    "ynn_reduces",
 ]
 
 KINDS = ("tpu", "gpu", "cpu")
@@ -193,6 +196,7 @@ class _Group:
     only_elementwise: bool = True
     extra: int = 0
     ynn: bool = False
+    window: bool = False  # holds, or its root ends, a YNN reduce_window's fusion
 
 
 _SHORT: dict[str, str] = {}
@@ -255,8 +259,84 @@ def cpu_reduce_mode(op: OpInfo) -> str:
 
 
 def library_reduce(op: OpInfo) -> bool:
-    """Whether op is a one-input reduce XLA:CPU hands to YNNPACK (a library call)."""
+    """Whether op is a one-input reduce or reduce_window XLA:CPU hands to YNNPACK (a library
+    call: `cpu_reduce_mode`, `ynn_reduce_window`)."""
+    if op.short_name == "reduce_window":
+        return ynn_reduce_window(op)
     return op.short_name == "reduce" and len(op.operands) == 2 and cpu_reduce_mode(op) == "ynn"
+
+
+_YNN_WINDOW_TYPES = {"add": ("f32", "f64"), "maximum": ("f32", "f64", "bf16", "f16", "i8", "ui8")}
+_YNN_WINDOW_TYPES["minimum"] = _YNN_WINDOW_TYPES["maximum"]
+
+
+def ynn_reduce_window(op: OpInfo) -> bool:
+    """Whether XLA:CPU hands this reduce_window to YNNPACK (`ynn_pools`, from its one input,
+    reducer, window, strides and dilations)."""
+    if op.short_name != "reduce_window" or len(op.operands) != 2 or not op.results:
+        return False
+    x = op.operands[0]
+    rank = len(x.shape or ())
+    a = op.attrs
+    return ynn_pools(
+        x.element_type,
+        a.get("reducer", ""),
+        a.get("window_dimensions") or (1,) * rank,
+        a.get("window_strides") or (1,) * rank,
+        x.num_elements,
+        any(d != 1 for k in ("base_dilations", "window_dilations") for d in a.get(k) or ()),
+    )
+
+
+def ynn_pools(
+    element_type: str,
+    reducer: str,
+    window: Sequence[int],
+    strides: Sequence[int],
+    elements: int | None,
+    dilated: bool = False,
+) -> bool:
+    """Whether XLA:CPU hands a reduce_window of this input type and size, `reducer` (the
+    combining op's short name) and window to YNNPACK (jax 0.10.2): a sum (of f32 or f64), max
+    or min, windows that do not overlap (every window dimension larger than 1 strides by its
+    size) with no dilation, padding allowed, and at least `YNN_REDUCE_MIN_ELEMENTS` input
+    elements. A 2x2/2 max pool of 1x16x16x16 f32 (4096 elements) is a `ynn_fusion`, of
+    1x16x16x8 a `wrapped_reduce-window`, as are 3x3/2 and 2x2/1 pools, a product window and
+    cumsum's scan; a SAME-padded 2x2/2 pool of an odd side is YNNPACK's."""
+    if element_type not in _YNN_WINDOW_TYPES.get(reducer, ()):
+        return False
+    reduces = any(w > 1 or s > 1 for w, s in zip(window, strides, strict=False))
+    overlaps = any(w > 1 and s != w for w, s in zip(window, strides, strict=False))
+    return reduces and not overlaps and not dilated and (elements or 0) >= YNN_REDUCE_MIN_ELEMENTS
+
+
+YNN_CONV_MIN_FEATURES = 17
+"""XLA:CPU (jax 0.10.2) runs a convolution with fewer input and output features than this
+on its own (Eigen) convolution, not YNNPACK: 3x3 convolutions of 1x16x16 images with 3 or
+16 input features and 8 or 16 output features compile to a `convolution` thunk, with 24 or
+more output features (or 32 input features, any output) to a `ynn_fusion`."""
+
+
+def ynn_convolution(op: OpInfo) -> bool:
+    """Whether XLA:CPU hands this convolution to YNNPACK (jax 0.10.2): two spatial
+    dimensions, f32 (or f64), no input dilation, one batch group, and at least
+    `YNN_CONV_MIN_FEATURES` input or output features. The rest run on Eigen: a kernel of
+    their own that fuses with nothing."""
+    if op.short_name != "convolution" or len(op.operands) != 2 or not op.results:
+        return False
+    lhs, rhs, out = op.operands[0], op.operands[1], op.results[0]
+    if not lhs.shape or not out.shape or lhs.element_type not in ("f32", "f64"):
+        return False
+    if rhs.element_type != lhs.element_type or out.element_type != lhs.element_type:
+        return False
+    a = op.attrs
+    if len(lhs.shape) != 4 or int(a.get("batch_group_count", 1) or 1) != 1:
+        return False
+    if any(d != 1 for d in a.get("lhs_dilation") or ()):
+        return False
+    cin = lhs.shape[a.get("input_feature_dim", len(lhs.shape) - 1)]
+    cout = out.shape[a.get("output_feature_dim", len(out.shape) - 1)]
+    return max(cin or 0, cout or 0) >= YNN_CONV_MIN_FEATURES
 
 
 def runs_on_eigen(op: OpInfo, lhs_permutation: Sequence[int] | None = None) -> bool:
@@ -434,7 +514,8 @@ class _Facts:
     @classmethod
     def _compute(cls, op: OpInfo, kind: str) -> _Facts:
         s = _short(op)
-        reduce = s == "reduce"
+        window = kind == "cpu" and s == "reduce_window" and ynn_reduce_window(op)
+        reduce = s == "reduce" or window
         return cls(
             short=s,
             loop=_is_loop_fusible(op, kind),
@@ -444,13 +525,17 @@ class _Facts:
             elementwise=_is_elementwise(op),
             free=s in _FREE_ALONE or _is_noop(op),
             reusing=s in _REUSING and _grows(op),
-            reduce_mode=cpu_reduce_mode(op) if reduce and kind == "cpu" else "",
+            reduce_mode="ynn"
+            if window
+            else cpu_reduce_mode(op)
+            if reduce and kind == "cpu"
+            else "",
         )
 
 
 _FACTS: dict[tuple[str, str], _Facts] = {}
 _SHAPE_DEPENDENT = frozenset(
-    {"broadcast_in_dim", "broadcast", "convert", "reshape", "transpose", "reduce"}
+    {"broadcast_in_dim", "broadcast", "convert", "reshape", "transpose", "reduce", "reduce_window"}
 )
 
 
@@ -483,6 +568,9 @@ class _State:
                 if tail is not None:
                     self.head_tails[i] = tail
         self.tails = set(self.head_tails.values())
+        self.window_tails = {
+            t for h, t in self.head_tails.items() if self.facts[h].short == "reduce_window"
+        }
 
     def _folds(self, i: int) -> bool:
         """A transpose read only by dots that keeps their batch dims in place: XLA's
@@ -552,6 +640,7 @@ class _State:
             self.reciprocals.add(i)
             grp.extra += 1
         grp.ynn |= f.reduce_mode == "ynn"
+        grp.window |= f.reduce_mode == "ynn" and f.short == "reduce_window"
         if not f.free and i not in self.folded:
             grp.work_ops += 1
         if not f.pointwise:
@@ -621,6 +710,8 @@ class _State:
         16x256 two, the subtract ending the first; `sin(x - x.max(1, keepdims=True))` two
         (jax 0.10.2)."""
         f = self.facts[i]
+        if f.reduce_mode == "ynn" and f.short == "reduce_window":
+            return self._ynn_window_tail(i)
         if f.reduce_mode != "ynn" or self.ops[i].operands[0].element_type != "f32":
             return None
         c = self._ynn_dot_reading(i)
@@ -635,6 +726,46 @@ class _State:
         while len(self.users[c]) == 1 and self._ynn_takes(self.users[c][0]):
             c = self.users[c][0]
         return c
+
+    def _ynn_window_tail(self, i: int) -> int:
+        """The last op of the YNN fusion a YNNPACK reduce_window heads (`ynn_reduce_window`):
+        XLA:CPU's fusion grows from a pool down its single-reader chain through reshapes,
+        elementwise ops it takes on at least `YNN_REDUCE_MIN_ELEMENTS` elements, YNNPACK
+        dots and convolutions and further pools (jax 0.10.2: a 2x2/2 max pool of
+        1x32x32x32 then a ReLU, a tanh, a 3x3 convolution or another pool is one
+        `ynn_fusion`; a ReLU of 1x16x16x32's pool a kernel of its own; a pool reshaped into
+        a 2x4096 @ 4096x10 dot one kernel, into 1x8192 @ 8192x10, a matrix-vector product,
+        three)."""
+        c = i
+        while len(self.users[c]) == 1:
+            u = self.users[c][0]
+            f = self.facts[u]
+            big = max(
+                (t.num_elements or 0 for t in (*self.ops[u].operands, *self.ops[u].results)),
+                default=0,
+            )
+            takes = (
+                f.short in ("reshape", "bitcast")
+                or (self._ynn_takes(u) and big >= YNN_REDUCE_MIN_ELEMENTS)
+                or (f.matmul and c in self.srcs[u][:1] and self._ynn_library(u))
+                or (f.short == "reduce_window" and f.reduce_mode == "ynn")
+            )
+            if not takes:
+                break
+            c = u
+        return c
+
+    def _ynn_library(self, i: int) -> bool:
+        """A dot or convolution XLA:CPU's YNNPACK fusion may hold: a convolution YNNPACK
+        runs (`ynn_convolution`), a dot not on Eigen (`runs_on_eigen`) nor a
+        matrix-vector product (XLA's own code)."""
+        op = self.ops[i]
+        if self.facts[i].short == "convolution":
+            return ynn_convolution(op)
+        if runs_on_eigen(op, self._lhs_permutation(i)):
+            return False
+        out = op.results[0].shape if op.results else None
+        return bool(out) and len(out) >= 2 and min(out[-2:]) > 1
 
     def _ynn_dot_reading(self, i: int) -> int | None:
         """The YNNPACK dot that alone reads reduce i's result, if one does: XLA:CPU's YNNPACK
@@ -713,15 +844,17 @@ class _State:
         return widened and j is not None and j >= 0 and self.facts[j].reduce_mode == "ynn"
 
     def _ynn_dot_joins(self, g: int, i: int) -> bool:
-        """Whether dot i joins group g on a CPU: only a YNNPACK dot (not an Eigen one) read
-        only by a YNN reduce's group (`(x @ w).sum(1)`, an attention head's QK dot, scale,
-        max-reduce, subtract and exp: one kernel, jax 0.10.2)."""
+        """Whether dot or convolution i joins group g on a CPU: only a YNNPACK one (not an
+        Eigen dot or convolution: `_ynn_library`) read only by a YNN reduce's group
+        (`(x @ w).sum(1)`, an attention head's QK dot, scale, max-reduce, subtract and exp:
+        one kernel, jax 0.10.2); a pool's fusion takes one more (a convolution, ReLU, max
+        pool and the dense layer reading it: one kernel)."""
         grp = self.groups[g]
         return (
             (grp.ynn or grp.root in self.tails)
-            and not grp.has_matmul
+            and (not grp.has_matmul or grp.window)
             and all(self.in_group(u, g) for u in self.users[i])
-            and not runs_on_eigen(self.ops[i], self._lhs_permutation(i))
+            and self._ynn_library(i)
         )
 
     def _lhs_permutation(self, i: int) -> tuple[int, ...] | None:
@@ -736,8 +869,10 @@ class _State:
         """Place op i, all of whose consumers are already placed."""
         f = self.facts[i]
         if i in self.tails:  # a YNN fusion's last op: its reduce and producers join it
-            self.group_of[i] = self.new_group(i)
-            self.groups[self.group_of[i]].opaque = False  # a dot too: its reduce joins it
+            self.group_of[i] = g = self.new_group(i)
+            self.groups[g].opaque = False  # a dot too: its reduce joins it
+            if i in self.window_tails:  # what lies between it and its pool joins it too
+                self.groups[g].ynn = self.groups[g].window = True
             return
         targets: list[int] = []
         for u in self.users[i]:

@@ -56,7 +56,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, fields
 
 import numpy as np
-from stablehlo_perf.analysis.fusion import ELEMENTWISE_CLASSES, runs_on_eigen, ynn_reduces
+from stablehlo_perf.analysis.fusion import (
+    ELEMENTWISE_CLASSES,
+    runs_on_eigen,
+    ynn_pools,
+    ynn_reduces,
+)
 from stablehlo_perf.analysis.opinfo import OpInfo, element_bytes, op_class
 
 __all__ = [
@@ -320,6 +325,9 @@ def _row_wakes(op: str, dtype: str, shape: tuple[int, ...]) -> bool:
     out = math.prod(shape[1:]) if op == "gather" else math.prod(shape)
     klass = op_class(f"stablehlo.{op}")
     library_reduce = op in _SUM_ROWS and ynn_reduces(dtype, math.prod(shape))
+    if op == "reduce_window":  # a max pool (nb, h, w, c, window, stride): runtime/sweeps.py
+        k, stride = shape[4:6]
+        library_reduce = ynn_pools(dtype, "maximum", (k, k), (stride, stride), math.prod(shape[:4]))
     accessed = out * element_bytes(dtype) * (3 if klass == "binary" else 2)
     transcendental = klass == "transcendental"
     split = splits_over_threads(

@@ -4,7 +4,8 @@ Every op inside a function body is analysed, including ops in control-flow
 regions (while / if / case). Ops in *applied* regions (the scalar reducer of a
 reduce, the comparator of a sort, the update of a scatter) are not: they run
 once per element inside their parent, whose OpInfo carries their FLOPs as
-`body_flops`. Terminators are not analysed either.
+`body_flops` and, where the first region is one op combining its two arguments (a sum, a
+max), that op's short name as `reducer`. Terminators are not analysed either.
 """
 
 from __future__ import annotations
@@ -272,6 +273,9 @@ def _opinfo(rid: int, op: ir.Operation, func: str, filename: str, types: _TypeCa
     if op.name in APPLIED_REGION_OPS:
         flops = [_region_flops(r, types) for r in op.regions]
         attrs["body_flops"] = flops[0] if flops else 0
+        reducer = _reducer(op.regions[0]) if len(op.regions) else None
+        if reducer:
+            attrs["reducer"] = reducer
         if len(flops) > 1:
             attrs["scatter_body_flops"] = flops[1]
     elif op.name == "stablehlo.while":
@@ -350,6 +354,22 @@ def _region_flops(region: ir.Region, types: _TypeCache) -> int:
             results = [types[v.type] for v in op.results]
             total += count_flops(op.name, operands, results, _attrs(op)) or 0
     return total
+
+
+def _reducer(region: ir.Region) -> str | None:
+    """The short name of an applied region's one op, when the region is that op combining
+    its block's two arguments and returning it (`stablehlo.maximum` -> "maximum"): what a
+    library decides a reduction by (XLA:CPU hands YNNPACK sums, maxima and minima)."""
+    blocks = list(region.blocks)
+    if len(blocks) != 1:
+        return None
+    ops = [op.operation for op in blocks[0].operations]
+    if len(ops) != 2 or ops[1].name not in TERMINATORS or len(ops[0].operands) != 2:
+        return None
+    args = list(blocks[0].arguments)
+    if len(args) != 2 or {_block_arg_index(v, blocks[0]) for v in ops[0].operands} != {0, 1}:
+        return None
+    return ops[0].name.split(".", 1)[-1]
 
 
 def _attrs(op: ir.Operation) -> dict[str, Any]:

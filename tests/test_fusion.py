@@ -517,6 +517,78 @@ def test_ynn_fusions_take_what_xla_cpu_fuses_into_a_reduce(
     assert ours.kernels == kernels, name
 
 
+def _pool(x: jax.Array, window: int = 2, stride: int = 2) -> jax.Array:
+    return jax.lax.reduce_window(
+        x, -jax.numpy.inf, jax.lax.max, (1, window, window, 1), (1, stride, stride, 1), "SAME"
+    )
+
+
+def _conv(x: jax.Array, k: jax.Array, stride: int = 1) -> jax.Array:
+    return jax.lax.conv_general_dilated(
+        x, k, (stride, stride), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")
+    )
+
+
+_IMAGE, _SMALL_IMAGE = (1, 32, 32, 32), (1, 16, 16, 32)
+_K32, _K3 = (3, 3, 32, 32), (3, 3, 3, 16)
+
+
+@pytest.mark.parametrize(
+    ("name", "fn", "shapes", "kernels"),
+    # XLA:CPU's own counts (jax 0.10.2): a max or sum pool whose windows do not overlap, on
+    # 4096+ elements, is YNNPACK's and heads a fusion like a YNN reduce's, up through the
+    # elementwise ops YNNPACK takes and a YNNPACK convolution, down through reshapes, big
+    # enough elementwise ops, a YNNPACK dot or convolution and another pool. A convolution
+    # with at most 16 input and output features runs on Eigen and joins nothing.
+    [
+        ("pool(conv(x))", lambda x, k: _pool(_conv(x, k)), (_IMAGE, _K32), 1),
+        ("pool(relu(x))", lambda x: _pool(jax.nn.relu(x)), (_IMAGE,), 1),
+        (
+            "relu(pool(relu(conv(x))))",
+            lambda x, k: jax.nn.relu(_pool(jax.nn.relu(_conv(x, k)))),
+            (_IMAGE, _K32),
+            1,
+        ),
+        ("relu(pool(x)) of 2048", lambda x: jax.nn.relu(_pool(x)), (_SMALL_IMAGE,), 2),
+        ("sin(pool(x))", lambda x: jax.numpy.sin(_pool(x)), (_IMAGE,), 2),
+        ("pool(x) @ w", lambda x, w: _pool(x).reshape(2, -1) @ w, (_IMAGE, (4096, 10)), 1),
+        ("conv(pool(x))", lambda x, k: _conv(_pool(x), k), (_IMAGE, _K32), 1),
+        ("pool(pool(x))", lambda x: _pool(_pool(x)), (_IMAGE,), 1),
+        (
+            "mean pool",
+            lambda x: (
+                jax.lax.reduce_window(x, 0.0, jax.lax.add, (1, 2, 2, 1), (1, 2, 2, 1), "VALID")
+                * 0.25
+            ),
+            (_IMAGE,),
+            1,
+        ),
+        ("3x3/2 pool(relu(x))", lambda x: _pool(jax.nn.relu(x), 3, 2), (_IMAGE,), 2),
+        ("pool(relu(x)) of 2048", lambda x: _pool(jax.nn.relu(x)), ((1, 16, 16, 8),), 2),
+        (
+            "pool(relu(eigen conv))",
+            lambda x, k: _pool(jax.nn.relu(_conv(x, k))),
+            ((2, 32, 32, 3), _K3),
+            2,
+        ),
+    ],
+)
+def test_ynn_fusions_grow_from_a_pool_as_xla_cpu_fuses(
+    name: str, fn: object, shapes: tuple[tuple[int, ...], ...], kernels: int
+) -> None:
+    xk = benchmark_module("_xla_kernels")
+    args = [jax.ShapeDtypeStruct(s, jax.numpy.float32) for s in shapes]
+    lowered = jax.jit(fn).lower(*args)
+    xla = [
+        k
+        for k in xk.xla_kernels(lowered.compile().as_text()).kernels
+        if not k.name.startswith("wrapped_broadcast")
+    ]
+    ours = xk.our_kernels(xk.flat_blocks(lowered.as_text()), "cpu")
+    assert len(xla) == kernels, name
+    assert ours.kernels == kernels, name
+
+
 # One launch (100 ns) plus, on a CPU, the group's memory time and every member's compute:
 # its cost less its launch and less moving its own bytes (400 + 400 + 500 + 400 ns, less
 # ~450 ns: 11 tensors of 1,025 f32 at 100 B/ns); elsewhere the slowest member less its
