@@ -150,6 +150,59 @@ def test_a_program_summing_4096_floats_pays_the_wake(tmp_path: Path) -> None:
     assert loop.call_overhead_ns == pytest.approx(7.0 + 3.0)
 
 
+def test_a_ynnpack_pool_wakes_the_pool_whatever_its_time() -> None:
+    """A 2x2/2 max pool of 4096+ elements is YNNPACK's (`fusion.ynn_pools`): the Zen 5
+    reference's such rows of 1-5 us kernels pay 15-28 us a call, where 3x3/2 pools (XLA's
+    own loop) of the same kernel times pay 2-4 us. Counted as woken, they leave the
+    threshold to the long kernels."""
+    pools = [
+        ("reduce_window", "f32", (1, 16, 16, c, 2, 2), k, k + 205.0)
+        for c, k in ((16, 10.0), (32, 15.0), (64, 20.0))
+    ]
+    loops = [
+        ("reduce_window", "f32", (1, 8, 8, c, 3, 2), k, k + 5.0) for c, k in ((16, 2.0), (32, 3.0))
+    ]
+    small = [("reduce_window", "f32", (1, 8, 8, 32, 2, 2), 2.5, 7.5)]  # 2048 elements: a loop
+    adds = [("add", "f32", (256 * j,), k, k + 5.0) for j, k in enumerate((2.0, 3, 10, 15, 20))]
+    long = [("exponential", "f32", (2048,), k, k + 205.0) for k in (300.0, 400.0)]
+    p = fit_host_params([*pools, *loops, *small, *adds, *long])
+    assert p.program_overhead_ns == pytest.approx(5000.0)
+    assert p.threadpool_wake_ns == pytest.approx(200000.0)
+    assert 20000.0 < p.parallel_kernel_ns <= 300000.0
+
+
+POOL = """
+func.func @main(%a: tensor<1x16x16x{c}xf32>) -> tensor<1x8x8x{c}xf32> {{
+  %z = stablehlo.constant dense<0xFF800000> : tensor<f32>
+  %0 = "stablehlo.reduce_window"(%a, %z) ({{
+  ^bb0(%x: tensor<f32>, %y: tensor<f32>):
+    %m = stablehlo.maximum %x, %y : tensor<f32>
+    stablehlo.return %m : tensor<f32>
+  }}) {{window_dimensions = array<i64: 1, 2, 2, 1>, window_strides = array<i64: 1, {s}, {s}, 1>}}
+      : (tensor<1x16x16x{c}xf32>, tensor<f32>) -> tensor<1x8x8x{c}xf32>
+  return %0 : tensor<1x8x8x{c}xf32>
+}}
+"""
+
+
+def test_a_program_pooling_4096_floats_pays_the_wake(tmp_path: Path) -> None:
+    """The pass applies the same rule: a 2x2/2 max pool of 1x16x16x16 f32 (4096 elements,
+    YNNPACK's) pays the 150 ns wake-up; of 1x16x16x8, or with stride 1 (its windows
+    overlapping), not."""
+    import stablehlo_perf as sp
+
+    target = tmp_path / "unit_cpu_calls.toml"
+    target.write_text(
+        UNIT_CPU.read_text()
+        + "\n[program]\noverhead_ns = 7.0\nthreadpool_wake_ns = 150.0\n"
+        + "parallel_kernel_ns = 1e9\nmulti_kernel_ns = 40.0\nkernel_dispatch_ns = 3.0\n"
+    )
+    ynn = sp.analyze(POOL.format(c=16, s=2), target=str(target)).report
+    small = sp.analyze(POOL.format(c=8, s=2), target=str(target)).report
+    assert ynn.call_overhead_ns == pytest.approx(7.0 + 150.0 + 3.0)
+    assert small.call_overhead_ns == pytest.approx(7.0 + 3.0)
+
+
 def _gelu(x: Any) -> Any:
     """A GELU plus one: 9 FLOPs and 1 transcendental an element by XLA's count."""
     import jax.numpy as jnp
