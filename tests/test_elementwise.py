@@ -301,8 +301,8 @@ def test_line_extrapolates_where_trees_alone_flatten() -> None:
 def test_units_count_a_reduces_outputs_and_a_gathers_slices() -> None:
     """The second work column: a row sum of 300x7 makes 300 outputs, a column sum 7; a
     gather of 4,096 rows of 256 copies 4,096 slices, one of single elements each element;
-    a top 8 of 16 rows of 1,000 expects 8 (1 + ln 125) insertions per row; an FFT of
-    4x64 rows makes 256 transforms."""
+    a top 8 of 16 rows of 1,000 expects 8 (1 + ln 125) insertions per row, each 4 heap
+    levels (log2 16); an FFT of 4x64 rows makes 256 transforms."""
     units = ew.FEATURE_NAMES.index("units")
     assert ew.reduce_features((300, 7), (1,), 4.0)[units] == 300
     assert ew.reduce_features((300, 7), (0,), 4.0)[units] == 7
@@ -310,9 +310,10 @@ def test_units_count_a_reduces_outputs_and_a_gathers_slices() -> None:
     assert ew.gather_features((4096, 256), 256, 4.0)[units] == 4096
     assert ew.gather_features((64, 8), 1, 4.0)[units] == 512
     assert ew.topk_features((16, 1000), 8, 4.0)[units] == pytest.approx(
-        16 * 8 * (1 + math.log(125))
+        16 * 8 * (1 + math.log(125)) * 4
     )
-    assert ew.topk_features((16, 8), 8, 4.0)[units] == 16 * 8
+    assert ew.topk_features((16, 8), 8, 4.0)[units] == 16 * 8 * 4
+    assert ew.topk_features((1, 64), 1, 4.0)[units] == pytest.approx(1 + math.log(64))
     assert ew.fft_features((4, 64, 2048), 4.0)[units] == 256
     assert ew.shape_features((300, 7), 4.0)[units] == 0
 
