@@ -398,10 +398,11 @@ def _print_split(rows: list[Row]) -> None:
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     p = argparse.ArgumentParser(description="Predicted vs measured latency on this machine.")
     p.add_argument("--scales", type=int, nargs="+", default=[1, 2, 4])
-    # Eleven: with five, the even rounds' medians against the odd rounds' (the measurement
-    # ceiling) ranked the zoo at Kendall tau 0.83-0.93 on the Zen 5 VM, below the 0.95 the
-    # benchmark is to check; with 11 and 21, 0.92-0.96 (2026-12-02), ~5 s more a run.
-    p.add_argument("--rounds", type=int, default=11)
+    # 33: the even rounds' medians against the odd rounds' (the measurement ceiling) ranked
+    # the zoo at Kendall tau 0.83-0.93 on the Zen 5 VM with five rounds, 0.90-0.93 with 11
+    # (runs O-R), below the 0.95 the benchmark is to check; with 33, 0.961 and 0.957 (MAPE
+    # 3.8%, runs S and T, 2026-12-02), 25-26 s a run with --split.
+    p.add_argument("--rounds", type=int, default=33)
     p.add_argument(
         "--stat",
         choices=sorted(_STATS),
