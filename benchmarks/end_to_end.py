@@ -28,7 +28,7 @@ zoo by 20% between two runs of the same code). The calibration's sentinel ops
 their median in the host calibration is the machine's speed now against then, printed
 with the pipeline's error were its predictions scaled by it (a diagnostic).
 
-    python benchmarks/end_to_end.py [--scales 1 2 4] [--rounds 11] [--json out/e2e.json]
+    python benchmarks/end_to_end.py [--scales 1 2 4] [--rounds 33] [--json out/e2e.json]
         [--save-lasso analysis/data/cc4cs_lasso_host.json] [--split]
         [--predict-from out/e2e.json]
 """
