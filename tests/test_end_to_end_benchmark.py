@@ -27,6 +27,11 @@ def test_predict_from_a_saved_run_reproduces_its_scores(tmp_path: Path) -> None:
     assert again["machine_speed_vs_calibration"] == pytest.approx(
         measured["machine_speed_vs_calibration"], nan_ok=True
     )  # NaN while the shipped reference predates sentinels
+    # The run's own level: the geometric mean of measured over predicted.
+    rows = json.loads(saved.read_text())["rows"]
+    logs = [math.log(r["measured_ns"] / r["predicted_ns"]) for r in rows]
+    assert again["own_level"] == pytest.approx(math.exp(sum(logs) / len(logs)), rel=1e-9)
+    assert again["pipeline_at_own_level"]["mape"] > 0
     # A saved run that lacks a program drops it rather than scoring it against nothing.
     fewer = e2e.main(
         ["--only", "mlp_fwd", "fori_loop", "--scales", "1", "--predict-from", str(saved)]
