@@ -9,7 +9,7 @@ from typing import ClassVar
 
 from jaxlib.mlir import ir
 from stablehlo_perf.analysis.critical_path import topological_order
-from stablehlo_perf.analysis.fusion import library_reduce
+from stablehlo_perf.analysis.fusion import library_reduce, ynn_reduce_window
 from stablehlo_perf.analysis.host_params import eigen_uses_pool, splits_over_threads, wakes_pool
 from stablehlo_perf.analysis.schedule import ScheduledBlock, list_schedule
 from stablehlo_perf.analysis.targets import DEFAULT_TARGET, load_target
@@ -102,9 +102,18 @@ class CriticalPathPass:
                 t > 0 and _wakes(view, node) and not any(_eigen(view, i) for i in node)
                 for t, node in zip(latency, nodes, strict=True)
             ]
+            starts = [
+                lib and _leaves_pollers(view, node)
+                for lib, node in zip(library, nodes, strict=True)
+            ]
             control = [_control(view, node) for node in nodes]
             extra = _contention(
-                latency, library, control, target.pool_contention, target.pool_contention_cap_ns
+                latency,
+                library,
+                control,
+                target.pool_contention,
+                target.pool_contention_cap_ns,
+                starts,
             )
             for k, node in enumerate(nodes):
                 own = extra[k]
@@ -331,12 +340,14 @@ def _contention(
     control: Sequence[bool],
     fraction: float,
     cap_ns: float,
+    starts: Sequence[bool] | None = None,
 ) -> list[float]:
     """What each kernel of a block, in program order, costs beyond its own latency for running
-    after a YNNPACK library call (`library`: a dot, a convolution, a reduction XLA:CPU hands
-    to YNNPACK) while that call's threads still poll for work (`Target.pool_contention`:
+    after a YNNPACK library call that leaves its threads polling for work (`starts`, by
+    default every `library` call: a dot, a convolution, a reduction XLA:CPU hands to
+    YNNPACK; the pass passes `_leaves_pollers`) while they poll (`Target.pool_contention`:
     runtime/contention_probes.py): `fraction` of its latency, at most `cap_ns` for all the
-    kernels between two library calls; 0 for library calls, for kernels before the first, and
+    kernels between two such calls; 0 for library calls, for kernels before the first, and
     for a node holding a loop or branch (its regions are priced before this pass).
 
     Loop kernels XLA splits over its own pool pay it too, and start none: in loops on the
@@ -346,11 +357,25 @@ def _contention(
     1 / -5."""
     extra: list[float] = []
     left = 0.0  # what the kernels since the last library call may still pay
-    for t, lib, ctl in zip(latency, library, control, strict=True):
+    starts = library if starts is None else starts
+    for t, lib, start, ctl in zip(latency, library, starts, control, strict=True):
         paid = min(fraction * t, left) if not lib and not ctl and t > 0 else 0.0
         extra.append(paid)
-        left = cap_ns if lib else left - paid
+        left = cap_ns if start else left - paid
     return extra
+
+
+def _leaves_pollers(view: ModuleView, node: list[int]) -> bool:
+    """Whether a library kernel leaves its threads polling after it: one holding a dot or a
+    YNNPACK pool, not a convolution or a reduction alone (8 tanh kernels after them, in loops
+    on the Zen 5 VM, 2026-12-02, 4 passes of 31 rounds: +15-24 us after a 128x256x256 dot,
+    +10-21 after a 2x2/2 max pool of 4x64x64x32, 0-1 after YNNPACK convolutions of 2x32x32
+    images, 3 to 32 features, and -2-10 after an Eigen one, 0-5 after YNNPACK sums of
+    512x1024 to 2048x1024)."""
+    return any(
+        view.records[i].info.short_name == "dot_general" or ynn_reduce_window(view.records[i].info)
+        for i in node
+    )
 
 
 def _control(view: ModuleView, node: list[int]) -> bool:

@@ -49,6 +49,19 @@ def test_kernels_after_a_library_call_pay_a_fraction_up_to_the_cap() -> None:
     assert extra == pytest.approx([0.0, 0.0, 1.0, 1.5, 3.5, 0.0, 0.0, 6.0, 0.0])
 
 
+def test_a_library_call_that_leaves_no_pollers_resets_nothing() -> None:
+    # As above, but the second library call (a convolution, say) leaves no threads polling:
+    # it pays nothing and the 40 us kernel after it pays the 0.5 the first call left.
+    latency = [5.0, 60.0, 2.0, 3.0, 10.0, 30.0, 50.0, 40.0, 1.0]
+    library = [False, True, False, False, False, False, True, False, False]
+    starts = [False, True, False, False, False, False, False, False, False]
+    control = [False, False, False, False, False, True, False, False, False]
+    extra = critical_path._contention(latency, library, control, 0.5, 6.0, starts)
+    assert extra == pytest.approx([0.0, 0.0, 1.0, 1.5, 3.5, 0.0, 0.0, 0.0, 0.0])
+    extra = critical_path._contention(latency, library, control, 0.5, 9.0, starts)
+    assert extra == pytest.approx([0.0, 0.0, 1.0, 1.5, 5.0, 0.0, 0.0, 1.5, 0.0])
+
+
 def _analyze_with(monkeypatch: pytest.MonkeyPatch, lowered: object, **change: float) -> object:
     host = replace(load_target("host"), **change)
     monkeypatch.setattr(critical_path, "load_target", lambda name, t=host: t)
@@ -123,6 +136,40 @@ def test_a_loops_trips_each_pay_its_bodys_contention(monkeypatch: pytest.MonkeyP
     assert on.report.contention_ns == pytest.approx(5 * per_trip)
     delta = on.report.total_latency_ns - off.report.total_latency_ns
     assert delta == pytest.approx(5 * per_trip, rel=1e-9)
+
+
+def _conv(x: jax.Array, k: jax.Array) -> jax.Array:
+    return jax.lax.conv_general_dilated(
+        x, k, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")
+    )
+
+
+def _pool(x: jax.Array) -> jax.Array:
+    return jax.lax.reduce_window(x, -jnp.inf, jax.lax.max, (1, 2, 2, 1), (1, 2, 2, 1), "VALID")
+
+
+@pytest.mark.parametrize(
+    ("name", "fn", "shapes", "charged"),
+    [
+        ("YNNPACK pool", lambda x: _pool(x), [(1, 32, 32, 32)], True),
+        ("YNNPACK convolution", lambda x, k: _conv(x, k), [(1, 32, 32, 32), (3, 3, 32, 32)], False),
+        ("Eigen convolution", lambda x, k: _conv(x, k), [(2, 32, 32, 3), (3, 3, 3, 16)], False),
+        ("YNNPACK row sums", lambda x: x.sum(2, keepdims=True), [(1, 32, 32, 32)], False),
+    ],
+)
+def test_pools_leave_pollers_convolutions_and_reductions_none(
+    monkeypatch: pytest.MonkeyPatch, name: str, fn: object, shapes: list, charged: bool
+) -> None:
+    """A cumulative sum after each library call: charged after a YNNPACK pool, as after a
+    dot, and not after a convolution or a YNNPACK reduction (`critical_path._leaves_pollers`)."""
+
+    def f(*args: jax.Array) -> jax.Array:
+        y = fn(*args)
+        return jnp.cumsum(y.reshape(y.shape[0], -1), axis=1)
+
+    lowered = jax.jit(f).lower(*(jax.ShapeDtypeStruct(s, jnp.float32) for s in shapes))
+    res = _analyze_with(monkeypatch, lowered, pool_contention=0.5, pool_contention_cap_ns=1e9)
+    assert (res.report.contention_ns > 0) == charged, name
 
 
 def test_no_library_call_no_contention(monkeypatch: pytest.MonkeyPatch) -> None:

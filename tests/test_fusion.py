@@ -505,16 +505,20 @@ def test_ynn_fusions_take_what_xla_cpu_fuses_into_a_reduce(
     """The small head's scores (4x16x16) stay under YNNPACK's 4096 elements: the key's scaling,
     the dot, the max and the exp each a kernel, where the larger head's are one. XLA's
     constant broadcasts (`wrapped_broadcast`) are not counted."""
+    assert _cpu_kernel_counts(fn, [shape]) == (kernels, kernels), name
+
+
+def _cpu_kernel_counts(fn: object, shapes: list[tuple[int, ...]]) -> tuple[int, int]:
+    """(XLA:CPU's kernels, ours) for `fn` of f32 arguments of these shapes; XLA's constant
+    broadcasts (`wrapped_broadcast`), which we count as free, left out."""
     xk = benchmark_module("_xla_kernels")
-    lowered = jax.jit(fn).lower(jax.ShapeDtypeStruct(shape, jax.numpy.float32))
+    lowered = jax.jit(fn).lower(*(jax.ShapeDtypeStruct(s, jax.numpy.float32) for s in shapes))
     xla = [
         k
         for k in xk.xla_kernels(lowered.compile().as_text()).kernels
         if not k.name.startswith("wrapped_broadcast")
     ]
-    ours = xk.our_kernels(xk.flat_blocks(lowered.as_text()), "cpu")
-    assert len(xla) == kernels, name
-    assert ours.kernels == kernels, name
+    return len(xla), xk.our_kernels(xk.flat_blocks(lowered.as_text()), "cpu").kernels
 
 
 def _pool(x: jax.Array, window: int = 2, stride: int = 2) -> jax.Array:
@@ -576,17 +580,7 @@ _K32, _K3 = (3, 3, 32, 32), (3, 3, 3, 16)
 def test_ynn_fusions_grow_from_a_pool_as_xla_cpu_fuses(
     name: str, fn: object, shapes: tuple[tuple[int, ...], ...], kernels: int
 ) -> None:
-    xk = benchmark_module("_xla_kernels")
-    args = [jax.ShapeDtypeStruct(s, jax.numpy.float32) for s in shapes]
-    lowered = jax.jit(fn).lower(*args)
-    xla = [
-        k
-        for k in xk.xla_kernels(lowered.compile().as_text()).kernels
-        if not k.name.startswith("wrapped_broadcast")
-    ]
-    ours = xk.our_kernels(xk.flat_blocks(lowered.as_text()), "cpu")
-    assert len(xla) == kernels, name
-    assert ours.kernels == kernels, name
+    assert _cpu_kernel_counts(fn, list(shapes)) == (kernels, kernels), name
 
 
 # One launch (100 ns) plus, on a CPU, the group's memory time and every member's compute:

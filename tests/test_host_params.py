@@ -187,8 +187,7 @@ func.func @main(%a: tensor<1x16x16x{c}xf32>) -> tensor<1x8x8x{c}xf32> {{
 
 def test_a_program_pooling_4096_floats_pays_the_wake(tmp_path: Path) -> None:
     """The pass applies the same rule: a 2x2/2 max pool of 1x16x16x16 f32 (4096 elements,
-    YNNPACK's) pays the 150 ns wake-up; of 1x16x16x8, or with stride 1 (its windows
-    overlapping), not."""
+    YNNPACK's) pays the 150 ns wake-up; of 1x16x16x8 (2048 elements, XLA's own loop) not."""
     import stablehlo_perf as sp
 
     target = tmp_path / "unit_cpu_calls.toml"

@@ -78,9 +78,9 @@ class Target:
     handoff_ns_per_mib: float = 0.0
     handoff_cap_bytes: float = math.inf
     # How much longer, as a fraction of its own time, a kernel takes when it follows a
-    # YNNPACK library call in the entry function (the call's threads still poll for work on
-    # the same cores: runtime/contention_probes.py), and the most the kernels between two
-    # library calls pay for it. Zero where unknown.
+    # YNNPACK dot or pool in the entry function (the call's threads still poll for work on
+    # the same cores: runtime/contention_probes.py, passes.critical_path._leaves_pollers),
+    # and the most the kernels between two such calls pay for it. Zero where unknown.
     pool_contention: float = 0.0
     pool_contention_cap_ns: float = 0.0
     # ns per element each op of a fused bf16 loop costs at least (XLA:CPU widens to f32 and
