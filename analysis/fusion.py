@@ -246,8 +246,12 @@ def cpu_reduce_mode(op: OpInfo) -> str:
     "ynn": a YNNPACK custom fusion that takes single-use elementwise producers
     but fuses into no consumer; "tree": a reduce-window kernel (which fuses
     nothing) then a reduce that fuses into its consumers, two launches;
-    "loop": an ordinary loop fusion root that also fuses into consumers.
+    "loop": an ordinary loop fusion root that also fuses into consumers, as every variadic
+    reduce is (argmax and argmin over 1000 of 512x1000 f32 or i32, over the middle axis of
+    16x1000x32: one `reduce` kernel each, its iota inside).
     """
+    if len(op.operands) > 2:
+        return "loop"
     src = op.operands[0] if op.operands else None
     if src is not None and ynn_reduces(src.element_type, src.num_elements):
         return "ynn"
@@ -562,6 +566,7 @@ class _State:
         self.groups: list[_Group] = []
         self.reciprocals: set[int] = set()  # divides counted with a reciprocal kernel
         self.head_tails: dict[int, int] = {}  # YNN reduce -> last op of the fusion it heads
+        self.chain_tails: set[int] = set()  # tails `_ynn_chain` found: what lies between joins
         if kind == "cpu":
             for i in range(len(ops)):
                 tail = self._ynn_head_tail(i)
@@ -708,28 +713,33 @@ class _State:
         value read more than once or at an op it does not take: `exp(x - x.max(1,
         keepdims=True))` on 256x1000 is one kernel; `gelu(h - h.sum(1, keepdims=True))` on
         16x256 two, the subtract ending the first; `sin(x - x.max(1, keepdims=True))` two
-        (jax 0.10.2)."""
+        (jax 0.10.2). Otherwise a reduce, like a pool, takes the chain after it that
+        `_ynn_chain` follows (`sqrt((x * x).sum(1))` of 4096x256 is one kernel, of 2048x256
+        two: a square root of 2048 elements is XLA's own loop)."""
         f = self.facts[i]
         if f.reduce_mode == "ynn" and f.short == "reduce_window":
-            return self._ynn_window_tail(i)
+            return self._ynn_chain(i)
         if f.reduce_mode != "ynn" or self.ops[i].operands[0].element_type != "f32":
             return None
         c = self._ynn_dot_reading(i)
         if c is None:
             x = self.srcs[i][0] if self.srcs[i] else None
             consumers = self._through_broadcasts(i)
-            if x is None or len(consumers) != 1:
-                return None
-            c = consumers[0]
-            if not self._ynn_takes(c) or self.facts[c].short == "divide" or x not in self.srcs[c]:
-                return None
+            c = consumers[0] if x is not None and len(consumers) == 1 else None
+            if c is not None and (
+                not self._ynn_takes(c) or self.facts[c].short == "divide" or x not in self.srcs[c]
+            ):
+                c = None
+            if c is None:
+                tail = self._ynn_chain(i)
+                return tail if tail != i else None
         while len(self.users[c]) == 1 and self._ynn_takes(self.users[c][0]):
             c = self.users[c][0]
         return c
 
-    def _ynn_window_tail(self, i: int) -> int:
-        """The last op of the YNN fusion a YNNPACK reduce_window heads (`ynn_reduce_window`):
-        XLA:CPU's fusion grows from a pool down its single-reader chain through reshapes,
+    def _ynn_chain(self, i: int) -> int:
+        """The last op of the YNN fusion a YNNPACK reduce_window or reduce heads: XLA:CPU's
+        fusion grows from it down its single-reader chain through reshapes,
         elementwise ops it takes on at least `YNN_REDUCE_MIN_ELEMENTS` elements, YNNPACK
         dots and convolutions and further pools (jax 0.10.2: a 2x2/2 max pool of
         1x32x32x32 then a ReLU, a tanh, a 3x3 convolution or another pool is one
@@ -753,6 +763,8 @@ class _State:
             if not takes:
                 break
             c = u
+        if c != i:
+            self.chain_tails.add(c)
         return c
 
     def _ynn_library(self, i: int) -> bool:
@@ -871,8 +883,9 @@ class _State:
         if i in self.tails:  # a YNN fusion's last op: its reduce and producers join it
             self.group_of[i] = g = self.new_group(i)
             self.groups[g].opaque = False  # a dot too: its reduce joins it
-            if i in self.window_tails:  # what lies between it and its pool joins it too
-                self.groups[g].ynn = self.groups[g].window = True
+            if i in self.chain_tails:  # what lies between it and its reduce joins it too
+                self.groups[g].ynn = True
+                self.groups[g].window = i in self.window_tails
             return
         targets: list[int] = []
         for u in self.users[i]:

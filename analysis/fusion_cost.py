@@ -125,6 +125,11 @@ def _reduces_rows(op: OpInfo) -> bool:
     return rank > 0 and rank - 1 in (op.attrs.get("dimensions") or ())
 
 
+def _elements(op: OpInfo) -> int | None:
+    """Elements of an op's first result."""
+    return op.results[0].num_elements if op.results else None
+
+
 def _llc_bytes(target: Target) -> float:
     """The last-level cache in bytes (the L2 where the target does not know it; 0 where it
     knows neither)."""
@@ -260,9 +265,22 @@ def price_groups(
         read, flops = t.input_bytes, t.flops
         dram = read * (1.0 - hit) + t.output_bytes
         bandwidth = target.memory_bandwidth
-        cache = _llc_bytes(target) if _reduces_rows(root) else _l2_bytes(target)
+        # The reduce of an input fusion: its root, or the YNN reduce heading the chain of ops
+        # on its result that ends in the root (`fusion._ynn_chain`: a row norm's square root;
+        # not `op(x, broadcast(reduce(x)))`, which moves x's elements, not the reduce's).
+        head = plan.roots[g]
+        if kind == "input" and not library_reduce(root):
+            head = next(
+                (
+                    i
+                    for i in members[g]
+                    if library_reduce(ops[i]) and _elements(ops[i]) == _elements(root)
+                ),
+                head,
+            )
+        cache = _llc_bytes(target) if _reduces_rows(ops[head]) else _l2_bytes(target)
         if target.kind == "cpu" and kind == "input" and t.input_bytes < cache:
-            found = _library_reduce_bandwidth(root, costs[plan.roots[g]], overhead)
+            found = _library_reduce_bandwidth(ops[head], costs[head], overhead)
             bandwidth = found or bandwidth
         if target.kind == "cpu" and kind == "loop":
             for i in members[g]:

@@ -497,6 +497,15 @@ def _sum_dot(x: jax.Array) -> jax.Array:
         ("tanh(sum(x) @ w)", lambda x: jax.numpy.tanh(_sum_dot(x)), (128, 8, 128), 1),
         ("sum(x) @ w + 1", lambda x: _sum_dot(x) + 1.0, (128, 8, 128), 1),
         ("sin(sum(x) @ w)", lambda x: jax.numpy.sin(_sum_dot(x)), (128, 8, 128), 2),
+        # Ops on a reduce's result join it where they are ops YNNPACK takes on 4096+ elements
+        # (a row norm of 4096 rows; of 2048 its square root is XLA's own loop).
+        ("sqrt(sum(x^2)) of 4096", lambda x: jax.numpy.sqrt((x * x).sum(1)), (4096, 256), 1),
+        ("sqrt(sum(x^2)) of 2048", lambda x: jax.numpy.sqrt((x * x).sum(1)), (2048, 256), 2),
+        ("sum(x) * 2", lambda x: x.sum(1) * 2.0, (4096, 64), 1),
+        ("sin(sum(x))", lambda x: jax.numpy.sin(x.sum(1)), (4096, 64), 2),
+        # A variadic reduce is one loop kernel with its iota: no YNNPACK, no tree rewrite.
+        ("argmax rows", lambda x: jax.numpy.argmax(x, -1), (512, 1000), 1),
+        ("argmax cols", lambda x: jax.numpy.argmax(x, 0), (1000, 512), 1),
     ],
 )
 def test_ynn_fusions_take_what_xla_cpu_fuses_into_a_reduce(
@@ -701,6 +710,42 @@ def test_cpu_library_reduce_in_cache_moves_its_group_at_its_own_rate(
     assert t.input_bytes == big.nbytes
     rate = 3 * bw if own_rate else bw
     assert groups[plan.groups[red]].latency_ns == pytest.approx(100.0 + moved / rate)
+
+
+def test_a_row_norms_group_moves_at_its_reduces_own_rate() -> None:
+    """sqrt(sum(x * x, 1)) over f32[4096,64] (1 MiB, in a 2 MiB L2): the square root of 4096
+    row sums joins the YNNPACK reduce's kernel and ends it (`fusion._ynn_chain`), and the
+    group still moves its bytes at the reduce's own rate, 3x the target's bandwidth."""
+    from dataclasses import replace
+
+    from stablehlo_perf.analysis.fusion_cost import price_groups
+    from stablehlo_perf.analysis.service import OpCost
+    from stablehlo_perf.analysis.targets import load_target
+
+    big, col = TensorType((4096, 64), "f32"), TensorType((4096,), "f32")
+    b = Block()
+    sq = b.op("multiply", [-1, -1], [big, big], big)
+    init = b.op("constant", [], [], SCALAR)
+    red = b.op("reduce", [sq, init], [big, SCALAR], col, dimensions=(1,))
+    root = b.op("sqrt", [red], [col], col)
+    plan = b.plan("cpu")
+    assert plan.num_groups == 1 and plan.kinds == ["input"]
+    assert plan.roots[0] == root
+    traffic = group_traffic(b.ops, b.deps, plan, b.sources)
+    base = load_target(str(ROOT / "test_ir" / "Inputs" / "unit_cpu.toml"))
+    target = replace(base, launch_overhead_ns=100.0, onchip_mib={"l2": 2.0})
+    bw = target.memory_bandwidth_gbps  # B/ns
+    costs = [
+        OpCost(0, 100.0, 0, "roofline"),
+        OpCost(0, 0.0, 0, "free"),
+        OpCost(0, 100.0 + b.ops[red].bytes / (3 * bw), 0, "hgb-x"),
+        OpCost(0, 100.0, 0, "roofline"),
+    ]
+    groups, _, _ = price_groups(b.ops, plan, traffic, costs, target)
+    t = traffic[0]
+    assert groups[0].latency_ns == pytest.approx(
+        100.0 + (t.input_bytes + t.output_bytes) / (3 * bw)
+    )
 
 
 @pytest.mark.parametrize("dtype", ["bf16", "f32"])
