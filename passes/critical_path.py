@@ -372,8 +372,8 @@ def _leaves_pollers(view: ModuleView, node: list[int]) -> bool:
     +10-21 after a 2x2/2 max pool of 4x64x64x32, 0-1 after YNNPACK convolutions of 2x32x32
     images, 3 to 32 features, and -2-10 after an Eigen one, 0-5 after YNNPACK sums of
     512x1024 to 2048x1024). Not every dot does: in the same loops, M x 256 x 256 dots left
-    15-21 us for M of 72-128 and none for 16-64 or 160-256, and of 13 other shapes 6 left
-    6-13 us (128x256x512, 256x256x128) and 7 none (128x256x128, 128x128x512); no rule of
+    15-21 us for M of 72-128 and none for 16-64 or 160-256, and of 14 other shapes 6 left
+    6-13 us (128x256x512, 256x256x128) and 8 none (128x256x128, 128x128x512); no rule of
     their dimensions found yet, every dot counts as the probe's 128x256x256 does."""
     return any(
         view.records[i].info.short_name == "dot_general" or ynn_reduce_window(view.records[i].info)
