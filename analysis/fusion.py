@@ -400,6 +400,17 @@ def _is_noop(op: OpInfo) -> bool:
     )
 
 
+def _reduces_unit_dims(op: OpInfo) -> bool:
+    """A one-input reduce over dimensions of size 1 only: XLA's simplifier makes it a
+    bitcast (jax's gradient of a broadcast bias sums its 1x256 reshape over the unit
+    dimension: no kernel of XLA:CPU's, jax 0.10.2)."""
+    if _short(op) != "reduce" or len(op.operands) != 2 or not op.operands[0].shape:
+        return False
+    shape = op.operands[0].shape
+    dims = op.attrs.get("dimensions") or ()
+    return bool(dims) and all(d < len(shape) and shape[d] == 1 for d in dims)
+
+
 def _is_matmul(op: OpInfo) -> bool:
     return op.op_class == "matmul"
 
@@ -519,15 +530,16 @@ class _Facts:
     def _compute(cls, op: OpInfo, kind: str) -> _Facts:
         s = _short(op)
         window = kind == "cpu" and s == "reduce_window" and ynn_reduce_window(op)
-        reduce = s == "reduce" or window
+        unit = _reduces_unit_dims(op)
+        reduce = (s == "reduce" and not unit) or window
         return cls(
             short=s,
-            loop=_is_loop_fusible(op, kind),
+            loop=_is_loop_fusible(op, kind) or unit,
             reduce=reduce,
             matmul=_is_matmul(op),
             constant=s == "constant",
             elementwise=_is_elementwise(op),
-            free=s in _FREE_ALONE or _is_noop(op),
+            free=s in _FREE_ALONE or _is_noop(op) or unit,
             reusing=s in _REUSING and _grows(op),
             reduce_mode="ynn"
             if window

@@ -546,6 +546,15 @@ _IMAGE, _SMALL_IMAGE = (1, 32, 32, 32), (1, 16, 16, 32)
 _K32, _K3 = (3, 3, 32, 32), (3, 3, 3, 16)
 
 
+@pytest.mark.parametrize("batch", [32, 64])
+def test_a_reduce_over_a_unit_dimension_is_no_kernel(batch: int) -> None:
+    """The gradient of a broadcast bias: jax sums the batch, reshapes the sum to 1 x width
+    and sums that over its unit dimension, which XLA's simplifier makes a bitcast: with
+    the tanh's gradient and the batch sum, one kernel of XLA:CPU's (jax 0.10.2), as ours."""
+    grad = jax.grad(lambda b, x: jax.numpy.sum(jax.numpy.tanh(x + b)))
+    assert _cpu_kernel_counts(grad, [(256,), (batch, 256)]) == (1, 1)
+
+
 @pytest.mark.parametrize(
     ("name", "fn", "shapes", "kernels"),
     # XLA:CPU's own counts (jax 0.10.2): a max or sum pool whose windows do not overlap, on
