@@ -165,8 +165,8 @@ class Report:
             lines += [
                 (
                     f"Includes {_ns(self.contention_ns)} of contention: kernels after a "
-                    "library call run beside its still-polling threads (measured by the "
-                    "target's calibration)."
+                    "library dot or pool run beside its still-polling threads (measured by "
+                    "the target's calibration)."
                 ),
                 "",
             ]
