@@ -569,7 +569,10 @@ class _State:
         self.ops, self.deps, self.srcs, self.kind, self.users = ops, deps, srcs, kind, users
         self.facts = [_Facts.of(op, kind) for op in ops]
         self.folded = {
-            i for i, f in enumerate(self.facts) if f.short == "transpose" and self._folds(i)
+            i
+            for i, f in enumerate(self.facts)
+            if (f.short == "transpose" and self._folds(i))
+            or (f.short == "pad" and self._pads_convolutions(i))
         }
         self.group_of = [-1] * len(ops)
         self.copies: dict[int, list[int]] = {}
@@ -606,6 +609,36 @@ class _State:
                 batch = dot.attrs.get("lhs_batch_dims" if k == 0 else "rhs_batch_dims", ())
                 if src == i and any(d >= len(perm) or perm[d] != d for d in batch):
                     return False
+        return True
+
+    def _folds_to_constant(self, i: int) -> bool:
+        """A convert of a constant: XLA folds it into a constant (a pad's zero, given as an
+        integer by `jnp.pad`)."""
+        return self.facts[i].short == "convert" and _constant_fed(i, self.ops, self.deps)
+
+    def _pads_convolutions(self, i: int) -> bool:
+        """A pad by a constant, of spatial dimensions only, read only as the input of
+        convolutions: XLA's simplifier folds it into their padding (no kernel: a 5x5
+        convolution of 4x32x32x16 padded by 2 is one `ynn_fusion`, jax 0.10.2)."""
+        a = self.ops[i].attrs
+        src = self.srcs[i][1] if len(self.srcs[i]) > 1 else None
+        if src is None or src < 0 or not _constant_fed(src, self.ops, self.deps):
+            return False
+        if any(p < 0 for k in ("edge_padding_low", "edge_padding_high") for p in a.get(k) or ()):
+            return False
+        if any(a.get("interior_padding") or ()) or not self.users[i]:
+            return False
+        padded = {
+            d
+            for k in ("edge_padding_low", "edge_padding_high")
+            for d, p in enumerate(a.get(k) or ())
+            if p
+        }
+        for u in self.users[i]:
+            conv = self.ops[u]
+            spatial = set(conv.attrs.get("input_spatial_dims") or ())
+            if _short(conv) != "convolution" or self.srcs[u][:1] != [i] or not padded <= spatial:
+                return False
         return True
 
     def _transposes_dot_output(self, i: int, src: int) -> bool:
@@ -658,7 +691,7 @@ class _State:
             grp.extra += 1
         grp.ynn |= f.reduce_mode == "ynn"
         grp.window |= f.reduce_mode == "ynn" and f.short == "reduce_window"
-        if not f.free and i not in self.folded:
+        if not f.free and i not in self.folded and not self._folds_to_constant(i):
             grp.work_ops += 1
         if not f.pointwise:
             grp.only_elementwise = False

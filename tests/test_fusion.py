@@ -536,10 +536,15 @@ def _pool(x: jax.Array, window: int = 2, stride: int = 2) -> jax.Array:
     )
 
 
-def _conv(x: jax.Array, k: jax.Array, stride: int = 1) -> jax.Array:
+def _conv(x: jax.Array, k: jax.Array, stride: int = 1, padding: str = "SAME") -> jax.Array:
     return jax.lax.conv_general_dilated(
-        x, k, (stride, stride), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")
+        x, k, (stride, stride), padding, dimension_numbers=("NHWC", "HWIO", "NHWC")
     )
+
+
+def _pad(x: jax.Array, width: int) -> jax.Array:
+    """x padded by `width` zeros on both sides of its spatial dimensions (jnp.pad)."""
+    return jax.numpy.pad(x, ((0, 0), (width, width), (width, width), (0, 0)))
 
 
 _IMAGE, _SMALL_IMAGE = (1, 32, 32, 32), (1, 16, 16, 32)
@@ -591,6 +596,22 @@ def test_a_reduce_over_a_unit_dimension_is_no_kernel(batch: int) -> None:
             "pool(relu(eigen conv))",
             lambda x, k: _pool(jax.nn.relu(_conv(x, k))),
             ((2, 32, 32, 3), _K3),
+            2,
+        ),
+        # A pad by zeros of the spatial dimensions of a convolution's input is folded into the
+        # convolution's padding (no kernel); of its features, not. XLA also makes the SAME
+        # convolution of a padded input, whose output outgrows the unpadded input, Eigen's.
+        ("conv(pad(x))", lambda x, k: _conv(_pad(x, 1), k), (_IMAGE, _K32), 1),
+        (
+            "valid conv(pad(x))",
+            lambda x, k: _conv(_pad(x, 2), k, padding="VALID"),
+            ((4, 32, 32, 16), (5, 5, 16, 32)),
+            1,
+        ),
+        (
+            "conv(feature pad)",
+            lambda x, k: _conv(jax.numpy.pad(x, ((0, 0), (0, 0), (0, 0), (0, 16))), k),
+            ((1, 32, 32, 16), _K32),
             2,
         ),
     ],
