@@ -434,10 +434,11 @@ def _constant_fed(j: int, ops: Sequence[OpInfo], deps: Sequence[Sequence[int]]) 
 def _is_expensive(
     i: int, ops: Sequence[OpInfo], deps: Sequence[Sequence[int]], srcs: Sequence[int | None]
 ) -> bool:
-    """XLA's IsExpensive: float divide/transcendental, reduce, reduce_window, dot, conv."""
+    """XLA's IsExpensive: float divide/transcendental, reduce, reduce_window, dot, conv (not a
+    reduce over unit dimensions, which XLA's simplifier has made a bitcast)."""
     op = ops[i]
     s = _short(op)
-    if s in ("reduce", "reduce_window") or _is_matmul(op):
+    if (s in ("reduce", "reduce_window") and not _reduces_unit_dims(op)) or _is_matmul(op):
         return True
     floating = op.element_type.startswith(("f", "bf", "complex"))
     if s in _EXPENSIVE_ELEMENTWISE:

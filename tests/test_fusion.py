@@ -551,6 +551,19 @@ _IMAGE, _SMALL_IMAGE = (1, 32, 32, 32), (1, 16, 16, 32)
 _K32, _K3 = (3, 3, 32, 32), (3, 3, 3, 16)
 
 
+def test_a_bounds_checked_take_is_one_kernel() -> None:
+    """jnp.take's bounds check ANDs each index's in-range flags over a unit dimension: no
+    expensive reduce once XLA has made it a bitcast, so the check, the gather and the fill
+    are one loop kernel (XLA:CPU's `broadcast_select_fusion`, jax 0.10.2), as ours."""
+    xk = benchmark_module("_xla_kernels")
+    lowered = jax.jit(lambda t, i: jax.numpy.take(t, i, axis=0)).lower(
+        jax.ShapeDtypeStruct((20000, 256), jax.numpy.float32),
+        jax.ShapeDtypeStruct((4096,), jax.numpy.int32),
+    )
+    assert len(xk.xla_kernels(lowered.compile().as_text()).kernels) == 1
+    assert xk.our_kernels(xk.flat_blocks(lowered.as_text()), "cpu").kernels == 1
+
+
 @pytest.mark.parametrize("batch", [32, 64])
 def test_a_reduce_over_a_unit_dimension_is_no_kernel(batch: int) -> None:
     """The gradient of a broadcast bias: jax sums the batch, reshapes the sum to 1 x width
