@@ -542,12 +542,15 @@ class _Facts:
             elementwise=_is_elementwise(op),
             free=s in _FREE_ALONE or _is_noop(op) or unit,
             reusing=s in _REUSING and _grows(op),
-            reduce_mode="ynn"
-            if window
-            else cpu_reduce_mode(op)
-            if reduce and kind == "cpu"
-            else "",
+            reduce_mode=_reduce_mode(op, kind, reduce, window),
         )
+
+
+def _reduce_mode(op: OpInfo, kind: str, reduce: bool, window: bool) -> str:
+    """A reduce's `cpu_reduce_mode` on a CPU ("ynn" for a YNNPACK pool), "" elsewhere."""
+    if window:
+        return "ynn"
+    return cpu_reduce_mode(op) if reduce and kind == "cpu" else ""
 
 
 _FACTS: dict[tuple[str, str], _Facts] = {}
@@ -585,9 +588,11 @@ class _State:
         self.chain_tails: set[int] = set()  # tails `_ynn_chain` found: what lies between joins
         if kind == "cpu":
             for i in range(len(ops)):
-                tail = self._ynn_head_tail(i)
-                if tail is not None:
-                    self.head_tails[i] = tail
+                found = self._ynn_head_tail(i)
+                if found is not None:
+                    self.head_tails[i], chained = found
+                    if chained:
+                        self.chain_tails.add(found[0])
         self.tails = set(self.head_tails.values())
         self.window_tails = {
             t for h, t in self.head_tails.items() if self.facts[h].short == "reduce_window"
@@ -751,8 +756,9 @@ class _State:
         tail = self.head_tails.get(i)
         return tail is not None and self.group_of[tail] == g
 
-    def _ynn_head_tail(self, i: int) -> int | None:
-        """The last op of the YNN fusion op i heads, if it heads one. XLA:CPU's YNNPACK fusion
+    def _ynn_head_tail(self, i: int) -> tuple[int, bool] | None:
+        """The last op of the YNN fusion op i heads, if it heads one, and whether `_ynn_chain`
+        found it. XLA:CPU's YNNPACK fusion
         takes `op(x, broadcast(reduce(x)))` of f32 (x - max(x), x * sum(x); not a divide,
         which XLA's simplifier turns into a multiply by a reciprocal kernel of its own) and the
         single-use elementwise ops after it into the reduce's kernel, which ends at the first
@@ -764,7 +770,8 @@ class _State:
         two: a square root of 2048 elements is XLA's own loop)."""
         f = self.facts[i]
         if f.reduce_mode == "ynn" and f.short == "reduce_window":
-            return self._ynn_chain(i)
+            c = self._ynn_chain(i)
+            return c, c != i
         if f.reduce_mode != "ynn" or self.ops[i].operands[0].element_type != "f32":
             return None
         c = self._ynn_dot_reading(i)
@@ -778,10 +785,10 @@ class _State:
                 c = None
             if c is None:
                 tail = self._ynn_chain(i)
-                return tail if tail != i else None
+                return (tail, True) if tail != i else None
         while len(self.users[c]) == 1 and self._ynn_takes(self.users[c][0]):
             c = self.users[c][0]
-        return c
+        return c, False
 
     def _ynn_chain(self, i: int) -> int:
         """The last op of the YNN fusion a YNNPACK reduce_window or reduce heads: XLA:CPU's
@@ -809,8 +816,6 @@ class _State:
             if not takes:
                 break
             c = u
-        if c != i:
-            self.chain_tails.add(c)
         return c
 
     def _ynn_library(self, i: int) -> bool:
