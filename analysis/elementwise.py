@@ -55,6 +55,7 @@ from stablehlo_perf.analysis.opinfo import (
     op_class,
 )
 from stablehlo_perf.analysis.roofline import RooflineModel
+from stablehlo_perf.analysis.scans import scan_axis
 from stablehlo_perf.analysis.service import OpCost
 from stablehlo_perf.analysis.targets import Target
 from threadpoolctl import threadpool_limits
@@ -600,9 +601,7 @@ def window_features(
     split on them priced a 1000-long cumsum 10x too slow)."""
     n_in, n_out = math.prod(in_shape), math.prod(out_shape)
     taps = math.prod(window)
-    scan = any(
-        w > 1 and w == i and o == i for w, i, o in zip(window, in_shape, out_shape, strict=True)
-    )
+    scan = scan_axis(window, in_shape, out_shape) is not None
     work = n_out if scan else n_out * taps
     return [
         float(n_in),

@@ -41,6 +41,7 @@ from stablehlo_perf.analysis.fusion import (
     library_reduce,
 )
 from stablehlo_perf.analysis.opinfo import READS_PART, READS_WHAT_IT_RETURNS, OpInfo
+from stablehlo_perf.analysis.scans import executed_flops
 from stablehlo_perf.analysis.service import OpCost
 from stablehlo_perf.analysis.targets import Target
 
@@ -263,6 +264,8 @@ def price_groups(
         peak = target.peak_flops(root.element_type, matrix=matrix)
         hit = _input_hit_rate([ops[i] for i in members[g]])
         read, flops = t.input_bytes, t.flops
+        if target.kind == "cpu":  # XLA:CPU runs a scan blocked (analysis.scans)
+            flops -= sum((ops[i].flops or 0) - (executed_flops(ops[i]) or 0) for i in members[g])
         dram = read * (1.0 - hit) + t.output_bytes
         bandwidth = target.memory_bandwidth
         # The reduce of an input fusion: its root, or the YNN reduce heading the chain of ops

@@ -864,6 +864,25 @@ def test_cpu_kernel_pays_no_compute_for_a_broadcast_but_does_for_a_transpose(mov
     assert group.latency_ns == pytest.approx(want)
 
 
+def test_cpu_scan_kernel_roofline_counts_the_blocked_scan() -> None:
+    """A cumsum over rows of 4096 f32 (8 rows): its HLO counts 4095 adds an element (134M
+    flops, 1.34 ms on unit-cpu's 100 flop/ns), XLA:CPU's blocked rewrite 559,096 (blocks of
+    16: 8 x 256 x 256 + 8 x 16 x 256 + a last window of 16 over 17, 8 x 17 x 15), 5.59 us;
+    above the 2.62 us its 256 KiB move, so the kernel costs that and its launch."""
+    from stablehlo_perf.analysis.fusion_cost import price_groups
+    from stablehlo_perf.analysis.service import OpCost
+
+    rows = TensorType((8, 4096), "f32")
+    b = Block()
+    b.op("reduce_window", [-1, -2], [rows, TensorType((), "f32")], rows,
+         window_dimensions=(1, 4096), body_flops=1)  # fmt: skip
+    plan, traffic, target, _ = _one_cpu_kernel(b)
+    assert b.ops[0].flops == 8 * 4096 * 4095
+    (group,), _, _ = price_groups(b.ops, plan, traffic, [OpCost(0, 3000.0, 0, "hgb-x")], target)
+    assert group.latency_ns == pytest.approx(100.0 + 559_096 / 100.0)
+    assert group.model == "fused-opaque:roofline"
+
+
 def test_a_tiny_member_adds_no_compute_unless_transcendental() -> None:
     """On 512 elements a multiply's measured time is the kernel floor, not work; a cosine's
     (2.8 us on 544 f32 in the Xeon reference) is work the fused loop still does."""

@@ -96,3 +96,30 @@ def test_slice_bytes_equal_xla(kind):
     # Our count includes all three start indices (12 B); XLA keeps the one that is not 0.
     assert xla <= op.bytes <= xla + 8
     assert op.bytes >= 2 * 8 * 128 * 4
+
+
+SCANS = {
+    "cumsum_rows": (lambda x: jnp.cumsum(x, axis=1), (128, 1024)),
+    "cumsum_long": (lambda x: jnp.cumsum(x, axis=1), (64, 4096)),
+    "cumsum_odd": (lambda x: jnp.cumsum(x, axis=1), (100, 1000)),
+    "cumsum_17": (lambda x: jnp.cumsum(x, axis=1), (16, 17)),
+    "cumsum_16": (lambda x: jnp.cumsum(x, axis=1), (8, 16)),
+    "cumsum_cols": (lambda x: jnp.cumsum(x, axis=0), (128, 1024)),
+    "cumprod": (lambda x: jnp.cumprod(x, axis=1), (128, 1024)),
+    "cummax": (lambda x: lax.cummax(x, axis=1), (512, 256)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SCANS))
+def test_scan_flops_as_xla_cpu_runs_them(name):
+    """A scan's flops as XLA:CPU's blocked rewrite runs them equal the compiled module's
+    cost_analysis() (the lowered module's HLO count is the naive window x length)."""
+    from conftest import op_infos
+    from stablehlo_perf.analysis.scans import executed_flops
+
+    fn, shape = SCANS[name]
+    lowered = jax.jit(fn).lower(S(shape, jnp.float32))
+    (scan,) = [o for o in op_infos(lowered.as_text()) if o.short_name == "reduce_window"]
+    compiled = lowered.compile().cost_analysis()
+    assert executed_flops(scan) == compiled["flops"]
+    assert scan.flops == lowered.cost_analysis()["flops"]
