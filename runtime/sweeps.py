@@ -266,9 +266,12 @@ def matmul_specs(quick: bool) -> list[Spec]:
         if m * n * k <= 2**26
     }  # fmt: skip
     conv = set()
-    for hw in (14, 28, 56) if quick else (7, 14, 28, 56, 112):
+    # Power-of-two images too (CIFAR's 32, a ResNet stage's 16: the model had interpolated
+    # 16x16 layers from 14 and 28, 11-19% slow for 32 -> 32 channels at batches 1-4), and
+    # 5x5 windows (LeNet, Inception; an unseen 5x5 layer ran 1.3x the model's price).
+    for hw in (14, 16, 28, 32, 56) if quick else (7, 14, 16, 28, 32, 56, 112):
         for c, o in _CONV_CHANNELS:
-            for k in (1, 3):
+            for k in (1, 3, 5):
                 if hw * hw * c * o * k * k <= 2**27:
                     conv.add((1, hw, hw, c, k, k, o, 1))
             # Batches and strides: XLA:CPU picks other code paths for them (a 2x32x32x3->16
