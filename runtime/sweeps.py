@@ -259,8 +259,9 @@ def matmul_specs(quick: bool) -> list[Spec]:
     # left operand K x M; with both transposed 1.3-2.3x; 2026-11-30, this VM).
     # Short K too (a weight gradient contracts over the batch, x^T dy: K x M times K x N),
     # where the transposed operand's copy weighs most against the FLOPs.
-    # And between those edges (an einsum chain's 128x512 @ 512x512 with both operands
-    # transposed: 0.55-0.59 ms measured, 0.49 ms by the model at the reference's speed).
+    # And between those edges: an einsum chain's 128x512 @ 512x512 with both operands
+    # transposed ran 0.48 ms in a loop at sentinels 0.76x the reference's (0.63 ms at its
+    # speed), which the model had priced at 0.49 ms from the edges (2026-12-03, this VM).
     for edges in ((64, 256, 1024), (128, 512)):
         gemm |= {
             (1, m, n, k, layout)
