@@ -15,7 +15,7 @@ from stablehlo_perf.analysis.aggregate import (
     branch_shares,
 )
 from stablehlo_perf.analysis.cc4cs import intervals_for
-from stablehlo_perf.analysis.fusion_cost import price_groups
+from stablehlo_perf.analysis.fusion_cost import UNMEASURED, GroupCost, price_groups
 from stablehlo_perf.analysis.opinfo import OpInfo
 from stablehlo_perf.analysis.service import OpCost, default_registry
 from stablehlo_perf.analysis.targets import DEFAULT_TARGET, Target, load_target
@@ -169,6 +169,15 @@ def _fused_costs(
             sizes[g] += 1
         for k, i in enumerate(bf.ids):
             g = bf.plan.groups[k]
+            if sizes[g] == 1 and bf.plan.kinds[g] != "free" and ops[k].op_class != "control":
+                # A kernel of one op costs what its model says: so does its group.
+                c = costs[i]
+                groups[g] = GroupCost(
+                    c.latency_ns,
+                    c.dram_bytes,
+                    f"fused-{bf.plan.kinds[g]}:{c.model}",
+                    c.model.split("(")[0] in UNMEASURED,
+                )
             if (
                 ops[k].op_class == "control"
                 or not ops[k].is_static

@@ -255,6 +255,25 @@ def test_a_gathered_sum_is_a_row_gather_then_a_library_reduce(amd_reference_host
     assert rows.latency_ns <= group["latency_ns"] < 1.5 * rows.latency_ns
 
 
+def test_a_one_op_kernel_reports_its_ops_cost(amd_reference_host: Path) -> None:
+    """A scatter-add of 2048 rows into zeros of 5000x128 f32: its kernel is the scatter alone,
+    priced by its model (the reference's movement rows: 107 us), which the fusion-group table
+    reports too; it had listed the group's roofline, 6.2 MB at the reference's 31.6 GB/s
+    (195 us), while the total used the op's own price."""
+    import stablehlo_perf as sp
+
+    zeros = jax.ShapeDtypeStruct((2048, 128), jnp.float32)
+    idx = jax.ShapeDtypeStruct((2048,), jnp.int32)
+    lowered = jax.jit(lambda g, i: jnp.zeros((5000, 128)).at[i].add(g)).lower(zeros, idx)
+    rep = sp.analyze(lowered, target="host").report
+    (scatter,) = [o for o in rep.ops if o.name == "stablehlo.scatter"]
+    (group,) = [g for g in rep.fusion_groups if scatter.id in g["ops"]]
+    assert group["ops"] == [scatter.id] and "roofline" not in group["model"]
+    assert group["latency_ns"] == pytest.approx(scatter.latency_ns)
+    roofline_ns = group["bytes"] / load_target("host").memory_bandwidth_gbps
+    assert group["latency_ns"] < 0.7 * roofline_ns
+
+
 def test_reduce_features_say_whether_the_minor_axis_is_reduced() -> None:
     slot = _I["pad_ratio_8x128"]
     assert ew.reduce_features((64, 128), (1,), 4.0)[slot] == 1.0
