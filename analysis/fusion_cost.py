@@ -165,6 +165,27 @@ def _gather_bandwidth(op: OpInfo, cost: OpCost, overhead_ns: float) -> float | N
     )
 
 
+def _movement_bandwidth(
+    members: Sequence[OpInfo], costs: Sequence[OpCost], overhead_ns: float
+) -> float | None:
+    """Bytes per second a loop kernel of data movement alone (broadcasts, copies, slices,
+    pads, concatenations and constants: no arithmetic) moves, from its slowest member's
+    measured rate (None for a kernel that computes, or with no measured member). Such a
+    kernel streams at copy speed, beyond the elementwise loops' rate the target's bandwidth
+    is fitted from: on the Zen 5 VM (2026-12-03, in a loop) a fill of 1 / 4 / 16 MiB of f32
+    from a scalar took 7.5 / 62 / 151 us (140 / 68 / 111 GB/s), priced 23 / 93 / 373 us by
+    its bytes at the target's 45 GB/s; the reference's copies of 1-9 MiB ran at 96-245 GB/s."""
+    if any(op.op_class not in ("movement", "constant") for op in members):
+        return None
+    rates = [
+        _measured_rate(_moved_bytes(op), c, overhead_ns)
+        for op, c in zip(members, costs, strict=True)
+        if op.op_class == "movement"
+    ]
+    known = [r for r in rates if r is not None]
+    return min(known) if known else None
+
+
 def _measured_rate(nbytes: float, cost: OpCost, overhead_ns: float) -> float | None:
     """Bytes per second an op moving `nbytes` moved in its own measured time beyond its
     launch (None where its cost is no measurement or leaves no time)."""
@@ -288,6 +309,9 @@ def price_groups(
         if target.kind == "cpu" and kind == "loop":
             for i in members[g]:
                 bandwidth = max(_gather_bandwidth(ops[i], costs[i], overhead) or 0.0, bandwidth)
+            if t.input_bytes + t.output_bytes < _llc_bytes(target):  # beyond it, DRAM's
+                kernel = [ops[i] for i in members[g]], [costs[i] for i in members[g]]
+                bandwidth = max(_movement_bandwidth(*kernel, overhead) or 0.0, bandwidth)
         l2_bw = target.l2_bandwidth_gbps * 1e9 or target.memory_bandwidth
         memory_s = dram / bandwidth + read * hit / l2_bw
         roofline_ns = max(flops / peak, memory_s) * 1e9

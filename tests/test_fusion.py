@@ -883,6 +883,33 @@ def test_cpu_scan_kernel_roofline_counts_the_blocked_scan() -> None:
     assert group.model == "fused-opaque:roofline"
 
 
+@pytest.mark.parametrize("arithmetic", [False, True])
+def test_cpu_movement_kernel_streams_at_its_measured_rate(arithmetic: bool) -> None:
+    """A fill of f32[1024,1024] from a scalar, measured at 10 us beyond its launch (420 GB/s):
+    a kernel of data movement alone moves its 4 MiB at that rate, not unit-cpu's 100 B/ns
+    (41.9 us), while it fits the last-level cache; a kernel that also computes keeps the
+    target's bandwidth."""
+    from dataclasses import replace
+
+    from stablehlo_perf.analysis.fusion_cost import price_groups
+    from stablehlo_perf.analysis.service import OpCost
+
+    big = TensorType((1024, 1024), "f32")
+    b = Block()
+    fill = b.op("broadcast_in_dim", [-1], [TensorType((), "f32")], big)
+    if arithmetic:
+        b.op("multiply", [fill, -2], [big, big], big)
+    plan, traffic, target, bw = _one_cpu_kernel(b)
+    target = replace(target, onchip_mib={"llc": 32.0})
+    costs = [OpCost(0, 100.0 + 10_000.0, 0, "hgb-x")] + [OpCost(0, 100.0, 0, "hgb-x")] * arithmetic
+    (group,), _, _ = price_groups(b.ops, plan, traffic, costs, target)
+    if arithmetic:
+        once_ns = (traffic[0].input_bytes + traffic[0].output_bytes) / bw
+        assert group.latency_ns == pytest.approx(100.0 + once_ns)  # the fill's time < its bytes'
+    else:
+        assert group.latency_ns == pytest.approx(100.0 + 10_000.0)
+
+
 def test_a_tiny_member_adds_no_compute_unless_transcendental() -> None:
     """On 512 elements a multiply's measured time is the kernel floor, not work; a cosine's
     (2.8 us on 544 f32 in the Xeon reference) is work the fused loop still does."""
