@@ -63,6 +63,7 @@ __all__ = [
     "QUICK_CHAINS_PER_SHAPE",
     "RESOLUTION_US",
     "SENTINELS",
+    "add_rows",
     "main",
     "measure",
     "merge",
@@ -353,10 +354,10 @@ def write_calibration(
     tmp.replace(path)
 
 
-def refit(path: Path, note: str = "") -> None:
+def refit(path: Path, note: str = "", rows: Mapping[str, list[str]] | None = None) -> None:
     """Fit the header's roofline parameters again from a finished calibration's rows and
     probe measurements, measuring nothing (after a change to the fit); the header is kept
-    and `note` joins its notes."""
+    and `note` joins its notes. `rows` (partial-sweep rows by key) join the file's first."""
     lines = path.read_text().splitlines()
     derived = (
         f"# {program_probes.PROBE_KEY}: ",
@@ -374,7 +375,7 @@ def refit(path: Path, note: str = "") -> None:
         head.insert(notes[-1] + 1 if notes else 0, f"# note: {note}")
     m = _measured_header(path, lines)
     write_calibration(
-        list(read_partial(path).values()),
+        list({**read_partial(path), **(rows or {})}.values()),
         path,
         head,
         m.probes,
@@ -383,6 +384,27 @@ def refit(path: Path, note: str = "") -> None:
         m.thunked,
         m.pool_contention,
     )
+
+
+def add_rows(
+    path: Path,
+    specs: Sequence[sweeps.Spec],
+    repeats: int = 7,
+    note: str = "",
+    progress: bool = True,
+) -> int:
+    """Measure the `specs` a finished calibration lacks and add them to it, measuring no probe:
+    a sweep that grew (new shapes of one op) extends a calibration without moving what its
+    probes measured. The new rows are timed beside the sentinel ops, which take them to the
+    file's speed as every row; the header's parameters are fitted again (`refit`). Returns how
+    many rows were added."""
+    have = read_partial(path)
+    todo = [s for s in specs if s.key not in have]
+    partial = path.with_name(path.stem + ".rows.partial.csv")
+    new = measure(todo, partial, repeats=repeats, progress=progress) if todo else {}
+    refit(path, note, new)
+    partial.unlink(missing_ok=True)
+    return len(new)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -525,6 +547,12 @@ def _parser() -> argparse.ArgumentParser:
         help="measure nothing: fit the header's parameters again from the file's rows and probes",
     )
     p.add_argument(
+        "--rows-only",
+        action="store_true",
+        help="measure only the sweep's shapes the calibration (--out or the cache entry) lacks"
+        " and add them, keeping its probes; the header's parameters are fitted again",
+    )
+    p.add_argument(
         "--merge",
         nargs="+",
         type=Path,
@@ -585,6 +613,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as e:
         print(f"stablehlo-perf-calibrate: error: {e}", file=sys.stderr)
         return 2
+    if args.rows_only:
+        if not path.is_file() or not cf.checksum_ok(path):
+            print(f"stablehlo-perf-calibrate: error: {path}: no valid calibration to add rows to",
+                  file=sys.stderr)  # fmt: skip
+            return 2
+        n = add_rows(path, specs, args.repeats, args.note, not args.no_progress)
+        print(f"{path}: {n} shapes added ({cf.header_value(path, HOST_PARAMS_KEY)})")
+        return 0
     partial = path.with_name(path.stem + ".partial.csv")
     path.parent.mkdir(parents=True, exist_ok=True)
     if args.fresh:

@@ -372,6 +372,21 @@ def test_calibrate_cli_end_to_end_and_corrupted_cache(
         and path.read_text() == before.replace("# note: again\n", "# note: again\n# note: refit\n")
     )
     assert calibrate.main(["--target", "host", "--refit", "--out", str(tmp_path / "no.csv")]) == 2
+    # --rows-only measures the sweep's new shapes alone (no probe: they still fail if run),
+    # keeps every earlier row as it was, and fits the parameters again.
+    grown = [*specs, sweeps.Spec("add", "f32", (8192,))]
+    monkeypatch.setattr(sweeps, "sweep", lambda quick, ops=None: grown)
+    rows_before = calibrate.read_partial(path)
+    only = ["--target", "host", "--rows-only", "--repeats", "3", "--no-progress", "--note", "rows"]
+    assert calibrate.main(only) == 0
+    assert sorted(k for k in built if k not in gauges) == ["add,f32,8192"]
+    rows_after = calibrate.read_partial(path)
+    assert set(rows_after) == set(rows_before) | {"add,f32,8192"}
+    assert all(rows_after[k] == v for k, v in rows_before.items())
+    assert cf.checksum_ok(path) and path.read_text().count("# note: rows\n") == 1
+    assert not path.with_name(path.stem + ".rows.partial.csv").exists()
+    rows_only_elsewhere = [*only, "--out", str(tmp_path / "no.csv")]
+    assert calibrate.main(rows_only_elsewhere) == 2
 
 
 def _cal_row(op: str, dtype: str, shape: str, us: float) -> list[str]:
