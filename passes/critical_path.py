@@ -373,8 +373,12 @@ def _leaves_pollers(view: ModuleView, node: list[int]) -> bool:
     images, 3 to 32 features, and -2-10 after an Eigen one, 0-5 after YNNPACK sums of
     512x1024 to 2048x1024). Not every dot does: in the same loops, M x 256 x 256 dots left
     15-21 us for M of 72-128 and none for 16-64 or 160-256, and of 14 other shapes 6 left
-    6-13 us (128x256x512, 256x256x128) and 8 none (128x256x128, 128x128x512); no rule of
-    their dimensions found yet, every dot counts as the probe's 128x256x256 does."""
+    6-13 us (128x256x512, 256x256x128) and 8 none (128x256x128, 128x128x512). On 2026-12-03
+    the dots of at most 2^22 multiply-adds ran at one thread's rate (M x 256 x 256 for M =
+    16 / 32 / 64: 8.8 / 17.7 / 36.0 us) and left none, larger ones mostly did (80 and 96 x
+    256 x 256: 17-20 us); but charging nothing after the small ones put the zoo's programs
+    with small dots 5-15% under their measured times (deep_transformer, mlp_grad, scan_rnn):
+    every dot counts as the probe's 128x256x256 does."""
     return any(
         view.records[i].info.short_name == "dot_general" or ynn_reduce_window(view.records[i].info)
         for i in node
