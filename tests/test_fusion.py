@@ -865,30 +865,34 @@ def test_cpu_kernel_pays_no_compute_for_a_broadcast_but_does_for_a_transpose(mov
 
 
 def test_cpu_scan_kernel_roofline_counts_the_blocked_scan() -> None:
-    """A cumsum over rows of 4096 f32 (8 rows): its HLO counts 4095 adds an element (134M
-    flops, 1.34 ms on unit-cpu's 100 flop/ns), XLA:CPU's blocked rewrite 559,096 (blocks of
-    16: 8 x 256 x 256 + 8 x 16 x 256 + a last window of 16 over 17, 8 x 17 x 15), 5.59 us;
-    above the 2.62 us its 256 KiB move, so the kernel costs that and its launch."""
+    """A cumprod over rows of 4096 f32 (8 rows) with its init constant in its kernel, as
+    jnp.cumprod lowers: its HLO counts 4095 products an element (134M flops, 1.34 ms on
+    unit-cpu's 100 flop/ns), XLA:CPU's blocked rewrite 559,096 (blocks of 16: 8 x 256 x 256 +
+    8 x 16 x 256 + a last window of 16 over 17, 8 x 17 x 15), 5.59 us; above the 2.62 us its
+    256 KiB move, so the kernel costs that and its launch."""
     from stablehlo_perf.analysis.fusion_cost import price_groups
     from stablehlo_perf.analysis.service import OpCost
 
     rows = TensorType((8, 4096), "f32")
     b = Block()
-    b.op("reduce_window", [-1, -2], [rows, TensorType((), "f32")], rows,
+    one = b.op("constant", [], [], SCALAR)
+    b.op("reduce_window", [-1, one], [rows, SCALAR], rows,
          window_dimensions=(1, 4096), body_flops=1)  # fmt: skip
     plan, traffic, target, _ = _one_cpu_kernel(b)
-    assert b.ops[0].flops == 8 * 4096 * 4095
-    (group,), _, _ = price_groups(b.ops, plan, traffic, [OpCost(0, 3000.0, 0, "hgb-x")], target)
+    assert b.ops[1].flops == 8 * 4096 * 4095
+    costs = [OpCost(0, 0.0, 0, "free"), OpCost(0, 3000.0, 0, "hgb-x")]
+    (group,), _, _ = price_groups(b.ops, plan, traffic, costs, target)
     assert group.latency_ns == pytest.approx(100.0 + 559_096 / 100.0)
     assert group.model == "fused-opaque:roofline"
 
 
 @pytest.mark.parametrize("arithmetic", [False, True])
 def test_cpu_movement_kernel_streams_at_its_measured_rate(arithmetic: bool) -> None:
-    """A fill of f32[1024,1024] from a scalar, measured at 10 us beyond its launch (420 GB/s):
-    a kernel of data movement alone moves its 4 MiB at that rate, not unit-cpu's 100 B/ns
-    (41.9 us), while it fits the last-level cache; a kernel that also computes keeps the
-    target's bandwidth."""
+    """A fill of f32[1024,1024] from a constant (jnp.zeros: the constant and its broadcast
+    are one kernel), the broadcast measured at 10 us beyond its launch (420 GB/s): a kernel
+    of data movement alone moves its 4 MiB at that rate, not unit-cpu's 100 B/ns (41.9 us),
+    while it fits the last-level cache; a kernel that also computes keeps the target's
+    bandwidth."""
     from dataclasses import replace
 
     from stablehlo_perf.analysis.fusion_cost import price_groups
@@ -896,12 +900,14 @@ def test_cpu_movement_kernel_streams_at_its_measured_rate(arithmetic: bool) -> N
 
     big = TensorType((1024, 1024), "f32")
     b = Block()
-    fill = b.op("broadcast_in_dim", [-1], [TensorType((), "f32")], big)
+    zero = b.op("constant", [], [], SCALAR)
+    fill = b.op("broadcast_in_dim", [zero], [SCALAR], big)
     if arithmetic:
         b.op("multiply", [fill, -2], [big, big], big)
     plan, traffic, target, bw = _one_cpu_kernel(b)
     target = replace(target, onchip_mib={"llc": 32.0})
-    costs = [OpCost(0, 100.0 + 10_000.0, 0, "hgb-x")] + [OpCost(0, 100.0, 0, "hgb-x")] * arithmetic
+    costs = [OpCost(0, 0.0, 0, "free"), OpCost(0, 100.0 + 10_000.0, 0, "hgb-x")]
+    costs += [OpCost(0, 100.0, 0, "hgb-x")] * arithmetic
     (group,), _, _ = price_groups(b.ops, plan, traffic, costs, target)
     if arithmetic:
         once_ns = (traffic[0].input_bytes + traffic[0].output_bytes) / bw
