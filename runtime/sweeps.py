@@ -6,7 +6,7 @@ step 32, a 2-D sweep of each dim 64..1024 step 64, total sizes log-uniform up to
 power-of-two boundaries (2^k - 1, 2^k, 2^k + 1). `quick=True` keeps a strided
 subset of each (sizes up to 4M) so a 2-core machine calibrates in minutes. Loop ops
 (not sorts, FFTs or transposes) also measure `narrow_shapes`: rows whose last dim
-leaves a vector tail.
+leaves a vector tail; all but sorts and FFTs `layer_shapes`: rows of a layer's width.
 
 Shapes are recorded as the tensor `analysis.elementwise.op_tensor` reads: the
 result for elementwise ops and converts (whose dtype is the result's), the input
@@ -218,6 +218,25 @@ def narrow_shapes(quick: bool, seed: int = 1) -> list[tuple[int, ...]]:
 # Ops the narrow-row shapes are measured for: loops over rows (not library calls).
 _NARROW_SKIP = frozenset({"sort", "fft", "transpose"})
 
+LAYER_WIDTHS = (128, 256, 512, 1024, 4096)
+
+
+def layer_shapes(quick: bool) -> list[tuple[int, ...]]:
+    """Activations as models hold them: rows of a layer's width (a power of two) at 2^18,
+    2^20 and 2^22 elements (the full sweep from 2^16 to 2^24). The grid's 2-D shapes stop at
+    832 (quick) and its large sizes are random factorisations, so the trees had no row of
+    4096 x 256 or 2048 x 1024: in a loop on the Zen 5 VM (2026-12-03, at the reference's
+    speed) row sums of them took 56 and 90 us where the model said 69 and 144, tanh of
+    4096 x 1024 808 us (model 1179), column sums of 4096 x 1024 241 (model 394)."""
+    sizes = (2**18, 2**20, 2**22) if quick else tuple(2**k for k in range(16, 25, 2))
+    return sorted(
+        {(n // w, w) for n in sizes for w in LAYER_WIDTHS}, key=lambda s: (s[0] * s[1], s)
+    )
+
+
+# Ops the layer shapes are not measured for: sorts and FFTs of 4M elements take seconds.
+_LAYER_SKIP = frozenset({"sort", "fft"})
+
 
 # (input, output) channels of the convolution layers swept: equal counts (residual blocks)
 # as well as widening layers (a 1x16x16x32 -> 32 3x3 layer was predicted at 75 us from its
@@ -422,6 +441,14 @@ def sweep(
                 specs.append(Spec(op, dtype, shape))
             if op not in _NARROW_SKIP:
                 specs += [Spec(op, dtype, shape) for shape in narrow_shapes(quick)]
+            if op not in _LAYER_SKIP:
+                grid = set(sub)
+                specs += [
+                    Spec(op, dtype, shape)
+                    for shape in layer_shapes(quick)
+                    if shape not in grid
+                    and not (op in _CAPPED and quick and math.prod(shape) > QUICK_SORT_MAX)
+                ]
     return specs
 
 

@@ -320,6 +320,24 @@ def test_sweep_measures_narrow_rows_for_loop_ops() -> None:
         assert (narrow <= shapes) is measured, op
 
 
+def test_sweep_measures_layer_shapes_but_not_for_sorts_and_ffts() -> None:
+    """Rows of a layer's width at 2^18-2^22 elements, in both dtypes, for every op of the
+    elementwise grid but sorts and FFTs; ops the quick sweep caps stop at the cap."""
+    layers = set(sweeps.layer_shapes(quick=True))
+    assert len(layers) == 15 and (4096, 256) in layers and (1024, 4096) in layers
+    assert {math.prod(s) for s in layers} == {2**18, 2**20, 2**22}
+    specs = sweeps.sweep(quick=True)
+    for op, dtype, expected in (
+        ("reduce", "bf16", layers),
+        ("tanh", "f32", layers),
+        ("argmax", "f32", {s for s in layers if math.prod(s) <= 2**20}),
+        ("sort", "f32", set()),
+        ("fft", "f32", set()),
+    ):
+        assert {s.shape for s in specs if s.op == op and s.dtype == dtype} & layers == expected
+    assert len({s.key for s in specs}) == len(specs)
+
+
 def test_a_row_with_a_vector_tail_costs_more_per_element() -> None:
     """An f32 add of 4096 rows of 7 (a shape the reference did not measure: its narrow rows
     are 3, 6, 10, ...) is priced at over three times the per-element cost of an aligned add
