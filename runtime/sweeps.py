@@ -414,6 +414,11 @@ _FAMILIES: dict[str, Callable[[bool, Sequence[str]], list[Spec]]] = {
 }
 
 
+def _over_cap(op: str, shape: tuple[int, ...], quick: bool) -> bool:
+    """Whether a quick sweep leaves this shape out for `op` (`_CAPPED`: beyond QUICK_SORT_MAX)."""
+    return op in _CAPPED and quick and math.prod(shape) > QUICK_SORT_MAX
+
+
 def sweep(
     quick: bool, ops: Sequence[str] | None = None, dtypes: Sequence[str] = DTYPES
 ) -> list[Spec]:
@@ -436,7 +441,7 @@ def sweep(
             for shape in sub:
                 if op in _RANK_2 and (len(shape) < 2 or (op != "transpose" and shape[0] == 1)):
                     continue
-                if op in _CAPPED and quick and math.prod(shape) > QUICK_SORT_MAX:
+                if _over_cap(op, shape, quick):
                     continue
                 specs.append(Spec(op, dtype, shape))
             if op not in _NARROW_SKIP:
@@ -446,8 +451,7 @@ def sweep(
                 specs += [
                     Spec(op, dtype, shape)
                     for shape in layer_shapes(quick)
-                    if shape not in grid
-                    and not (op in _CAPPED and quick and math.prod(shape) > QUICK_SORT_MAX)
+                    if shape not in grid and not _over_cap(op, shape, quick)
                 ]
     return specs
 
