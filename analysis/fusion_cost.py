@@ -48,7 +48,7 @@ from stablehlo_perf.analysis.targets import Target
 if TYPE_CHECKING:  # the fused-loop model imports scikit-learn: loaded only on the host
     from stablehlo_perf.analysis.fused_loops import Composition, FusedLoopModel
 
-__all__ = ["UNMEASURED", "GroupCost", "member_compute_ns", "price_groups"]
+__all__ = ["UNMEASURED", "GroupCost", "member_compute_ns", "price_groups", "unmeasured"]
 
 
 @dataclass(frozen=True)
@@ -112,6 +112,12 @@ def _tiny(op: OpInfo) -> bool:
 
 # Cost models that price an op from its work alone, not from a measurement of it.
 UNMEASURED = frozenset({"roofline", "roofline+l2", "free"})
+
+
+def unmeasured(model: str) -> bool:
+    """Whether a cost's model label is one of `UNMEASURED`, bare or with a note after it (the
+    learned model's fallback for a class without data: `roofline(hgb-host: no fft data)`)."""
+    return model.split("(")[0] in UNMEASURED
 
 
 def _l2_bytes(target: Target) -> float:
@@ -190,7 +196,7 @@ def _measured_rate(nbytes: float, cost: OpCost, overhead_ns: float) -> float | N
     """Bytes per second an op moving `nbytes` moved in its own measured time beyond its
     launch (None where its cost is no measurement or leaves no time)."""
     t_ns = cost.latency_ns - overhead_ns
-    if not nbytes or cost.model in UNMEASURED or t_ns <= 0:
+    if not nbytes or unmeasured(cost.model) or t_ns <= 0:
         return None
     return nbytes / t_ns * 1e9
 
@@ -317,7 +323,7 @@ def price_groups(
         roofline_ns = max(flops / peak, memory_s) * 1e9
         best_ns, model = roofline_ns, "roofline"
         streamed = bandwidth == target.memory_bandwidth
-        dedicated = [i for i in members[g] if costs[i].model not in UNMEASURED]
+        dedicated = [i for i in members[g] if not unmeasured(costs[i].model)]
         if target.kind == "cpu" and dedicated and len(members[g]) > 1:
             # Each member's compute: its measured time beyond its launch and beyond moving
             # its own operands and result at the target's bandwidth (which the fused kernel

@@ -15,7 +15,7 @@ from stablehlo_perf.analysis.aggregate import (
     branch_shares,
 )
 from stablehlo_perf.analysis.cc4cs import intervals_for
-from stablehlo_perf.analysis.fusion_cost import UNMEASURED, GroupCost, price_groups
+from stablehlo_perf.analysis.fusion_cost import GroupCost, price_groups, unmeasured
 from stablehlo_perf.analysis.opinfo import OpInfo
 from stablehlo_perf.analysis.service import OpCost, default_registry
 from stablehlo_perf.analysis.targets import DEFAULT_TARGET, Target, load_target
@@ -176,7 +176,7 @@ def _fused_costs(
                     c.latency_ns,
                     c.dram_bytes,
                     f"fused-{bf.plan.kinds[g]}:{c.model}",
-                    c.model.split("(")[0] in UNMEASURED,
+                    unmeasured(c.model),
                 )
             if (
                 ops[k].op_class == "control"

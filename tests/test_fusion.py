@@ -886,13 +886,17 @@ def test_cpu_scan_kernel_roofline_counts_the_blocked_scan() -> None:
     assert group.model == "fused-opaque:roofline"
 
 
-@pytest.mark.parametrize("arithmetic", [False, True])
-def test_cpu_movement_kernel_streams_at_its_measured_rate(arithmetic: bool) -> None:
+@pytest.mark.parametrize(
+    ("arithmetic", "model"),
+    [(False, "hgb-x"), (True, "hgb-x"), (False, "roofline(hgb-x: no movement data)")],
+)
+def test_cpu_movement_kernel_streams_at_its_measured_rate(arithmetic: bool, model: str) -> None:
     """A fill of f32[1024,1024] from a constant (jnp.zeros: the constant and its broadcast
     are one kernel), the broadcast measured at 10 us beyond its launch (420 GB/s): a kernel
     of data movement alone moves its 4 MiB at that rate, not unit-cpu's 100 B/ns (41.9 us),
     while it fits the last-level cache; a kernel that also computes keeps the target's
-    bandwidth."""
+    bandwidth, and so does one whose broadcast was priced by the roofline fallback (a rate
+    from work alone, not a measurement)."""
     from dataclasses import replace
 
     from stablehlo_perf.analysis.fusion_cost import price_groups
@@ -906,10 +910,10 @@ def test_cpu_movement_kernel_streams_at_its_measured_rate(arithmetic: bool) -> N
         b.op("multiply", [fill, -2], [big, big], big)
     plan, traffic, target, bw = _one_cpu_kernel(b)
     target = replace(target, onchip_mib={"llc": 32.0})
-    costs = [OpCost(0, 0.0, 0, "free"), OpCost(0, 100.0 + 10_000.0, 0, "hgb-x")]
+    costs = [OpCost(0, 0.0, 0, "free"), OpCost(0, 100.0 + 10_000.0, 0, model)]
     costs += [OpCost(0, 100.0, 0, "hgb-x")] * arithmetic
     (group,), _, _ = price_groups(b.ops, plan, traffic, costs, target)
-    if arithmetic:
+    if arithmetic or model != "hgb-x":
         once_ns = (traffic[0].input_bytes + traffic[0].output_bytes) / bw
         assert group.latency_ns == pytest.approx(100.0 + once_ns)  # the fill's time < its bytes'
     else:
