@@ -14,7 +14,9 @@ host: the same protocol on the host calibration the service uses, and a live che
 fresh shapes not in the calibration are measured twice in this run, inside loops as
 the calibration measures them (passes A and B, each interleaved); the noise floor is the median |A - B| / B, the model's error is
 the median |prediction - B| / B, and the target is error <= 1.25 x floor. That check
-includes drift between the calibration run and this one; the same-run check measures
+includes drift between the calibration run and this one, which its second error takes out
+(predictions x the machine's speed by the sentinel ops timed with the shapes, as the
+calibration's own rows are taken to one speed); the same-run check measures
 the quick f32 sweep twice here, fits on pass A by size folds and scores on pass B.
 `--json F` saves both host checks' passes; `--predict-from F` measures nothing and scores
 today's models on a saved run (model changes compared on one measurement).
@@ -247,8 +249,20 @@ def host_live(n_per_class: int, repeats: int, saved: dict | None = None) -> None
     vb = np.array([b[s.key] for s in specs])
     print(f"host live check: {len(specs)} fresh shapes timed inside loops, passes A and B of "
           f"{repeats} interleaved rounds each (dispatch not in op times)")  # fmt: skip
-    print("| host class (fresh shapes)   | rows | med rel err vs B | noise floor |A-B|/B | ratio |")
-    print("|-----------------------------|------|------------------|------------------|-------|")
+    # The calibration describes its rows' median speed; this run's sentinels say how fast the
+    # machine ran now (runtime/calibration_check.machine_speed), which the second error takes
+    # out: the model's error on new shapes, not the VM's drift since it was measured.
+    from stablehlo_perf.runtime.calibration_check import machine_speed
+
+    gauges = list((run.get("sentinel") or {}).values())
+    speed = machine_speed(gauges) if gauges else math.nan
+    print(f"machine speed: sentinel ops {speed:.2f}x their time in the calibration")
+    print(
+        "| host class (fresh shapes)   | rows | med rel err vs B | noise floor |A-B|/B | ratio | err at run's speed | ratio |"
+    )
+    print(
+        "|-----------------------------|------|------------------|------------------|-------|--------------------|-------|"
+    )
     for c in sorted(set(cls)):
         m = cls == c
         if c not in models:
@@ -257,8 +271,11 @@ def host_live(n_per_class: int, repeats: int, saved: dict | None = None) -> None
         err = float(np.median(np.abs(p - vb[m]) / vb[m]))
         floor = float(np.median(np.abs(va[m] - vb[m]) / vb[m]))
         ratio = err / floor if floor > 0 else math.inf
+        at_speed = float(np.median(np.abs(p * speed - vb[m]) / vb[m]))
+        ratio_speed = at_speed / floor if floor > 0 else math.inf
         print(
-            f"| {c:<27} | {m.sum():>4} | {100 * err:>15.1f}% | {100 * floor:>15.1f}% | {ratio:5.2f} |"
+            f"| {c:<27} | {m.sum():>4} | {100 * err:>15.1f}% | {100 * floor:>15.1f}% | {ratio:5.2f} "
+            f"| {100 * at_speed:>17.1f}% | {ratio_speed:5.2f} |"
         )
     print()
 
