@@ -316,11 +316,15 @@ def matmul_specs(quick: bool) -> list[Spec]:
                 conv.add((1, hw, hw, c, 3, 3, c, stride, g))
     # Sequence convolutions (audio, text, a state-space model's conv1d), which XLA:CPU runs
     # as 1 x W images with 1 x K kernels: the square layers above never had a 1-high image
-    # nor 3- or 7-tap windows alone.
+    # nor 3- or 7-tap windows alone. The middle of each range too (batch 8, width 1024, 64
+    # channels, 5 taps), where the trees interpolated between corners. (A conv1d of 8 x 1024
+    # x 64 -> 64 with 5 taps ran 1.5-1.8 ms in unseen_programs.py's rounds, priced 1.07, but
+    # 0.89 ms as a program timed alone at sentinels 0.75x the reference's: the 15 ms sort in
+    # the same rounds slowed it and the sentinels 1.5-1.6x; Zen 5 VM, 2026-12-03.)
     conv |= {
         (nb, 1, w, c, 1, k, c, 1)
-        for nb in (1, 4) for w in (256, 2048) for c in (32, 128) for k in (3, 7)
-        if nb * w * c * c * k <= 2**27
+        for nb in (1, 4, 8) for w in (256, 1024, 2048) for c in (32, 64, 128) for k in (3, 5, 7)
+        if nb * w * c * c * k <= 2**28
     }  # fmt: skip
     specs = [Spec("dot_general", "f32", s) for s in sorted(gemm)]
     # bf16 and int8 (int32-accumulating, as quantised models call it) products run on other
