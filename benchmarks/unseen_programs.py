@@ -12,8 +12,11 @@ predicted, measured, their ratio, the measurement's spread, and unmodelled ops; 
 geometric mean of the error factor (max(r, 1/r)) and how many programs land within 1.5x
 and 2x. The 2-vCPU development VM
 moves these timings by up to 2x between runs: compare ratios, repeat, quote medians. The
-calibration's sentinel ops timed before and after the programs say how fast the machine
-ran against its calibration (`runtime/calibration_check.py: machine_speed`).
+calibration's sentinel ops, timed in loops in the programs' own rounds, say how fast the
+machine ran against its calibration (`runtime/calibration_check.py: machine_speed`): the
+programs slow it as well as its spells do (a 15 ms sort in the rounds slowed a conv1d and
+the sentinels 1.5-1.6x on the Zen 5 VM, 2026-12-03), which sentinels timed before and after
+the rounds, as earlier runs saved them, do not see.
 """
 
 from __future__ import annotations
@@ -31,9 +34,9 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 from stablehlo_perf import perf_jit
-from stablehlo_perf.runtime.timing import Case, time_cases
-from stablehlo_perf.runtime.calibrate import sentinel_us
+from stablehlo_perf.runtime.calibrate import sentinel_cases, sentinel_time, sentinel_us
 from stablehlo_perf.runtime.calibration_check import machine_speed
+from stablehlo_perf.runtime.timing import Case, time_in_loop
 
 _KEY = jax.random.key(0)
 
@@ -134,12 +137,15 @@ def programs() -> dict[str, tuple[Callable[..., Any], tuple[Any, ...]]]:
 
 def _measure(
     names: list[str], runs: list[tuple[Callable[..., Any], tuple[Any, ...]]], rounds: int
-) -> dict[str, dict[str, float]]:
-    """All programs and the dispatch floor timed in the same interleaved rounds
-    (`runtime/timing.py`), so drift over the run hits them alike: median net of dispatch."""
+) -> tuple[dict[str, dict[str, float]], float]:
+    """All programs, the dispatch floor and the sentinel ops (in loops) timed in the same
+    interleaved rounds (`runtime/timing.py`), so drift over the run hits them alike: each
+    program's median net of dispatch, and the sentinels' time (us, geometric mean)."""
     cases = [Case(n, step, tuple(args)) for n, (step, args) in zip(names, runs, strict=True)]
-    timings, _ = time_cases(cases, repeats=rounds)
-    return {n: {"median_ns": t.median_us * 1e3, "spread": t.spread} for n, t in timings.items()}
+    gauges = sentinel_cases()
+    loops, timings, _ = time_in_loop(gauges, repeats=rounds, extra=cases)
+    measured = {n: {"median_ns": t.median_us * 1e3, "spread": t.spread} for n, t in timings.items()}
+    return measured, sentinel_time(loops, gauges)
 
 
 def main(argv: list[str] | None = None) -> dict[str, float]:
@@ -177,10 +183,11 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     if a.predict_from is not None:
         saved = json.loads(a.predict_from.read_text())
         measured, sentinels = saved["measured"], saved.get("sentinel_us_before_after")
+        in_rounds = saved.get("sentinel_us_in_rounds")
         source = f"saved run {a.predict_from.name}"
     else:
         before = sentinel_us()
-        measured = _measure(list(predicted), runs, a.rounds)
+        measured, in_rounds = _measure(list(predicted), runs, a.rounds)
         sentinels = [before, sentinel_us()]
         source = f"this run, {a.rounds} interleaved rounds"
     if a.json is not None:
@@ -189,6 +196,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
             "measured": measured,
             "predicted_ns": predicted,
             "sentinel_us_before_after": sentinels,
+            "sentinel_us_in_rounds": in_rounds,
         }
         a.json.write_text(json.dumps(saved, indent=1))
     print(f"measured: {source} (runtime/timing.py, median net of dispatch)\n")
@@ -212,7 +220,13 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
             f"within 2x: {(factor <= 2).sum()}; worst: "
             f"{max(ratios, key=lambda k: abs(math.log(ratios[k])))}"
         )
-        speed = machine_speed(sentinels) if sentinels else math.nan
+        if sentinels and in_rounds:
+            print(
+                f"sentinel ops before and after the rounds: {machine_speed(sentinels):.2f}x "
+                f"their time in the calibration; in the rounds: {machine_speed([in_rounds]):.2f}x"
+            )
+        gauge = [in_rounds] if in_rounds else sentinels
+        speed = machine_speed(gauge) if gauge else math.nan
         if math.isfinite(speed):
             # A diagnostic: what the error would be had the model known the machine's speed.
             scaled = np.exp(np.abs(np.log(np.array(list(ratios.values())) * speed)))

@@ -75,3 +75,11 @@ def test_unseen_programs_score_a_saved_run_without_measuring(
     out = capsys.readouterr().out
     assert "sentinel ops 0.50x their time in the calibration" in out
     assert "predictions x that: error factor geometric mean 1.00" in out
+    # Sentinels timed in the programs' rounds say how fast they ran, not those around them.
+    run |= {"sentinel_us_before_after": [then, then], "sentinel_us_in_rounds": half}
+    saved.write_text(json.dumps(run))
+    unseen.main(["--only", "argmax_rows", "--predict-from", str(saved)])
+    out = capsys.readouterr().out
+    assert "before and after the rounds: 1.00x their time in the calibration" in out
+    assert "in the rounds: 0.50x" in out
+    assert "predictions x that: error factor geometric mean 1.00" in out
