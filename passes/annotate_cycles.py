@@ -169,7 +169,9 @@ def _fused_costs(
             sizes[g] += 1
         for k, i in enumerate(bf.ids):
             g = bf.plan.groups[k]
-            if sizes[g] == 1 and bf.plan.kinds[g] != "free" and ops[k].op_class != "control":
+            alone = sizes[g] == 1 and bf.plan.kinds[g] != "free"
+            control = ops[k].op_class == "control"
+            if alone and not control:
                 # A kernel of one op costs what its model says: so does its group.
                 c = costs[i]
                 groups[g] = GroupCost(
@@ -178,11 +180,7 @@ def _fused_costs(
                     f"fused-{bf.plan.kinds[g]}:{c.model}",
                     unmeasured(c.model),
                 )
-            if (
-                ops[k].op_class == "control"
-                or not ops[k].is_static
-                or (sizes[g] == 1 and bf.plan.kinds[g] != "free")
-            ):
+            if control or alone or not ops[k].is_static:
                 continue
             out[i] = OpCost(
                 cycles=round(latency[k] * target.clock_ghz),
