@@ -476,19 +476,30 @@ def _sources(
 
 
 def _cse(ops: Sequence[OpInfo], srcs: list[list[int | None]]) -> list[int]:
-    """Representative per op after XLA-style CSE of identical loop-fusible ops (JAX repeats
-    e.g. `x - mean` in layer norm; XLA computes it once)."""
+    """Representative per op after XLA-style CSE of identical loop-fusible ops and reduces
+    (JAX repeats e.g. `x - mean` in layer norm, and `x.var()` sums x again for its own mean
+    beside `x.mean()`; XLA computes each once). A reduce's init is a scalar constant of its
+    own: the same value counts as the same operand there (not elsewhere: XLA copies a
+    constant into each fusion, where one merged broadcast would tie two GELUs together)."""
     rep = list(range(len(ops)))
     seen: dict[tuple, int] = {}
+
+    def source(x: int, reduce: bool) -> object:
+        if reduce and x >= 0 and _short(ops[x]) == "constant" and "scalar" in ops[x].attrs:
+            return ("constant", ops[x].results, ops[x].attrs["scalar"])
+        return rep[x] if x >= 0 else x
+
     for i, op in enumerate(ops):
         s = _short(op)
-        if s in ("constant", "iota", "reduce") or not (_is_elementwise(op) or s in _LOOP_MOVEMENT):
+        if s in ("constant", "iota"):
+            continue
+        if s != "reduce" and not (_is_elementwise(op) or s in _LOOP_MOVEMENT):
             continue
         if any(x is None for x in srcs[i]):
             continue
         key = (
             op.name,
-            tuple(rep[x] if x >= 0 else x for x in srcs[i]),  # type: ignore[operator]
+            tuple(source(x, s == "reduce") for x in srcs[i]),  # type: ignore[arg-type]
             op.results,
             repr(sorted(op.attrs.items())) if op.attrs else "",
         )

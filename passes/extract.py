@@ -281,6 +281,8 @@ def _opinfo(rid: int, op: ir.Operation, func: str, filename: str, types: _TypeCa
     elif op.name == "stablehlo.while":
         trips = _while_trip_count(op)
         attrs["trip_count"] = trips
+    elif op.name == "stablehlo.constant" and (types[op.results[0].type].num_elements or 0) == 1:
+        attrs["scalar"] = str(op.attributes["value"])  # a reduce's init, for fusion's CSE
     elif len(op.operands) == 2 and op_class(op.name) in _SPLAT_AWARE:
         splats = sum(_is_splat(v, types) for v in op.operands)
         if splats:

@@ -277,6 +277,29 @@ def test_identical_ops_are_merged_like_xla_cse() -> None:
     assert traffic.flops == 2 * 32
 
 
+def test_identical_reduces_are_merged_like_xla_cse() -> None:
+    """`x.mean(0)` beside `x.var(0)` sums x twice in StableHLO, each sum with its own zero
+    constant; XLA sums once (a batch norm: 2 YNNPACK kernels, not 3). Another init value or
+    another dimension is another reduce."""
+    b = Block()
+    inits = [
+        b.op("constant", [], [], SCALAR, scalar=v)
+        for v in (
+            "dense<0.0> : tensor<f32>",
+            "dense<0.0> : tensor<f32>",
+            "dense<1.0> : tensor<f32>",
+        )
+    ]
+    sums = [
+        b.op("reduce", [-1, init], [T, SCALAR], ROW, dimensions=dims, reducer="add")
+        for init, dims in ((inits[0], (1,)), (inits[1], (1,)), (inits[2], (1,)), (inits[0], (0,)))
+    ]
+    plan = b.plan("cpu")
+    assert plan.same_as == {sums[1]: sums[0]}
+    assert plan.groups[sums[1]] == plan.groups[sums[0]]
+    assert len({plan.groups[i] for i in sums}) == 3
+
+
 def test_traffic_of_a_fused_chain_reads_inputs_once_and_writes_output_once() -> None:
     b = chain()
     plan = b.plan("cpu")
