@@ -51,6 +51,8 @@ __all__ = [
     "group_composition",
     "load_chains",
     "model_for_host",
+    "reduce_features",
+    "reduce_kind",
 ]
 
 SHIPPED = ("host_fused_xeon.csv", "host_fused_zen5.csv")
@@ -61,10 +63,11 @@ _TRAINED = frozenset(
     {
         "add", "subtract", "multiply", "divide", "maximum", "minimum", "negate", "abs",
         "round_nearest_even", "compare", "select", "tanh", "exponential", "log", "rsqrt", "sine",
+        "square",
     }
 )  # fmt: skip
 """Elementwise ops the training chains run (`runtime.fused_chains.VOCAB`; a subtract costs
-what an add does). The composition counts kinds of ops, not which: a sine fused with a
+what an add does, a square what a multiply does: XLA emits it as one). The composition counts kinds of ops, not which: a sine fused with a
 multiply on 512x256 f32 takes ~700 us, a tanh 90, so it answers for no op it did not see."""
 _TRIGONOMETRIC = frozenset({"sine"})
 _SELECTS = frozenset({"compare", "select"})
@@ -121,7 +124,11 @@ _STEP = {
     "rsqrt": (1, 1, 0, 0, 0, 0, 0, 0),
     "sigmoid": (4, 1, 0, 1, 0, 0, 0, 0),
     "sin": (1, 0, 1, 0, 0, 0, 0, 0),
+    "sq": (1, 0, 0, 0, 0, 0, 0, 0),
 }
+REDUCE_KINDS = {"sum_rows": 1, "sum_lead": 2}
+"""A reduce chain's last step (`runtime.fused_chains.REDUCES`) as the reduce model's
+feature: 1 sums the last dimension, 2 all the others."""
 
 
 def chain_composition(ops: Sequence[str], shape: Sequence[int]) -> Composition:
@@ -155,6 +162,32 @@ def chain_composition(ops: Sequence[str], shape: Sequence[int]) -> Composition:
         full_inputs=full,
         broadcasts=rows * row_broadcast + cols * col_broadcast,
     )
+
+
+def split_reduce(ops: Sequence[str]) -> tuple[tuple[str, ...], int]:
+    """A chain's elementwise steps and its sum's `REDUCE_KINDS` value (0: a loop chain)."""
+    if ops and ops[-1] in REDUCE_KINDS:
+        return tuple(ops[:-1]), REDUCE_KINDS[ops[-1]]
+    return tuple(ops), 0
+
+
+def rows_shape(shape: Sequence[int]) -> tuple[int, int]:
+    """A summed tensor as (rows, last dimension): a sum over the last dimension or over all
+    the others reads the same memory whatever the leading dimensions are."""
+    return (math.prod(shape[:-1]), shape[-1]) if shape else (1, 1)
+
+
+def reduce_kind(op: OpInfo) -> int:
+    """`REDUCE_KINDS` of a one-input reduce: 1 over the last dimension (all of a 1-D
+    tensor), 2 over all the others; 0 for any other reduce."""
+    src = op.operands[0] if op.operands else None
+    rank = len(src.shape) if src is not None and src.shape is not None else 0
+    dims = tuple(sorted(op.attrs.get("dimensions") or ()))
+    if op.short_name != "reduce" or len(op.operands) != 2 or rank == 0:
+        return 0
+    if dims == (rank - 1,):
+        return 1
+    return 2 if rank > 1 and dims == tuple(range(rank - 1)) else 0
 
 
 def group_composition(members: Sequence[OpInfo], input_bytes: float) -> Composition | None:
@@ -210,6 +243,19 @@ def features(shape: Sequence[int], comp: Composition) -> list[float]:
     return [*shape_features(shape, 4.0), *map(float, astuple(comp)), float(n * comp.ops)]
 
 
+def reduce_features(shape: Sequence[int], comp: Composition, kind: int) -> list[float]:
+    """Features of a sum of `kind` over a tensor of `shape` computed by `comp` in the same
+    kernel: the summed tensor's `rows_shape` features, the composition, the kind and the
+    work (elements x ops, the sum one of them)."""
+    n = math.prod(shape) if shape else 1
+    return [
+        *shape_features(rows_shape(shape), 4.0),
+        *map(float, astuple(comp)),
+        float(kind),
+        float(n * (comp.ops + 1)),
+    ]
+
+
 _WORK = -1  # the features' last column: elements x ops
 _COMPOSITION = slice(len(shape_features((1,), 4.0)), None)  # composition columns and work
 
@@ -259,12 +305,13 @@ class FusedLoopRegressor(RegressorMixin, BaseEstimator):
         return size & np.all((X[:, c] >= lo[c]) & (X[:, c] <= hi[c]), axis=1)
 
 
-def load_chains(path: Path) -> tuple[np.ndarray, np.ndarray]:
-    """(features, us) of a fused-chain CSV (`runtime.fused_chains.write_csv`); rows at the
-    file's median machine speed by their `sentinel_us`."""
+def load_chains(path: Path, reduces: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """(features, us) of a fused-chain CSV's loop chains (`runtime.fused_chains.write_csv`),
+    or with `reduces` of its chains that end in a sum (`reduce_features`); rows at the
+    median machine speed of the file's loop chains by their `sentinel_us`."""
     rows = [ln for ln in path.read_text().splitlines() if ln and not ln.startswith("#")]
     reader = csv.DictReader(rows)
-    X, y, speed = [], [], []
+    X, y, speed, picked = [], [], [], []
     for k, r in enumerate(reader, start=2):
         try:
             shape = tuple(int(d) for d in r["shape"].split("x"))
@@ -275,42 +322,73 @@ def load_chains(path: Path) -> tuple[np.ndarray, np.ndarray]:
             raise CalibrationError(f"{path}: row {k}: malformed ({e})") from None
         if not (math.isfinite(t) and t > 0):
             raise CalibrationError(f"{path}: row {k}: time {t!r} is not a positive number")
-        X.append(features(shape, chain_composition(ops, shape)))
-        y.append(t)
+        steps, kind = split_reduce(ops)
+        comp = chain_composition(steps, shape)
+        picked.append(bool(kind) == reduces)
+        if picked[-1]:
+            X.append(reduce_features(shape, comp, kind) if kind else features(shape, comp))
+            y.append(t)
         speed.append(s)
     if not X:
-        raise CalibrationError(f"{path}: no rows")
-    return np.array(X), np.array(y) * np.array(cf.speed_factors(speed))
+        what = "sum chain rows" if reduces else "rows"
+        raise CalibrationError(f"{path}: no {what}")
+    # The loop chains set the file's speed (the sum chains were measured later, beside them).
+    loops = [v for v, p in zip(speed, picked, strict=True) if p != reduces]
+    ref = cf.median_sentinel(loops or speed)
+    factors = [ref / v if math.isfinite(ref) and math.isfinite(v) and v > 0 else 1.0 for v in speed]
+    return np.array(X), np.array(y) * np.array(factors)[np.array(picked)]
 
 
 @dataclass(frozen=True)
 class FusedLoopModel:
-    """A fitted regressor and the CSV it came from."""
+    """Fitted regressors of the loop chains and, where the CSV has them, of the chains that
+    end in a sum (`reduce_regressor`), and the CSV they came from."""
 
     regressor: FusedLoopRegressor
     source: str
+    reduce_regressor: FusedLoopRegressor | None = None
 
     def predict_us(
         self, kernels: Sequence[tuple[Sequence[int], Composition]]
     ) -> list[float | None]:
         """Each (output shape, composition) kernel's time in us, None where the training
         chains do not cover it; one regressor call for all."""
-        if not kernels:
-            return []
-        X = np.array([features(shape, comp) for shape, comp in kernels])
-        covered = self.regressor.covers(X)
-        out: list[float | None] = [None] * len(kernels)
-        if covered.any():
-            for i, t in zip(np.flatnonzero(covered), self.regressor.predict(X[covered])):
-                out[int(i)] = float(t)
-        return out
+        return _covered(self.regressor, [features(shape, comp) for shape, comp in kernels])
+
+    def predict_reduce_us(
+        self, kernels: Sequence[tuple[Sequence[int], Composition, int]]
+    ) -> list[float | None]:
+        """Each (summed shape, composition before the sum, `REDUCE_KINDS` value) kernel's
+        time in us, None where the sum chains do not cover it or the CSV has none."""
+        if self.reduce_regressor is None:
+            return [None] * len(kernels)
+        rows = [reduce_features(shape, comp, kind) for shape, comp, kind in kernels]
+        return _covered(self.reduce_regressor, rows)
+
+
+def _covered(regressor: FusedLoopRegressor, rows: Sequence[list[float]]) -> list[float | None]:
+    """The regressor's time for the rows it covers, None for the others."""
+    if not rows:
+        return []
+    X = np.array(rows)
+    covered = regressor.covers(X)
+    out: list[float | None] = [None] * len(rows)
+    if covered.any():
+        for i, t in zip(np.flatnonzero(covered), regressor.predict(X[covered])):
+            out[int(i)] = float(t)
+    return out
 
 
 @functools.lru_cache(maxsize=4)
 def _fit(path: str, mtime_ns: int) -> FusedLoopModel:
     def fit() -> FusedLoopModel:
         X, y = load_chains(Path(path))
-        return FusedLoopModel(FusedLoopRegressor().fit(X, y), Path(path).name)
+        loops = FusedLoopRegressor().fit(X, y)
+        try:
+            Xr, yr = load_chains(Path(path), reduces=True)
+        except CalibrationError:
+            return FusedLoopModel(loops, Path(path).name)
+        return FusedLoopModel(loops, Path(path).name, FusedLoopRegressor().fit(Xr, yr))
 
     return model_cache.fitted("fused_loops", Path(path), fit, (Path(path).name,))
 

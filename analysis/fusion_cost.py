@@ -228,22 +228,48 @@ def _learned_loop_ns(
     plan: FusionPlan,
     members: Sequence[Sequence[int]],
     traffic: Sequence[GroupTraffic],
-) -> dict[int, float]:
-    """Loop groups' times from the host's fused-chain model (`analysis.fused_loops`), by group;
-    groups it does not answer for (members or sizes its chains did not cover) left out."""
-    from stablehlo_perf.analysis.fused_loops import group_composition
+) -> dict[int, tuple[float, str]]:
+    """Groups' times and model names from the host's fused-chain model
+    (`analysis.fused_loops`), by group: loop groups, and input groups whose root is a
+    YNNPACK sum over the last or the leading dimensions of what elementwise members compute
+    (`hgb-host-fused-reduce`); groups it does not answer for (members or sizes its chains
+    did not cover) left out."""
+    from stablehlo_perf.analysis.fused_loops import group_composition, reduce_kind
 
-    asked: list[tuple[int, tuple[int, ...], Composition]] = []
+    loops: list[tuple[int, tuple[int, ...], Composition]] = []
+    sums: list[tuple[int, tuple[int, ...], Composition, int]] = []
     for g, kind in enumerate(plan.kinds):
         root = ops[plan.roots[g]]
-        if kind != "loop" or plan.launches[g] == 0 or not root.results:
+        if plan.launches[g] == 0 or not root.results:
             continue
-        shape = root.results[0].shape
-        comp = group_composition([ops[i] for i in members[g]], traffic[g].input_bytes)
-        if comp is not None and shape is not None:
-            asked.append((g, tuple(shape), comp))
-    times = model.predict_us([(shape, comp) for _, shape, comp in asked])
-    return {g: us * 1e3 for (g, _, _), us in zip(asked, times, strict=True) if us is not None}
+        if kind == "loop":
+            shape = root.results[0].shape
+            comp = group_composition([ops[i] for i in members[g]], traffic[g].input_bytes)
+            if comp is not None and shape is not None:
+                loops.append((g, tuple(shape), comp))
+        elif kind == "input" and library_reduce(root) and reduce_kind(root):
+            # What the kernel computes on the summed tensor's elements: side work on fewer (a
+            # layer norm's mean divided by the row length, on its vector) is not the chains'.
+            src = root.operands[0]
+            before = [
+                ops[i]
+                for i in members[g]
+                if i != plan.roots[g] and ops[i].results
+                and ops[i].results[0].num_elements == src.num_elements
+            ]  # fmt: skip
+            comp = group_composition(before, traffic[g].input_bytes)
+            if comp is not None and src.shape is not None and src.element_type == "f32":
+                sums.append((g, tuple(src.shape), comp, reduce_kind(root)))
+    out = {}
+    times = model.predict_us([(shape, comp) for _, shape, comp in loops])
+    for (g, _, _), us in zip(loops, times, strict=True):
+        if us is not None:
+            out[g] = (us * 1e3, "hgb-host-fused")
+    times = model.predict_reduce_us([(shape, comp, k) for _, shape, comp, k in sums])
+    for (g, _, _, _), us in zip(sums, times, strict=True):
+        if us is not None:
+            out[g] = (us * 1e3, "hgb-host-fused-reduce")
+    return out
 
 
 def price_groups(
@@ -343,7 +369,7 @@ def price_groups(
                 if c.latency_ns - overhead > best_ns:
                     best_ns, model, streamed = c.latency_ns - overhead, c.model, False
         if g in learned:
-            best_ns, model, streamed = max(learned[g] - overhead, 0.0), "hgb-host-fused", False
+            best_ns, model, streamed = max(learned[g][0] - overhead, 0.0), learned[g][1], False
         latency = best_ns + overhead * plan.launches[g]
         groups.append(GroupCost(latency, round(dram), f"fused-{kind}:{model}", streamed))
     latency_share = [0.0] * len(ops)

@@ -1,7 +1,9 @@
 """Predicted (target host) vs measured in-loop latency of fused elementwise kernels: chains
 of 2-6 elementwise ops (constants, a second full-size input, broadcast rows and columns,
 transcendentals) that XLA:CPU compiles into one loop kernel, on shapes whose last
-dimension runs from 1 to 1024.
+dimension runs from 1 to 1024; and chains of 1-4 that end in a sum over the last
+dimension or over the others, which it compiles into one YNNPACK kernel (a layer norm's
+variance, a batch norm's statistics).
 
     python benchmarks/fused_chains.py [--rounds 5] [--json F] [--predict-from F]
 
@@ -15,7 +17,8 @@ with the calibration's sentinel ops (`runtime.calibrate.SENTINELS`, their time b
 reference's says how fast the machine was). Per chain: its shape, XLA's kernel count for
 the chain (1 where it fused), predicted and measured time and their ratio; then the
 geometric mean of the error factor max(r, 1/r) and the median ratio, overall and by the
-chain's last dimension, length and whether it has a transcendental. The chains are drawn
+chain's last dimension, length and whether it has a transcendental (the loops), and by
+the sum's kind (the sums: "all" is the loops). The chains are drawn
 from a fixed seed, so runs measure the same programs; `--json` saves the measurement,
 `--predict-from` scores the current code on a saved one.
 """
@@ -41,14 +44,17 @@ TRANSCENDENTAL = frozenset({"tanh", "exp", "log", "rsqrt", "sigmoid", "sin"})
 LAST_DIMS = (1, 8, 16, 32, 64, 128, 512, 1024)
 SIZES = (4096, 32768, 262144)
 SHAPES = [(n // d, d) for n in SIZES for d in LAST_DIMS if d <= n] + [(n,) for n in SIZES]
+SUM_NAMES = {"sum_rows": "sums over the last dimension", "sum_lead": "sums over the others"}
 SEED = 20261201
 """Not a seed of the shipped training chains (`analysis/data/host_fused_xeon.csv`: 0, 1 and
 2; `host_fused_zen5.csv`: 0-3), on sizes between theirs: these chains are held out."""
 
 
 def chains() -> list[Chain]:
-    """The benchmark's chains, the same on every run: three of 2-6 ops per shape."""
-    return fused_chains.draw(SHAPES, 3, SEED, lengths=(2, 6))
+    """The benchmark's chains, the same on every run: three of 2-6 ops per shape, then two
+    of 1-4 ops ending in a sum per shape and sum (`fused_chains.draw_reduces`)."""
+    loops = fused_chains.draw(SHAPES, 3, SEED, lengths=(2, 6))
+    return loops + fused_chains.draw_reduces(SHAPES, 2, SEED, lengths=(1, 4))
 
 
 def measure(rounds: int) -> dict[str, Any]:
@@ -102,6 +108,10 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         )
         if kernels != 1 or not math.isfinite(r) or r <= 0:
             continue
+        if ops[-1] in fused_chains.REDUCES:
+            groups["sums"].append(r)
+            groups[SUM_NAMES[ops[-1]]].append(r)
+            continue
         groups["all"].append(r)
         groups[_last_dim_bucket(shape)].append(r)
         groups[f"{len(ops)} ops"].append(r)
@@ -112,7 +122,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     print(f"\nsentinel ops {speed:.1f} us (the op reference's median: the speed it was fitted at)")
     print("\n| chains (one XLA kernel) | n | error factor | median ratio |\n|---|---:|---:|---:|")
     order = ["all", "1-D", *(f"last {d}" for d in LAST_DIMS), *(f"{k} ops" for k in range(2, 7))]
-    order += ["with a transcendental", "no transcendental"]
+    order += ["with a transcendental", "no transcendental", "sums", *SUM_NAMES.values()]
     summary = {}
     for name in order:
         rs = groups.get(name, [])

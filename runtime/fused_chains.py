@@ -33,11 +33,12 @@ from stablehlo_perf.runtime import sweeps, timing
 
 __all__ = [
     "COLUMNS",
-    "Chain",
     "TRAINING_SHAPES",
     "VOCAB",
+    "Chain",
     "build",
     "draw",
+    "draw_reduces",
     "main",
     "measure",
     "write_csv",
@@ -67,12 +68,32 @@ VOCAB: dict[str, Step] = {
     "rsqrt": lambda v, a: lax.rsqrt(v),
     "sigmoid": lambda v, a: jax.nn.sigmoid(v),
     "sin": lambda v, a: jnp.sin(v),
+    "sq": lambda v, a: jnp.square(v),
 }
 """Chain steps by name: `_c` with a constant, `_y` with the second full-size input,
 `_row` / `_col` with a broadcast vector, the rest unary (`clip` a maximum and a minimum,
-`sigmoid` a negate, exp, add and divide, `where_*` a compare and a select)."""
+`sigmoid` a negate, exp, add and divide, `where_*` a compare and a select, `sq` a square)."""
+
+LOOP_STEPS = tuple(sorted(set(VOCAB) - {"sq"}))
+"""The steps `draw` picks loop chains from (the vocabulary the shipped chains' seeds drew)."""
+
+REDUCES: dict[str, Callable[[jax.Array], jax.Array]] = {
+    "sum_rows": lambda v: jnp.sum(v, axis=-1),
+    "sum_lead": lambda v: jnp.sum(v, axis=tuple(range(v.ndim - 1))),
+}
+"""A reduce chain's last step: a sum over the last dimension (a row mean, a layer norm's
+variance, a softmax's denominator) or over all the others (a bias gradient, a batch norm's
+statistics). XLA:CPU runs an f32 sum of 4096+ elements as one YNNPACK kernel with the
+elementwise steps before it (`analysis.fusion._YNN_ELEMENTWISE`)."""
+
+REDUCE_STEPS = tuple(s for s in sorted(VOCAB) if s not in ("clip", "sin", "where_col", "where_y"))
+"""The steps `draw_reduces` picks from: those YNNPACK's fusion takes into a sum's kernel
+(a clamp, a sine, a compare and a select end it in a loop kernel of their own)."""
 
 COLUMNS = ("chain", "dtype", "shape", "measured_us_median", "spread", "sentinel_us")
+
+REDUCE_MIN_ELEMENTS = 4096
+"""The smallest f32 sum XLA:CPU hands to YNNPACK (`analysis.fusion.YNN_REDUCE_MIN_ELEMENTS`)."""
 
 _LAST_DIMS = (1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 100, 128, 256, 512, 1000, 1024, 2048)
 _SIZES = (1024, 4096, 16384, 65536, 262144, 1048576)
@@ -88,7 +109,8 @@ each size, and the flat arrays."""
 
 @dataclass(frozen=True)
 class Chain:
-    """Ops from `VOCAB` applied in order to x of `shape`."""
+    """Ops from `VOCAB` applied in order to x of `shape`, the last one possibly a sum
+    (`REDUCES`)."""
 
     ops: tuple[str, ...]
     shape: tuple[int, ...]
@@ -109,16 +131,52 @@ def draw(
     """`per_shape` different chains of `lengths` (inclusive) ops on every shape, the same for
     a seed (a chain drawn twice for a shape is drawn again)."""
     rng = np.random.default_rng(seed)
-    names = sorted(VOCAB)
     out = []
     for shape in shapes:
         drawn: set[tuple[str, ...]] = set()
         while len(drawn) < per_shape:
             n = int(rng.integers(lengths[0], lengths[1] + 1))
-            ops = tuple(str(o) for o in rng.choice(names, size=n))
+            ops = tuple(str(o) for o in rng.choice(LOOP_STEPS, size=n))
             if ops not in drawn:
                 drawn.add(ops)
                 out.append(Chain(ops, tuple(shape)))
+    return out
+
+
+def reduce_shapes(shapes: Sequence[tuple[int, ...]]) -> list[tuple[tuple[int, ...], str]]:
+    """(shape, sum) pairs for `draw_reduces`: each shape of `REDUCE_MIN_ELEMENTS` or more
+    with a sum over its rows (a flat array: all of it) where they are longer than one
+    element (XLA drops a sum over a dimension of 1), and over its leading dimensions where
+    there are several rows and more than one column."""
+    out = []
+    for shape in shapes:
+        if math.prod(shape) < REDUCE_MIN_ELEMENTS:
+            continue
+        if shape[-1] > 1:
+            out.append((tuple(shape), "sum_rows"))
+        if len(shape) > 1 and math.prod(shape[:-1]) > 1 and shape[-1] > 1:
+            out.append((tuple(shape), "sum_lead"))
+    return out
+
+
+def draw_reduces(
+    shapes: Sequence[tuple[int, ...]],
+    per_shape: int,
+    seed: int,
+    lengths: tuple[int, int] = (1, 4),
+) -> list[Chain]:
+    """`per_shape` different chains of `lengths` (inclusive) steps from `REDUCE_STEPS`,
+    then each sum of `reduce_shapes`, the same for a seed."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for shape, total in reduce_shapes(shapes):
+        drawn: set[tuple[str, ...]] = set()
+        while len(drawn) < per_shape:
+            n = int(rng.integers(lengths[0], lengths[1] + 1))
+            ops = (*(str(o) for o in rng.choice(REDUCE_STEPS, size=n)), total)
+            if ops not in drawn:
+                drawn.add(ops)
+                out.append(Chain(ops, shape))
     return out
 
 
@@ -135,7 +193,7 @@ def build(chain: Chain) -> tuple[Callable[..., jax.Array], tuple[jax.Array, ...]
         args = {"y": y, "row": row, "col": col}
         v = x
         for op in chain.ops:
-            v = VOCAB[op](v, args)
+            v = REDUCES[op](v) if op in REDUCES else VOCAB[op](v, args)
         return v
 
     return fn, (x, y, row, col)
@@ -191,8 +249,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--repeats", type=int, default=5, help="interleaved rounds")
     p.add_argument("--note", default="", help="a line of provenance for the header")
+    p.add_argument("--reduces", action="store_true", help="chains that end in a sum (draw_reduces)")
     a = p.parse_args(argv)
-    chains = draw(TRAINING_SHAPES, a.per_shape, a.seed)
+    pick = draw_reduces if a.reduces else draw
+    chains = pick(TRAINING_SHAPES, a.per_shape, a.seed)
     rows = measure(chains, a.repeats)
     write_csv(rows, a.out, a.note)
     bad = [r for r in rows if not math.isfinite(r["measured_us_median"])]

@@ -25,9 +25,14 @@ class Spy:
 
     def __init__(self) -> None:
         self.seen: list[tuple[tuple[int, ...], fl.Composition]] = []
+        self.sums: list[tuple[tuple[int, ...], fl.Composition, int]] = []
 
     def predict_us(self, kernels):
         self.seen.extend((tuple(shape), comp) for shape, comp in kernels)
+        return [1.0] * len(kernels)
+
+    def predict_reduce_us(self, kernels):
+        self.sums.extend((tuple(shape), comp, kind) for shape, comp, kind in kernels)
         return [1.0] * len(kernels)
 
 
@@ -42,6 +47,46 @@ def test_chain_composition_is_what_the_pipeline_finds_in_the_lowered_chain(monke
         fn, args = fc.build(chain)
         perf_jit(fn, target="host").analyze(*args)
         assert spy.seen == [(chain.shape, fl.chain_composition(chain.ops, chain.shape))], chain
+
+
+def test_sum_chain_features_are_what_the_pipeline_finds_in_the_lowered_chain(monkeypatch) -> None:
+    """A chain that ends in a sum is asked about as the sum's input shape, the composition of
+    the steps before it and the sum's kind, as the reduce model trains on it; no loop is
+    asked about (the steps fuse into the sum's kernel)."""
+    spy = Spy()
+    monkeypatch.setattr(fl, "model_for_host", lambda: spy)
+    shapes = [(4096,), (256, 16), (64, 64), (16, 256), (4096, 2)]
+    chains = fc.draw_reduces(shapes, 2, seed=11)
+    assert {c.ops[-1] for c in chains} == {"sum_rows", "sum_lead"}
+    for chain in chains:
+        spy.seen.clear()
+        spy.sums.clear()
+        fn, args = fc.build(chain)
+        perf_jit(fn, target="host").analyze(*args)
+        steps, kind = fl.split_reduce(chain.ops)
+        assert spy.sums == [(chain.shape, fl.chain_composition(steps, chain.shape), kind)], chain
+        assert spy.seen == [], chain
+
+
+def test_reduce_kind_and_rows_shape_by_hand(monkeypatch) -> None:
+    """Sums over the last dimension are 1, over all the others 2, over a middle one 0 (no
+    chain ran it); a 4-D tensor's sum over its leading three reads what its (rows, last)
+    matrix's does."""
+    spy = Spy()
+    monkeypatch.setattr(fl, "model_for_host", lambda: spy)
+    x = jnp.ones((8, 16, 16, 32))
+    for axes, kind in [((3,), 1), ((0, 1, 2), 2), ((1,), 0), ((0, 1), 0)]:
+        spy.sums.clear()
+        perf_jit(lambda x, a=axes: jnp.sum(x * 2.0, axis=a), target="host").analyze(x)
+        assert [k for *_, k in spy.sums] == ([kind] if kind else []), axes
+    assert fl.rows_shape((8, 16, 16, 32)) == (2048, 32)
+    assert fl.rows_shape((4096,)) == (1, 4096)
+    assert fl.split_reduce(("sq", "sum_lead")) == (("sq",), 2)
+    assert fl.split_reduce(("sq", "tanh")) == (("sq", "tanh"), 0)
+    # A plain sum has no steps before it: the reduction model prices it, not this one.
+    spy.sums.clear()
+    perf_jit(lambda x: jnp.sum(x, axis=-1), target="host").analyze(x)
+    assert spy.sums == []
 
 
 def test_composition_by_hand() -> None:
@@ -172,6 +217,28 @@ def test_rows_are_put_at_the_files_median_machine_speed(tmp_path: Path) -> None:
     np.testing.assert_allclose(y, [1.5, 3.0, 1.5])
 
 
+def test_loop_and_sum_chains_load_apart_at_the_whole_files_speed(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path / "chains.csv",
+        [
+            "add_c,f32,64x8,1.0,0.1,100",
+            "sq.sum_rows,f32,64x64,3.0,0.1,300",
+            "tanh,f32,64x8,2.0,0.1,200",
+        ],
+    )
+    # Both at the loop rows' median sentinel (150), not all three rows' (200).
+    X, y = fl.load_chains(path)
+    np.testing.assert_allclose(y, [1.5, 1.5])
+    Xr, yr = fl.load_chains(path, reduces=True)
+    np.testing.assert_allclose(yr, [1.5])
+    assert X.shape == (2, Xr.shape[1] - 1)  # the loops' features lack the sum's kind
+    comp = fl.Composition(1, 0, 0, 0, 0, 1, 0)
+    assert Xr.tolist() == [fl.reduce_features((64, 64), comp, 1)]
+    assert Xr[0, -1] == 64 * 64 * 2 and Xr[0, -2] == 1  # work counts the sum; its kind
+    with pytest.raises(CalibrationError, match="no sum chain rows"):
+        fl.load_chains(_write(tmp_path / "loops.csv", ["add_c,f32,64x8,1.0,0.1,100"]), True)
+
+
 def test_the_model_answers_only_on_the_machine_its_chains_were_measured_on(tmp_path: Path) -> None:
     lines = [
         f"{'.'.join(ops)},f32,{'x'.join(map(str, s))},{t},0.1,150"
@@ -206,6 +273,54 @@ def test_a_covered_host_loop_is_priced_by_the_model(monkeypatch) -> None:
     # Other targets keep their own rules.
     tpu = perf_jit(fn, target="tpu-v5e").analyze(*args).result.report.fusion_groups[0]
     assert "hgb-host-fused" not in tpu["model"]
+
+
+def _synthetic_sum_model() -> fl.FusedLoopModel:
+    """Loop chains of `_synthetic_rows`, and sum chains taking 2 us + 2 ns per element and
+    op (the sum one of them)."""
+    X, y, _ = _synthetic_rows()
+    sums = []
+    for shape in [(n // d, d) for n in (4096, 32768, 262144) for d in (8, 64, 512)]:
+        for ops in [("sq",), ("sub_col", "sq"), ("exp", "mul_row", "add_c")]:
+            for kind in (1, 2):
+                comp = fl.chain_composition(ops, shape)
+                t = 2.0 + 2e-3 * math.prod(shape) * (comp.ops + 1)
+                sums.append((fl.reduce_features(shape, comp, kind), t))
+    Xr, yr = np.array([f for f, _ in sums]), np.array([t for _, t in sums])
+    return fl.FusedLoopModel(
+        fl.FusedLoopRegressor().fit(X, y), "synthetic", fl.FusedLoopRegressor().fit(Xr, yr)
+    )
+
+
+def test_a_covered_host_sum_is_priced_by_the_reduce_model(monkeypatch) -> None:
+    """A layer norm's variance, `sum((x - mean)^2)` over rows: one YNNPACK kernel priced by
+    the sum chains' model; a model without sum chains leaves it to the member rule."""
+    model = _synthetic_sum_model()
+    monkeypatch.setattr(fl, "model_for_host", lambda: model)
+    chain = fc.Chain(("sub_col", "sq", "sum_rows"), (512, 64))
+    fn, args = fc.build(chain)
+    group = perf_jit(fn, target="host").analyze(*args).result.report.fusion_groups[0]
+    comp = fl.chain_composition(("sub_col", "sq"), chain.shape)
+    [want] = model.predict_reduce_us([(chain.shape, comp, 1)])
+    assert group["model"] == "fused-input:hgb-host-fused-reduce"
+    assert group["latency_ns"] == pytest.approx(want * 1e3)
+    # By hand: 2 us + 2 ns per element and op, 32768 x 3 here.
+    assert group["latency_ns"] == pytest.approx(2000 + 32768 * 3 * 2, rel=0.03)
+    loops_only = dataclasses.replace(model, reduce_regressor=None)
+    monkeypatch.setattr(fl, "model_for_host", lambda: loops_only)
+    group = perf_jit(fn, target="host").analyze(*args).result.report.fusion_groups[0]
+    assert "hgb-host-fused" not in group["model"]
+
+
+def test_draw_reduces_ends_every_chain_in_a_sum_its_kernel_takes() -> None:
+    chains = fc.draw_reduces(fc.TRAINING_SHAPES, 1, seed=5)
+    assert chains == fc.draw_reduces(fc.TRAINING_SHAPES, 1, seed=5)
+    assert all(math.prod(c.shape) >= fc.REDUCE_MIN_ELEMENTS for c in chains)
+    assert all(c.ops[-1] in fc.REDUCES and set(c.ops[:-1]) <= set(fc.REDUCE_STEPS) for c in chains)
+    assert not any(c.ops[-1] == "sum_rows" and c.shape[-1] == 1 for c in chains)
+    assert not any(c.ops[-1] == "sum_lead" and len(c.shape) == 1 for c in chains)
+    fn, (x, y, row, col) = fc.build(fc.Chain(("sub_col", "sq", "sum_lead"), (3, 4)))
+    np.testing.assert_allclose(fn(x, y, row, col), ((x - col) ** 2).sum(axis=0), rtol=1e-5)
 
 
 def test_draw_is_deterministic_and_build_computes_the_chain() -> None:
