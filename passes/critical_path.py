@@ -163,10 +163,11 @@ class CriticalPathPass:
             sb = list_schedule(latency, deps, classes, kind)
             schedules[tuple(ids)] = (sb, nodes)
             s = sb.schedule
+            reduces = [any(library_reduce(view.records[i].info) for i in n) for n in nodes]
             pool_spans[tuple(ids)] = sorted(
-                PoolSpan(s.start_ns[k], s.start_ns[k] + latency[k], eigen[k])
+                PoolSpan(s.start_ns[k], s.start_ns[k] + latency[k], eigen[k], pool[k])
                 for k in range(len(nodes))
-                if pool[k]
+                if pool[k] or (reduces[k] and latency[k] > 0)
             )
             for k, node in enumerate(nodes):
                 for i in node:
@@ -311,26 +312,35 @@ class KernelCost:
 
 @dataclass(frozen=True, order=True)
 class PoolSpan:
-    """When a pool kernel (a split loop kernel or an Eigen dot on the pool) runs, and which."""
+    """When a pool kernel (a split loop kernel or an Eigen dot on the pool) runs, and which;
+    `wakes` False for a YNNPACK reduction, which keeps the pool's threads from sleeping but
+    pays no wake-up of its own."""
 
     start_ns: float
     end_ns: float
     eigen: bool
+    wakes: bool = True
 
 
 def _rewakes(spans: Sequence[PoolSpan], gap_ns: float) -> int:
     """Pool kernels, of these spans in start order, that start more than `gap_ns` after every
-    earlier one ended: they find the pool's threads asleep again. The first split kernel's
+    earlier span ended: they find the pool's threads asleep again. The first split kernel's
     wake-up is the call's own (`Target.threadpool_wake_ns`, fitted on single-op programs,
     none of them an Eigen dot); a first Eigen dot pays like a later one (single x^T g dots of
     256x256x32 and 128x128x128 on the Xeon VM: 52-68 us beyond their in-loop time, 2026-12-02,
-    where a split kernel alone pays 15-30)."""
-    count, busy_until = 0, math.inf
+    where a split kernel alone pays 15-30). A YNNPACK reduction between two split kernels
+    keeps the pool awake: the zoo's layer norms (benchmarks/end_to_end.py, 30 saved runs on
+    the Zen 5 VM) paid 81 / 80 / 86 us beyond their kernels (medians) at 128 / 256 / 512
+    rows of 512, where one more wake-up than none priced them 93 / 97 / 104 and none 74 /
+    78 / 85 (their variance sums, priced by the sum-chain model, 7.5-22.5 us, parted the
+    two split loops by more than the gap)."""
+    count, busy_until, woken = 0, math.inf, False
     for span in spans:
-        first = busy_until == math.inf
-        if (first and span.eigen) or span.start_ns - busy_until > gap_ns:
-            count += 1
-        busy_until = span.end_ns if first else max(busy_until, span.end_ns)
+        if span.wakes:
+            if (not woken and span.eigen) or (woken and span.start_ns - busy_until > gap_ns):
+                count += 1
+            woken = True
+        busy_until = span.end_ns if busy_until == math.inf else max(busy_until, span.end_ns)
     return count
 
 

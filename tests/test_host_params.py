@@ -512,32 +512,36 @@ def test_a_loop_is_not_a_kernel_of_the_call(tmp_path: Path) -> None:
 
 
 def test_a_split_kernel_after_the_pool_slept_pays_the_rewake(tmp_path: Path) -> None:
-    """Two GELU kernels XLA splits over threads (16x256 f32, 9 FLOPs an element) with a mean
-    between them (a sum would join the first GELU in a YNN kernel): on a target charging 1 us
-    per split kernel that finds the pool asleep again, the second pays where the gap it leaves
-    exceeds `rewake_gap_ns` (1 ns: it does; 1e12: it does not); the first's wake-up is the
-    call's own (`threadpool_wake_ns`)."""
+    """Two GELU kernels XLA splits over threads (16x256 f32, 9 FLOPs an element) with a sort
+    of the first's rows between them: on a target charging 1 us per split kernel that finds
+    the pool asleep again, the second pays where the gap it leaves exceeds `rewake_gap_ns`
+    (1 ns: it does; 1e12: it does not); the first's wake-up is the call's own
+    (`threadpool_wake_ns`). With the rows' mean subtracted between them instead, a YNNPACK
+    reduction, the pool stays awake: no rewake at any gap."""
     import jax
     import jax.numpy as jnp
     import stablehlo_perf as sp
 
-    def fn(x: Any) -> Any:
-        h = _gelu(x)
-        return _gelu(h - jnp.mean(h, axis=-1, keepdims=True))
-
-    text = jax.jit(fn).lower(jax.ShapeDtypeStruct((16, 256), jnp.float32)).as_text()
-    calls = []
-    for rewake, gap in ((1e-9, 1.0), (1000.0, 1e12), (1000.0, 1.0)):
+    between = (
+        lambda h: jnp.sort(h, axis=-1),
+        lambda h: h - jnp.mean(h, axis=-1, keepdims=True),
+    )
+    x = jax.ShapeDtypeStruct((16, 256), jnp.float32)
+    texts = [jax.jit(lambda x, f=f: _gelu(f(_gelu(x)))).lower(x).as_text() for f in between]
+    calls: dict[tuple[int, int], float] = {}
+    for k, (rewake, gap) in enumerate(((1e-9, 1.0), (1000.0, 1e12), (1000.0, 1.0))):
         target = _unit_cpu_with(
             tmp_path,
-            f"unit_cpu_rewake_{len(calls)}",
+            f"unit_cpu_rewake_{k}",
             "overhead_ns = 7.0\nthreadpool_wake_ns = 150.0\nparallel_kernel_ns = 1e9\n"
             + f"rewake_ns = {rewake}\nrewake_gap_ns = {gap}\n",
             cores=2,
         )
-        calls.append(sp.analyze(text, target=target).report.call_overhead_ns)
-    assert calls[1] == pytest.approx(calls[0])
-    assert calls[2] - calls[1] == pytest.approx(1000.0)
+        for t, text in enumerate(texts):
+            calls[k, t] = sp.analyze(text, target=target).report.call_overhead_ns
+    assert calls[1, 0] == pytest.approx(calls[0, 0])
+    assert calls[2, 0] - calls[1, 0] == pytest.approx(1000.0)
+    assert calls[2, 1] == pytest.approx(calls[1, 1]) == pytest.approx(calls[0, 1])
 
 
 def test_dots_whose_lhs_contracts_elsewhere_run_on_eigen() -> None:
