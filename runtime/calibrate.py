@@ -11,9 +11,10 @@ then multi-kernel probe programs (`runtime.program_probes`), the fused bf16 chai
 (`runtime.small_loop_probes`), the costs of kernels in loops run thunk by thunk
 (`runtime.thunked_loop_probes`), how much slower kernels run after a library call
 (`runtime.contention_probes`) and, for the host, chains of elementwise ops fused into
-one loop kernel (`runtime.fused_chains`, written beside the calibration as
-`analysis.fused_loops.chains_path`, `QUICK_CHAINS_PER_SHAPE` per training shape with
---quick, three times as many without).
+one loop kernel and chains that end in a sum YNNPACK runs with them (`runtime.fused_chains`,
+written beside the calibration as `analysis.fused_loops.chains_path`,
+`QUICK_CHAINS_PER_SHAPE` of each per training shape with --quick, three times as many
+without).
 Each interleaved chunk is appended to a partial CSV, so an interrupted run resumes
 where it stopped. The finished calibration goes to the user's cache
 (`analysis.calibration_files.calibration_path`) with a header naming machine, device,
@@ -652,7 +653,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         thunked = fit.at_speed(speed).pairs()  # at the rows' median speed, as the probes
     if args.target == "host":
         per_shape = QUICK_CHAINS_PER_SHAPE if args.quick else 3 * QUICK_CHAINS_PER_SHAPE
-        chains = fused_chains.draw(fused_chains.TRAINING_SHAPES, per_shape, seed=0)
+        shapes = fused_chains.TRAINING_SHAPES
+        chains = fused_chains.draw(shapes, per_shape, seed=0)
+        chains += fused_chains.draw_reduces(shapes, per_shape, seed=0)
         measured = fused_chains.measure(chains, args.repeats)
         fused_chains.write_csv(measured, fused_loops.chains_path(path), args.note)
     head = earlier + [ln for ln in header(args.target, args.note) if ln not in earlier]
