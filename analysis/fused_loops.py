@@ -16,7 +16,12 @@ It answers for f32 loop kernels whose members are the chains' ops (`_TRAINED`: a
 maximum, minimum, abs, round, compare and select, tanh, exp, log, rsqrt, sine) and the
 index moves a loop does for free (broadcasts, reshapes), with no more of each kind than
 the training chains had, on the machine the chains were measured on
-(`calibration_files.nearest_machine`); anything else keeps the member rule.
+(`calibration_files.nearest_machine`); anything else keeps the member rule. A second
+regressor, fitted on the file's chains that end in a sum (`reduce_features`), answers
+likewise for YNNPACK kernels that sum what such ops compute, over the last dimension or
+over all the others: the member rule had priced them at 0.65-0.77x their time (a sum of
+squares reads its input once, but its steps cost more than their single-op times less
+their bytes said).
 """
 
 from __future__ import annotations
