@@ -313,7 +313,7 @@ class KernelCost:
 @dataclass(frozen=True, order=True)
 class PoolSpan:
     """When a pool kernel (a split loop kernel or an Eigen dot on the pool) runs, and which;
-    `wakes` False for a YNNPACK reduction, which keeps the pool's threads from sleeping but
+    `wakes` False for a YNNPACK reduction, which keeps awake threads from sleeping but
     pays no wake-up of its own."""
 
     start_ns: float
@@ -328,19 +328,23 @@ def _rewakes(spans: Sequence[PoolSpan], gap_ns: float) -> int:
     wake-up is the call's own (`Target.threadpool_wake_ns`, fitted on single-op programs,
     none of them an Eigen dot); a first Eigen dot pays like a later one (single x^T g dots of
     256x256x32 and 128x128x128 on the Xeon VM: 52-68 us beyond their in-loop time, 2026-12-02,
-    where a split kernel alone pays 15-30). A YNNPACK reduction between two split kernels
-    keeps the pool awake: the zoo's layer norms (benchmarks/end_to_end.py, 30 saved runs on
-    the Zen 5 VM) paid 81 / 80 / 86 us beyond their kernels (medians) at 128 / 256 / 512
-    rows of 512, where one more wake-up than none priced them 93 / 97 / 104 and none 74 /
-    78 / 85 (their variance sums, priced by the sum-chain model, 7.5-22.5 us, parted the
-    two split loops by more than the gap)."""
-    count, busy_until, woken = 0, math.inf, False
+    where a split kernel alone pays 15-30). A YNNPACK reduction that starts while the pool
+    is awake keeps it awake (one that starts after it slept does not wake it): the zoo's
+    layer norms (benchmarks/end_to_end.py, 30 saved runs on the Zen 5 VM) paid 81 / 80 /
+    86 us beyond their kernels (medians) at 128 / 256 / 512 rows of 512, where one more
+    wake-up than none priced them 93 / 97 / 104 and none 74 / 78 / 85 (their variance
+    sums, priced by the sum-chain model, 7.5-22.5 us, parted the two split loops by more
+    than the gap)."""
+    count, busy_until, woken = 0, -math.inf, False
     for span in spans:
+        awake = span.start_ns - busy_until <= gap_ns
         if span.wakes:
-            if (not woken and span.eigen) or (woken and span.start_ns - busy_until > gap_ns):
+            if (not woken and span.eigen) or (woken and not awake):
                 count += 1
             woken = True
-        busy_until = span.end_ns if busy_until == math.inf else max(busy_until, span.end_ns)
+        elif not awake:
+            continue  # a YNNPACK reduction does not wake a pool that has gone to sleep
+        busy_until = max(busy_until, span.end_ns)
     return count
 
 

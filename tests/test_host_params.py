@@ -658,3 +658,21 @@ def test_a_split_kernel_read_by_a_ynn_kernel_pays_per_mib_handed_over_up_to_the_
         )
         calls.append(sp.analyze(lowered.as_text(), target=target).report.call_overhead_ns)
     assert calls[1] - calls[0] == pytest.approx(0.25e6 if split else 0.0)
+
+
+def test_a_ynnpack_reduction_keeps_an_awake_pool_awake_but_wakes_no_sleeping_one() -> None:
+    """Spans in us of a 5 us gap: split kernels at 0-4 and 12-16 with a YNNPACK sum at 4-11
+    between them: no rewake (without the sum: one); the sum 9 us after the first split, the
+    pool slept first: one; an Eigen dot right after a sum that found the pool asleep pays
+    too, and a first Eigen dot always."""
+    from stablehlo_perf.passes.critical_path import PoolSpan, _rewakes
+
+    def span(a: float, b: float, eigen: bool = False, wakes: bool = True) -> PoolSpan:
+        return PoolSpan(a * 1e3, b * 1e3, eigen, wakes)
+
+    split, late = span(0, 4), span(12, 16)
+    assert _rewakes([split, late], 5e3) == 1
+    assert _rewakes([split, span(4, 11, wakes=False), late], 5e3) == 0
+    assert _rewakes([split, span(13, 14, wakes=False), span(14, 18)], 5e3) == 1
+    assert _rewakes([span(0, 1, wakes=False), span(1, 9, eigen=True)], 5e3) == 1
+    assert _rewakes([split, span(30, 31, wakes=False), span(31, 40, eigen=True)], 5e3) == 1
