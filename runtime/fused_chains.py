@@ -130,17 +130,7 @@ def draw(
 ) -> list[Chain]:
     """`per_shape` different chains of `lengths` (inclusive) ops on every shape, the same for
     a seed (a chain drawn twice for a shape is drawn again)."""
-    rng = np.random.default_rng(seed)
-    out = []
-    for shape in shapes:
-        drawn: set[tuple[str, ...]] = set()
-        while len(drawn) < per_shape:
-            n = int(rng.integers(lengths[0], lengths[1] + 1))
-            ops = tuple(str(o) for o in rng.choice(LOOP_STEPS, size=n))
-            if ops not in drawn:
-                drawn.add(ops)
-                out.append(Chain(ops, tuple(shape)))
-    return out
+    return _draw([(tuple(s), ()) for s in shapes], LOOP_STEPS, per_shape, seed, lengths)
 
 
 def reduce_shapes(shapes: Sequence[tuple[int, ...]]) -> list[tuple[tuple[int, ...], str]]:
@@ -167,13 +157,26 @@ def draw_reduces(
 ) -> list[Chain]:
     """`per_shape` different chains of `lengths` (inclusive) steps from `REDUCE_STEPS`,
     then each sum of `reduce_shapes`, the same for a seed."""
+    cases = [(shape, (total,)) for shape, total in reduce_shapes(shapes)]
+    return _draw(cases, REDUCE_STEPS, per_shape, seed, lengths)
+
+
+def _draw(
+    cases: Sequence[tuple[tuple[int, ...], tuple[str, ...]]],
+    steps: Sequence[str],
+    per_shape: int,
+    seed: int,
+    lengths: tuple[int, int],
+) -> list[Chain]:
+    """For each (shape, last steps) case, `per_shape` different chains of `lengths` steps
+    drawn from `steps`, then its last steps."""
     rng = np.random.default_rng(seed)
     out = []
-    for shape, total in reduce_shapes(shapes):
+    for shape, tail in cases:
         drawn: set[tuple[str, ...]] = set()
         while len(drawn) < per_shape:
             n = int(rng.integers(lengths[0], lengths[1] + 1))
-            ops = (*(str(o) for o in rng.choice(REDUCE_STEPS, size=n)), total)
+            ops = (*(str(o) for o in rng.choice(steps, size=n)), *tail)
             if ops not in drawn:
                 drawn.add(ops)
                 out.append(Chain(ops, shape))
