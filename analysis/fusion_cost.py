@@ -222,7 +222,7 @@ def member_compute_ns(op: OpInfo, cost: OpCost, target: Target) -> float:
     )
 
 
-def _learned_loop_ns(
+def _learned_group_ns(
     model: FusedLoopModel,
     ops: Sequence[OpInfo],
     plan: FusionPlan,
@@ -288,7 +288,7 @@ def price_groups(
     members: list[list[int]] = [[] for _ in plan.kinds]
     for i, g in enumerate(plan.groups):
         members[g].append(i)
-    learned = _learned_loop_ns(fused, ops, plan, members, traffic) if fused else {}
+    learned = _learned_group_ns(fused, ops, plan, members, traffic) if fused else {}
     costs = list(costs)
     for g, t in enumerate(traffic):
         for i, share in t.gathered.items():
