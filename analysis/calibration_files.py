@@ -205,14 +205,14 @@ def has_learned_data(target: str) -> bool:
     return training_files(target) is not None
 
 
-def speed_factors(sentinel_us: Sequence[float]) -> list[float]:
-    """Per row, the file's median sentinel time over the row's own (1.0 where a row has none):
-    a row's times multiplied by it are what they would have been at the file's median speed.
+def speed_factors(sentinel_us: Sequence[float], ref: float | None = None) -> list[float]:
+    """Per row, the file's median sentinel time (or `ref`) over the row's own (1.0 where a row
+    has none): a row's times multiplied by it are what they would have been at that speed.
 
     A shared VM's speed moves by whole factors while a calibration runs (2026-12-01, the
     project's VM: one 25-minute run switched from 12 to 29 us dispatch and kernels 1.5x
     slower between two chunks), which no feature of a shape can explain."""
-    ref = median_sentinel(sentinel_us)
+    ref = median_sentinel(sentinel_us) if ref is None else ref
     if not math.isfinite(ref):
         return [1.0] * len(sentinel_us)
     return [ref / s if math.isfinite(s) and s > 0 else 1.0 for s in sentinel_us]

@@ -314,10 +314,20 @@ def load_chains(path: Path, reduces: bool = False) -> tuple[np.ndarray, np.ndarr
     """(features, us) of a fused-chain CSV's loop chains (`runtime.fused_chains.write_csv`),
     or with `reduces` of its chains that end in a sum (`reduce_features`); rows at the
     median machine speed of the file's loop chains by their `sentinel_us`."""
-    rows = [ln for ln in path.read_text().splitlines() if ln and not ln.startswith("#")]
-    reader = csv.DictReader(rows)
-    X, y, speed, picked = [], [], [], []
-    for k, r in enumerate(reader, start=2):
+    return _select(_read_chains(path), reduces, path)
+
+
+# A chain row: its shape, its composition before any sum, the sum's kind (0: a loop chain),
+# its time (us) and its sentinels' time (us).
+_Row = tuple[tuple[int, ...], Composition, int, float, float]
+
+
+def _read_chains(path: Path) -> list[_Row]:
+    """The rows of a fused-chain CSV; a malformed row or a time that is no positive number is
+    a `CalibrationError` naming the file and row."""
+    lines = [ln for ln in path.read_text().splitlines() if ln and not ln.startswith("#")]
+    out = []
+    for k, r in enumerate(csv.DictReader(lines), start=2):
         try:
             shape = tuple(int(d) for d in r["shape"].split("x"))
             t = float(r["measured_us_median"])
@@ -328,20 +338,23 @@ def load_chains(path: Path, reduces: bool = False) -> tuple[np.ndarray, np.ndarr
         if not (math.isfinite(t) and t > 0):
             raise CalibrationError(f"{path}: row {k}: time {t!r} is not a positive number")
         steps, kind = split_reduce(ops)
-        comp = chain_composition(steps, shape)
-        picked.append(bool(kind) == reduces)
-        if picked[-1]:
-            X.append(reduce_features(shape, comp, kind) if kind else features(shape, comp))
-            y.append(t)
-        speed.append(s)
-    if not X:
-        what = "sum chain rows" if reduces else "rows"
-        raise CalibrationError(f"{path}: no {what}")
-    # The loop chains set the file's speed (the sum chains were measured later, beside them).
-    loops = [v for v, p in zip(speed, picked, strict=True) if p != reduces]
-    ref = cf.median_sentinel(loops or speed)
-    factors = [ref / v if math.isfinite(ref) and math.isfinite(v) and v > 0 else 1.0 for v in speed]
-    return np.array(X), np.array(y) * np.array(factors)[np.array(picked)]
+        out.append((shape, chain_composition(steps, shape), kind, t, s))
+    return out
+
+
+def _select(rows: Sequence[_Row], reduces: bool, path: Path) -> tuple[np.ndarray, np.ndarray]:
+    """`load_chains` of already read rows. The loop chains set the file's speed (the sum chains
+    were measured later, beside them)."""
+    loops = [s for _, _, kind, _, s in rows if not kind]
+    factors = cf.speed_factors([s for *_, s in rows], cf.median_sentinel(loops))
+    picked = [
+        (reduce_features(shape, comp, kind) if kind else features(shape, comp), t * f)
+        for (shape, comp, kind, t, _), f in zip(rows, factors, strict=True)
+        if bool(kind) == reduces
+    ]
+    if not picked:
+        raise CalibrationError(f"{path}: no {'sum chain rows' if reduces else 'rows'}")
+    return np.array([x for x, _ in picked]), np.array([t for _, t in picked])
 
 
 @dataclass(frozen=True)
@@ -387,13 +400,12 @@ def _covered(regressor: FusedLoopRegressor, rows: Sequence[list[float]]) -> list
 @functools.lru_cache(maxsize=4)
 def _fit(path: str, mtime_ns: int) -> FusedLoopModel:
     def fit() -> FusedLoopModel:
-        X, y = load_chains(Path(path))
-        loops = FusedLoopRegressor().fit(X, y)
-        try:
-            Xr, yr = load_chains(Path(path), reduces=True)
-        except CalibrationError:
-            return FusedLoopModel(loops, Path(path).name)
-        return FusedLoopModel(loops, Path(path).name, FusedLoopRegressor().fit(Xr, yr))
+        rows = _read_chains(Path(path))
+        loops = FusedLoopRegressor().fit(*_select(rows, False, Path(path)))
+        sums = None
+        if any(kind for _, _, kind, _, _ in rows):
+            sums = FusedLoopRegressor().fit(*_select(rows, True, Path(path)))
+        return FusedLoopModel(loops, Path(path).name, sums)
 
     return model_cache.fitted("fused_loops", Path(path), fit, (Path(path).name,))
 

@@ -29,6 +29,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
+from stablehlo_perf.analysis.fusion import YNN_REDUCE_MIN_ELEMENTS
 from stablehlo_perf.runtime import sweeps, timing
 
 __all__ = [
@@ -92,9 +93,6 @@ REDUCE_STEPS = tuple(s for s in sorted(VOCAB) if s not in ("clip", "sin", "where
 
 COLUMNS = ("chain", "dtype", "shape", "measured_us_median", "spread", "sentinel_us")
 
-REDUCE_MIN_ELEMENTS = 4096
-"""The smallest f32 sum XLA:CPU hands to YNNPACK (`analysis.fusion.YNN_REDUCE_MIN_ELEMENTS`)."""
-
 _LAST_DIMS = (1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 100, 128, 256, 512, 1000, 1024, 2048)
 _SIZES = (1024, 4096, 16384, 65536, 262144, 1048576)
 TRAINING_SHAPES: tuple[tuple[int, ...], ...] = tuple(
@@ -134,13 +132,13 @@ def draw(
 
 
 def reduce_shapes(shapes: Sequence[tuple[int, ...]]) -> list[tuple[tuple[int, ...], str]]:
-    """(shape, sum) pairs for `draw_reduces`: each shape of `REDUCE_MIN_ELEMENTS` or more
+    """(shape, sum) pairs for `draw_reduces`: each shape of `YNN_REDUCE_MIN_ELEMENTS` or more
     with a sum over its rows (a flat array: all of it) where they are longer than one
     element (XLA drops a sum over a dimension of 1), and over its leading dimensions where
     there are several rows and more than one column."""
     out = []
     for shape in shapes:
-        if math.prod(shape) < REDUCE_MIN_ELEMENTS:
+        if math.prod(shape) < YNN_REDUCE_MIN_ELEMENTS:
             continue
         if shape[-1] > 1:
             out.append((tuple(shape), "sum_rows"))

@@ -315,7 +315,7 @@ def test_a_covered_host_sum_is_priced_by_the_reduce_model(monkeypatch) -> None:
 def test_draw_reduces_ends_every_chain_in_a_sum_its_kernel_takes() -> None:
     chains = fc.draw_reduces(fc.TRAINING_SHAPES, 1, seed=5)
     assert chains == fc.draw_reduces(fc.TRAINING_SHAPES, 1, seed=5)
-    assert all(math.prod(c.shape) >= fc.REDUCE_MIN_ELEMENTS for c in chains)
+    assert all(math.prod(c.shape) >= fc.YNN_REDUCE_MIN_ELEMENTS for c in chains)
     assert all(c.ops[-1] in fc.REDUCES and set(c.ops[:-1]) <= set(fc.REDUCE_STEPS) for c in chains)
     assert not any(c.ops[-1] == "sum_rows" and c.shape[-1] == 1 for c in chains)
     assert not any(c.ops[-1] == "sum_lead" and len(c.shape) == 1 for c in chains)
