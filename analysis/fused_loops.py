@@ -62,7 +62,8 @@ __all__ = [
 
 SHIPPED = ("host_fused_xeon.csv", "host_fused_zen5.csv")
 """The shipped chains (`analysis/data`), one file per machine the project measured them on:
-its Xeon VM and its Zen 5 VM (765 chains each, nine per training shape)."""
+its Xeon VM (765 loop chains, nine per training shape) and its Zen 5 VM (1020 loop chains on the
+training shapes, 144 on `runtime.fused_chains.LARGE_SHAPES`, 786 that end in a sum)."""
 
 _TRAINED = frozenset(
     {

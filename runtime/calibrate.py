@@ -14,7 +14,7 @@ then multi-kernel probe programs (`runtime.program_probes`), the fused bf16 chai
 one loop kernel and chains that end in a sum YNNPACK runs with them (`runtime.fused_chains`,
 written beside the calibration as `analysis.fused_loops.chains_path`,
 `QUICK_CHAINS_PER_SHAPE` of each per training shape with --quick, three times as many
-without).
+without, and a third as many loop chains per shape on `fused_chains.LARGE_SHAPES`).
 Each interleaved chunk is appended to a partial CSV, so an interrupted run resumes
 where it stopped. The finished calibration goes to the user's cache
 (`analysis.calibration_files.calibration_path`) with a header naming machine, device,
@@ -656,6 +656,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         shapes = fused_chains.TRAINING_SHAPES
         chains = fused_chains.draw(shapes, per_shape, seed=0)
         chains += fused_chains.draw_reduces(shapes, per_shape, seed=0)
+        # A third as many on the large shapes: each takes ~1.6 s to time there (~1 min --quick).
+        chains += fused_chains.draw(fused_chains.LARGE_SHAPES, max(1, per_shape // 3), seed=0)
         measured = fused_chains.measure(chains, args.repeats)
         fused_chains.write_csv(measured, fused_loops.chains_path(path), args.note)
     head = earlier + [ln for ln in header(args.target, args.note) if ln not in earlier]

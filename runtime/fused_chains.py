@@ -34,6 +34,7 @@ from stablehlo_perf.runtime import sweeps, timing
 
 __all__ = [
     "COLUMNS",
+    "LARGE_SHAPES",
     "TRAINING_SHAPES",
     "VOCAB",
     "Chain",
@@ -103,6 +104,23 @@ TRAINING_SHAPES: tuple[tuple[int, ...], ...] = tuple(
 )
 """Shapes the training chains run on: every last dimension of `_LAST_DIMS` that divides
 each size, and the flat arrays."""
+
+_LARGE_SIZES = (1572864, 2097152, 3145728, 4194304)
+_LARGE_LAST_DIMS = (1, 16, 64, 128, 256, 1024, 2048)
+LARGE_SHAPES: tuple[tuple[int, ...], ...] = tuple(
+    [(n // d, d) for n in _LARGE_SIZES for d in _LARGE_LAST_DIMS]
+    + [(n // 1000, 1000) for n in _LARGE_SIZES]
+    + [(n,) for n in _LARGE_SIZES]
+)
+"""Loop chains' shapes beyond `TRAINING_SHAPES`, of 1.5M-4M f32 elements (12-64 MiB a kernel
+moves): where a fused loop leaves the last-level cache (32 MiB on the Zen 5 VM) for DRAM. The
+member rule priced such kernels at the bandwidth fitted on single binary ops, which XLA:CPU
+runs as lone kernels about half as fast as a fused chain of the same traffic from the cache
+(2026-12-03, in a loop, one run: x + y on 1024x1024 f32 217 us, x * y + 1 111 us, x + y + 1
+132; on 4096x1024, 48 MiB, 1008 and 935). On 36 held-out chains of these sizes (seed 99,
+through the pipeline, times at the reference's speed by their sentinels) it scored an error
+factor of 2.22 (0.08-4.2x; a sine's cost, scaled from other transcendentals, 0.08-0.13x), the
+model with 144 of them (seed 10, four a shape) 1.29."""
 
 
 @dataclass(frozen=True)
@@ -251,9 +269,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeats", type=int, default=5, help="interleaved rounds")
     p.add_argument("--note", default="", help="a line of provenance for the header")
     p.add_argument("--reduces", action="store_true", help="chains that end in a sum (draw_reduces)")
+    p.add_argument("--large", action="store_true", help="loop chains on LARGE_SHAPES")
     a = p.parse_args(argv)
-    pick = draw_reduces if a.reduces else draw
-    chains = pick(TRAINING_SHAPES, a.per_shape, a.seed)
+    if a.large:
+        chains = draw(LARGE_SHAPES, a.per_shape, a.seed)
+    else:
+        pick = draw_reduces if a.reduces else draw
+        chains = pick(TRAINING_SHAPES, a.per_shape, a.seed)
     rows = measure(chains, a.repeats)
     write_csv(rows, a.out, a.note)
     bad = [r for r in rows if not math.isfinite(r["measured_us_median"])]

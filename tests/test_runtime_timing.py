@@ -276,6 +276,7 @@ def test_calibrate_cli_end_to_end_and_corrupted_cache(
     sizes = ((300, 1), (300, 2), (1024, 1), (16384, 1), (16384, 2))
     monkeypatch.setattr(thunked_loop_probes, "SIZES", sizes)
     monkeypatch.setattr(fused_chains, "TRAINING_SHAPES", ((64, 16), (1024,), (64, 64)))
+    monkeypatch.setattr(fused_chains, "LARGE_SHAPES", ((128, 64),))
     first = ["--target", "host", "--quick", "--repeats", "3", "--no-progress"]
     assert calibrate.main([*first, "--note", "first run"]) == 0
     path = cf.calibration_path("host")
@@ -318,13 +319,14 @@ def test_calibrate_cli_end_to_end_and_corrupted_cache(
     assert (host.pool_contention, host.pool_contention_cap_ns) == (
         contention["fraction"], contention["cap_ns"],
     )  # fmt: skip
-    # Fused chains were measured beside it (QUICK_CHAINS_PER_SHAPE per shape with --quick),
-    # and the host's fused-loop model is fitted from them, not from the shipped chains; so
-    # are sum chains, of the 4096-element shape (a sum over its rows and one over its
-    # columns), and their model.
+    # Fused chains were measured beside it (QUICK_CHAINS_PER_SHAPE per shape with --quick,
+    # a third as many on the large shapes), and the host's fused-loop model is fitted from
+    # them, not from the shipped chains; so are sum chains, of the 4096-element shape (a sum
+    # over its rows and one over its columns), and their model.
     chains = fused_loops.chains_path(path)
     X, y = fused_loops.load_chains(chains)
-    assert len(y) == 3 * calibrate.QUICK_CHAINS_PER_SHAPE and (y > 0).all()
+    assert len(y) == 3 * calibrate.QUICK_CHAINS_PER_SHAPE + 1 and (y > 0).all()
+    assert (X[:, 0] == 128 * 64).sum() == 1
     _, sums = fused_loops.load_chains(chains, reduces=True)
     assert len(sums) == 2 * calibrate.QUICK_CHAINS_PER_SHAPE and (sums > 0).all()
     assert "# machine: " + cf.machine_fingerprint() in chains.read_text()
