@@ -52,6 +52,7 @@ from stablehlo_perf.analysis.opinfo import (
     OpInfo,
     TensorType,
     element_bytes,
+    moves_minor_axis,
     op_class,
 )
 from stablehlo_perf.analysis.roofline import RooflineModel
@@ -132,7 +133,7 @@ CLASSES = (
 # A gather copies rows it finds by index: priced by the movement model, by its table it
 # overshot a 4,096-row take from 20,000 rows 3x, by its result it undershot an embedding
 # lookup 2x. A transpose that moves the minor axis reads (or writes) one element per cache
-# line: 2048x2048 f32 took 4.5 ms against 1.4 ms for a copy (`_moves_minor_axis`).
+# line: 2048x2048 f32 took 4.5 ms against 1.4 ms for a copy (`opinfo.moves_minor_axis`).
 # Convolutions and dots share no model: with the dots' transposed-operand rows in one
 # matmul model, the e2e depthwise program swung from -51% to +29% between neighbouring
 # sizes; grouped and depthwise convolutions run on a path of their own ("grouped_conv":
@@ -1027,22 +1028,11 @@ def op_model_class(op: OpInfo) -> str:
     convolution of several feature groups (depthwise) as "grouped_conv"."""
     if op.short_name == "reduce" and len(op.operands) >= 4:
         return "reduce_variadic"
-    if op.short_name == "transpose" and not _moves_minor_axis(op):
+    if op.short_name == "transpose" and not moves_minor_axis(op):
         return "movement"
     if op.short_name == "convolution" and int(op.attrs.get("feature_group_count", 1)) > 1:
         return "grouped_conv"
     return model_class(op.name)
-
-
-def _moves_minor_axis(op: OpInfo) -> bool:
-    """Whether a transpose changes which input dim is minor in memory (unit dims aside):
-    if not, it copies contiguous rows (64x256x128 -> 256x64x128) or is a reshape."""
-    shape = op.operands[0].shape if op.operands else None
-    perm = op.attrs.get("permutation")
-    if not shape or perm is None:
-        return True
-    kept = [d for d in perm if shape[d] != 1]
-    return bool(kept) and kept[-1] != max(d for d in range(len(shape)) if shape[d] != 1)
 
 
 # Classes whose kinds cost different amounts per unit of work (max pools with and

@@ -35,12 +35,18 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from stablehlo_perf.analysis.fusion import (
+    ELEMENTWISE_CLASSES,
     INDEX_MOVES,
     FusionPlan,
     GroupTraffic,
     library_reduce,
 )
-from stablehlo_perf.analysis.opinfo import READS_PART, READS_WHAT_IT_RETURNS, OpInfo
+from stablehlo_perf.analysis.opinfo import (
+    READS_PART,
+    READS_WHAT_IT_RETURNS,
+    OpInfo,
+    moves_minor_axis,
+)
 from stablehlo_perf.analysis.scans import executed_flops
 from stablehlo_perf.analysis.service import OpCost
 from stablehlo_perf.analysis.targets import Target
@@ -212,6 +218,22 @@ def _bf16_floor_ns(op: OpInfo, target: Target) -> float:
     return (op.results[0].num_elements or 0) * target.bf16_fused_ns_per_element
 
 
+def _fused_transpose_ns(members: Sequence[OpInfo], target: Target) -> float:
+    """The least a CPU loop kernel that moves a tensor's minor axis and computes on it takes:
+    the transposed elements at `Target.transpose_fused_ns_per_element` (0 for any other
+    kernel). XLA:CPU copies a lone transpose in tiles but runs a fused one element by element,
+    reading across its input (runtime/fused_probes.py: 512x512 f32 60 us alone and 220
+    scaled by a constant, 64x256x128 over its last two axes 641 and 1140, in a loop on the
+    Zen 5 VM, 2026-12-03), which the member rule priced as the transpose plus a multiply."""
+    moved = [
+        op.results[0].num_elements or 0
+        for op in members
+        if op.short_name == "transpose" and op.results and moves_minor_axis(op)
+    ]
+    computes = any(op.op_class in ELEMENTWISE_CLASSES and not _tiny(op) for op in members)
+    return max(moved) * target.transpose_fused_ns_per_element if moved and computes else 0.0
+
+
 def member_compute_ns(op: OpInfo, cost: OpCost, target: Target) -> float:
     """An op's compute inside a fused CPU kernel: its measured time beyond its launch and
     beyond moving its own operands and result at the target's bandwidth (the kernel moves
@@ -363,6 +385,9 @@ def price_groups(
             serial = compute + memory_s * 1e9
             if serial > best_ns:
                 best_ns, model = serial, costs[dedicated[0]].model + "+serial"
+            strided = _fused_transpose_ns([ops[i] for i in members[g]], target)
+            if kind == "loop" and strided > best_ns:
+                best_ns, model = strided, model + "+strided-transpose"
         else:
             for i in dedicated:
                 c = costs[i]

@@ -29,6 +29,7 @@ __all__ = [
     "count_flops",
     "count_transcendentals",
     "element_bytes",
+    "moves_minor_axis",
     "op_class",
 ]
 
@@ -355,3 +356,14 @@ def _conv_flops(
     fgc = int(attrs.get("feature_group_count", 1))
     bgc = int(attrs.get("batch_group_count", 1))
     return 2 * (in_features // fgc) * out_features * (batch // bgc) * positions  # type: ignore[operator]
+
+
+def moves_minor_axis(op: OpInfo) -> bool:
+    """Whether a transpose changes which input dim is minor in memory (unit dims aside):
+    if not, it copies contiguous rows (64x256x128 -> 256x64x128) or is a reshape."""
+    shape = op.operands[0].shape if op.operands else None
+    perm = op.attrs.get("permutation")
+    if not shape or perm is None:
+        return True
+    kept = [d for d in perm if shape[d] != 1]
+    return bool(kept) and kept[-1] != max(d for d in range(len(shape)) if shape[d] != 1)

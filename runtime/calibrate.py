@@ -6,8 +6,8 @@ Measures the sweep (runtime.sweeps) on JAX's default backend with the timing
 harness: each op inside a runtime-trip-count loop, so that what is stored is its
 cost within a program (`runtime.timing.time_in_loop`), and as a program of its own
 in the same rounds (what a call costs beyond its kernels: `analysis.host_params`);
-then multi-kernel probe programs (`runtime.program_probes`), the fused bf16 chain
-(`runtime.fused_probes`), the latencies of ops in small loops
+then multi-kernel probe programs (`runtime.program_probes`), the fused bf16 chain and fused
+transposes (`runtime.fused_probes`), the latencies of ops in small loops
 (`runtime.small_loop_probes`), the costs of kernels in loops run thunk by thunk
 (`runtime.thunked_loop_probes`), how much slower kernels run after a library call
 (`runtime.contention_probes`) and, for the host, chains of elementwise ops fused into
@@ -299,12 +299,14 @@ def write_calibration(
     loop_latencies: Mapping[str, float] | None = None,
     thunked_loop: Mapping[str, float] | None = None,
     pool_contention: Mapping[str, float] | None = None,
+    transpose_fused_ns: float = math.nan,
 ) -> None:
     """Write rows under `head`, the probes, the dispatch floor, the roofline parameters they
     imply (`analysis.host_params`, with the per-call terms fitted from `probes` where given:
     all their measurements together; `bf16_fused_ns` from `runtime.fused_probes`;
     `loop_latencies` from `runtime.small_loop_probes`; `thunked_loop` from
-    `runtime.thunked_loop_probes`; `pool_contention` from `runtime.contention_probes`) and a
+    `runtime.thunked_loop_probes`; `pool_contention` from `runtime.contention_probes`;
+    `transpose_fused_ns` from `runtime.fused_probes.measure_transpose_fused`) and a
     `# sha256:` of the body, atomically (tmp + rename)."""
     body = ",".join(COLUMNS) + "\n" + "".join(",".join(r) + "\n" for r in sorted(rows))
     digest = hashlib.sha256(body.encode()).hexdigest()
@@ -327,7 +329,11 @@ def write_calibration(
             kernel_dispatch_ns=fit.kernel_dispatch_ns,
             rewake_ns=fit.rewake_ns,
         )
-    params = dataclasses.replace(params, bf16_fused_ns_per_elem=bf16_fused_ns)
+    params = dataclasses.replace(
+        params,
+        bf16_fused_ns_per_elem=bf16_fused_ns,
+        transpose_fused_ns_per_elem=transpose_fused_ns,
+    )
     text = "\n".join(
         [
             *head,
@@ -335,6 +341,11 @@ def write_calibration(
             *(
                 [f"# {fused_probes.KEY}: {bf16_fused_ns:.6g}"]
                 if math.isfinite(bf16_fused_ns)
+                else []
+            ),
+            *(
+                [f"# {fused_probes.TRANSPOSE_KEY}: {transpose_fused_ns:.6g}"]
+                if math.isfinite(transpose_fused_ns)
                 else []
             ),
             *([f"# {LATENCY_KEY}: {format_latencies(loop_latencies)}"] if loop_latencies else []),
@@ -363,6 +374,7 @@ def refit(path: Path, note: str = "", rows: Mapping[str, list[str]] | None = Non
     derived = (
         f"# {program_probes.PROBE_KEY}: ",
         f"# {fused_probes.KEY}:",
+        f"# {fused_probes.TRANSPOSE_KEY}:",
         f"# {LATENCY_KEY}:",
         f"# {THUNKED_KEY}:",
         f"# {contention_probes.KEY}:",
@@ -384,6 +396,7 @@ def refit(path: Path, note: str = "", rows: Mapping[str, list[str]] | None = Non
         m.loops,
         m.thunked,
         m.pool_contention,
+        m.transpose_fused_ns,
     )
 
 
@@ -412,24 +425,27 @@ def add_rows(
 class _HeaderMeasurements:
     """What a finished calibration's header holds beyond its rows: the program probes, the
     fused bf16 chain cost (NaN if absent), small-loop and thunked-loop latencies, the pool
-    contention's fraction and cap."""
+    contention's fraction and cap, the fused transpose's cost (NaN if absent)."""
 
     probes: list[program_probes.Probe]
     bf16_fused_ns: float
     loops: dict[str, float]
     thunked: dict[str, float]
     pool_contention: dict[str, float]
+    transpose_fused_ns: float
 
 
 def _measured_header(path: Path, lines: Sequence[str]) -> _HeaderMeasurements:
     """The header measurements of the calibration at `path`, whose text is `lines`."""
     kept = cf.header_value(path, fused_probes.KEY)
+    transpose = cf.header_value(path, fused_probes.TRANSPOSE_KEY)
     return _HeaderMeasurements(
         [p for ln in lines if (p := program_probes.Probe.parse(ln))],
         float(kept) if kept else math.nan,
         parse_latencies(cf.header_value(path, LATENCY_KEY)),
         parse_latencies(cf.header_value(path, THUNKED_KEY)),
         parse_latencies(cf.header_value(path, contention_probes.KEY)),
+        float(transpose) if transpose else math.nan,
     )
 
 
@@ -526,7 +542,8 @@ def merge(paths: Sequence[Path], out: Path, note: str = "") -> int:
     loops = _merged_latencies([m.loops for m in measured])
     thunked = _merged_latencies([m.thunked for m in measured])
     contention = _merged_latencies([m.pool_contention for m in measured])
-    write_calibration(rows, out, head, probes, bf16, loops, thunked, contention)
+    transpose = _geomean([m.transpose_fused_ns for m in measured])
+    write_calibration(rows, out, head, probes, bf16, loops, thunked, contention, transpose)
     return len(rows)
 
 
@@ -643,6 +660,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     fresh = [dataclasses.replace(p, sentinel_us=gauge) for p in fresh]
     probes = program_probes.pooled(earlier_probes, fresh)
     bf16 = fused_probes.measure_bf16_fused(repeats=args.repeats)
+    transpose = fused_probes.measure_transpose_fused(repeats=args.repeats)
     loops = small_loop_probes.measure_loop_latencies(repeats=args.repeats)
     l1_bytes = (l1_data_mib() or 0.0) * 2**20
     thunked = None
@@ -665,7 +683,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     contention = (
         contention_probes.measure_pool_contention().pairs() if args.target == "host" else None
     )
-    write_calibration(list(rows.values()), path, head, probes, bf16, loops, thunked, contention)
+    write_calibration(
+        list(rows.values()), path, head, probes, bf16, loops, thunked, contention, transpose
+    )
     partial.unlink()
     models = ew.fit_class_models(ew.load_measurements(path))
     print(f"{path}: {len(rows)} shapes; fitted classes: {', '.join(sorted(models))}")

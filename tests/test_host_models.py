@@ -10,6 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+import stablehlo_perf as sp
 from conftest import op_infos
 from jax import lax
 from stablehlo_perf.analysis import elementwise as ew
@@ -382,6 +383,32 @@ def test_transposes_that_move_the_minor_axis_have_a_model_of_their_own() -> None
     assert (c_swap.model, c_rows.model) == ("hgb-host-transpose", "hgb-host-movement")
     # Same bytes (630,000 and 614,400 f32): the swap costs several copies.
     assert c_swap.latency_ns > 3 * c_rows.latency_ns
+
+
+def test_a_loop_that_moves_the_minor_axis_and_computes_is_priced_by_its_elements() -> None:
+    """XLA:CPU runs a transpose fused with arithmetic element by element, reading across its
+    input (`Target.transpose_fused_ns_per_element`, runtime/fused_probes.py; 0.70 ns an
+    element on the Zen 5 reference): 64x256x128 f32 over its last two axes, scaled, costs its
+    2,097,152 elements at that rate, where the member rule said the transpose plus a multiply
+    (585 us). A transpose that keeps the minor axis, or one computing nothing, keeps the
+    member rule."""
+    host = load_target("host")
+    assert host.transpose_fused_ns_per_element == pytest.approx(0.702114)
+    x3 = jax.ShapeDtypeStruct((64, 256, 128), jnp.float32)
+    x4 = jax.ShapeDtypeStruct((8, 128, 16, 64), jnp.float32)
+
+    def kernel(fn, x):
+        [group] = sp.perf_jit(fn, target="host").analyze(x).report.fusion_groups
+        return group
+
+    swapped = kernel(lambda v: jnp.transpose(v, (0, 2, 1)) * 2, x3)
+    assert swapped["model"].endswith("+strided-transpose")
+    assert swapped["latency_ns"] == pytest.approx(2_097_152 * 0.702114 + host.launch_overhead_ns)
+    heads = kernel(lambda v: jnp.transpose(v, (0, 2, 1, 3)) * 0.125, x4)
+    assert "strided" not in heads["model"]
+    alone = kernel(lambda v: jnp.transpose(v, (0, 2, 1)), x3)
+    assert "strided" not in alone["model"]
+    assert alone["latency_ns"] < 0.5 * swapped["latency_ns"]
 
 
 @pytest.mark.parametrize(

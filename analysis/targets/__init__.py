@@ -86,6 +86,9 @@ class Target:
     # ns per element each op of a fused bf16 loop costs at least (XLA:CPU widens to f32 and
     # rounds back per op: runtime/fused_probes.py). Zero where unknown.
     bf16_fused_ns_per_element: float = 0.0
+    # ns per element of a loop kernel that transposes and computes (XLA:CPU runs it element
+    # by element, reading across the input; runtime/fused_probes.py). Zero where unknown.
+    transpose_fused_ns_per_element: float = 0.0
     # What one trip of a loop XLA:CPU compiles into one kernel costs: `base` for the loop
     # itself, and each op's latency on one element by short name, its cost a trip on 16 as
     # `name@16` (runtime/small_loop_probes.py). Empty where unknown.
@@ -368,6 +371,8 @@ def _calibrated_host(base: Target) -> Target:
         change["handoff_cap_bytes"] = HANDOFF_CAP_BYTES
     if math.isfinite(params.bf16_fused_ns_per_elem):
         change["bf16_fused_ns_per_element"] = params.bf16_fused_ns_per_elem
+    if math.isfinite(params.transpose_fused_ns_per_elem):
+        change["transpose_fused_ns_per_element"] = params.transpose_fused_ns_per_elem
     if {"fraction", "cap_ns"} <= contention.keys():
         change["pool_contention"] = contention["fraction"]
         change["pool_contention_cap_ns"] = contention["cap_ns"]
