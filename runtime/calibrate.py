@@ -109,7 +109,9 @@ RESOLUTION_US = 0.1
 
 
 def read_partial(path: Path) -> dict[str, list[str]]:
-    """Rows of a partial sweep by Spec key; a truncated or malformed line is dropped (re-measured)."""
+    """Rows of a partial sweep by Spec key; a truncated or malformed line is dropped (re-measured).
+    A row's program time may be `nan` (unknown: `analysis.host_params.fit_host_params` leaves
+    the row out of the per-call terms)."""
     rows: dict[str, list[str]] = {}
     if not path.is_file():
         return rows
@@ -125,7 +127,9 @@ def read_partial(path: Path) -> dict[str, list[str]]:
             nums = [float(v) for v in fields[3:]]
         except ValueError:
             continue
-        if all(math.isfinite(v) for v in nums[:-1]) and nums[1] > 0:
+        call = COLUMNS.index("call_us_median") - 3
+        known = [v for k, v in enumerate(nums[:-1]) if k != call]
+        if all(math.isfinite(v) for v in known) and nums[1] > 0 and not math.isinf(nums[call]):
             rows[",".join(fields[:3])] = fields
     return rows
 

@@ -17,7 +17,7 @@ import pytest
 from stablehlo_perf.analysis import calibration_files as cf
 from stablehlo_perf.analysis import elementwise as ew
 from stablehlo_perf.analysis import fused_loops
-from stablehlo_perf.analysis.host_params import HOST_PARAMS_KEY, HostParams
+from stablehlo_perf.analysis.host_params import HOST_PARAMS_KEY, HostParams, fit_host_params
 from stablehlo_perf.analysis.opinfo import OpInfo, TensorType
 from stablehlo_perf.analysis.small_loops import LATENCY_KEY, parse_latencies
 from stablehlo_perf.analysis.targets import l1_data_mib, load_target
@@ -249,6 +249,33 @@ def test_a_chunk_measured_off_speed_is_measured_again(
     assert last == {min(again_us, 200.0, key=lambda g: abs(math.log(g / 105.0)))}
     # What the file holds reads back the same (the later line of a key wins).
     assert calibrate.read_partial(tmp_path / "p.csv") == rows
+
+
+def test_a_row_whose_program_time_is_unknown_is_kept_out_of_the_per_call_fit(
+    tmp_path: Path,
+) -> None:
+    """A row may record its program time as nan (rows added a day after the probes, whose
+    per-call overheads the sentinels do not take to the file's speed): it is read back, and
+    the per-call terms are fitted as without it; a malformed or infinite one is dropped."""
+    head = ",".join(calibrate.COLUMNS)
+    rows = [
+        f"add,f32,{n},{n},{n / 1e3:.4f},0.1,{n / 1e3 + 40:.4f},5,7,100"
+        for n in range(1000, 21000, 1000)
+    ]
+    known = read_rows = None
+    for extra in ([], ["sine,f32,4096,4096,20.0,0.1,nan,5,7,100"]):
+        path = tmp_path / f"c{len(extra)}.csv"
+        path.write_text("\n".join([head, *rows, *extra, "sine,f32,8,8,1.0,0.1,inf,5,7,100"]) + "\n")
+        read_rows = calibrate.read_partial(path)
+        parsed = [
+            (r[0], r[1], tuple(int(d) for d in r[2].split("x")), float(r[4]), float(r[6]))
+            for r in read_rows.values()
+        ]
+        params = fit_host_params(parsed)
+        if known is None:
+            known = params
+    assert "sine,f32,4096" in read_rows and "sine,f32,8" not in read_rows
+    assert params.program_overhead_ns == known.program_overhead_ns == pytest.approx(40_000)
 
 
 def test_measure_leaves_out_ops_whose_loop_xla_runs_as_one_kernel(tmp_path: Path) -> None:
@@ -505,7 +532,9 @@ def test_merge_refuses_another_machines_or_a_corrupted_calibration(
     a = _calibration(tmp_path / "a.csv", rows, "a", "2026-12-01T10:00Z", 9e3)
     b = _calibration(tmp_path / "b.csv", rows, "b", "2026-12-02T10:00Z", 9e3)
     text = b.read_text()
-    b.write_text(text.replace(f"# machine: {cf.machine_fingerprint()}", "# machine: other, 64 cores"))
+    b.write_text(
+        text.replace(f"# machine: {cf.machine_fingerprint()}", "# machine: other, 64 cores")
+    )
     out = tmp_path / "merged.csv"
     assert calibrate.main(["--merge", str(a), str(b), "--out", str(out)]) == 2
     err = capsys.readouterr().err
