@@ -72,9 +72,9 @@ def measure_transpose_fused(repeats: int = 7, seed: int = 0) -> float:
     in a loop, the median over `TRANSPOSE_CASES`. XLA:CPU runs a lone transpose with a
     tiled copy but a fused one element by element, reading across the input: on the Zen 5
     VM (2026-12-03, one run, in a loop) 512x512 60 us alone and 220 us scaled,
-    64x256x128 (0, 2, 1) 641 and 1140. The result is
-    flattened so the transpose really moves data (`runtime.sweeps`: inside a loop XLA
-    otherwise gives the carried result the transposed layout)."""
+    64x256x128 (0, 2, 1) 641 and 1140. The result is flattened so the transpose really
+    moves data (`runtime.sweeps`: inside a loop XLA otherwise gives the carried result the
+    transposed layout)."""
     rng = np.random.default_rng(seed)
     n = jnp.asarray(1, jnp.int32)
     looped = []
