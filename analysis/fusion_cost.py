@@ -385,9 +385,10 @@ def price_groups(
             serial = compute + memory_s * 1e9
             if serial > best_ns:
                 best_ns, model = serial, costs[dedicated[0]].model + "+serial"
-            strided = _fused_transpose_ns([ops[i] for i in members[g]], target)
-            if kind == "loop" and strided > best_ns:
-                best_ns, model = strided, model + "+strided-transpose"
+            if kind == "loop":
+                strided = _fused_transpose_ns([ops[i] for i in members[g]], target)
+                if strided > best_ns:
+                    best_ns, model = strided, model + "+strided-transpose"
         else:
             for i in dedicated:
                 c = costs[i]

@@ -115,6 +115,7 @@ def read_partial(path: Path) -> dict[str, list[str]]:
     rows: dict[str, list[str]] = {}
     if not path.is_file():
         return rows
+    call = COLUMNS.index("call_us_median") - 3  # its index among the numeric fields
     for line in path.read_text(errors="replace").splitlines():
         if line.startswith(("#", "op,")):
             continue
@@ -127,7 +128,6 @@ def read_partial(path: Path) -> dict[str, list[str]]:
             nums = [float(v) for v in fields[3:]]
         except ValueError:
             continue
-        call = COLUMNS.index("call_us_median") - 3
         known = [v for k, v in enumerate(nums[:-1]) if k != call]
         if all(math.isfinite(v) for v in known) and nums[1] > 0 and not math.isinf(nums[call]):
             rows[",".join(fields[:3])] = fields

@@ -77,7 +77,7 @@ def measure_transpose_fused(repeats: int = 7, seed: int = 0) -> float:
     transposed layout)."""
     rng = np.random.default_rng(seed)
     n = jnp.asarray(1, jnp.int32)
-    looped = []
+    looped, sizes = [], {}
     for shape, perm in TRANSPOSE_CASES:
         x = jnp.asarray(rng.standard_normal(shape), jnp.float32)
 
@@ -86,6 +86,7 @@ def measure_transpose_fused(repeats: int = 7, seed: int = 0) -> float:
 
         spec = sweeps.Spec("transpose_fused", "f32", shape)
         fn = jax.jit(sweeps.in_loop(scaled)).lower(n, x).compile()
-        looped.append((spec.key, sweeps.LoopCase(spec, fn, (x,)), x.size))
-    out, _, _ = timing.time_in_loop([c[:2] for c in looped], repeats=repeats, seed=seed)
-    return float(np.median([out[key][0].median_us * 1e3 / size for key, _, size in looped]))
+        looped.append((spec.key, sweeps.LoopCase(spec, fn, (x,))))
+        sizes[spec.key] = x.size
+    out, _, _ = timing.time_in_loop(looped, repeats=repeats, seed=seed)
+    return float(np.median([out[k][0].median_us * 1e3 / n for k, n in sizes.items()]))

@@ -257,25 +257,26 @@ def test_a_row_whose_program_time_is_unknown_is_kept_out_of_the_per_call_fit(
     """A row may record its program time as nan (rows added a day after the probes, whose
     per-call overheads the sentinels do not take to the file's speed): it is read back, and
     the per-call terms are fitted as without it; a malformed or infinite one is dropped."""
-    head = ",".join(calibrate.COLUMNS)
-    rows = [
+    # 20 adds of 1-20 us whose calls each pay 40 us beyond their kernel (by hand).
+    adds = [
         f"add,f32,{n},{n},{n / 1e3:.4f},0.1,{n / 1e3 + 40:.4f},5,7,100"
         for n in range(1000, 21000, 1000)
     ]
-    known = read_rows = None
-    for extra in ([], ["sine,f32,4096,4096,20.0,0.1,nan,5,7,100"]):
-        path = tmp_path / f"c{len(extra)}.csv"
-        path.write_text("\n".join([head, *rows, *extra, "sine,f32,8,8,1.0,0.1,inf,5,7,100"]) + "\n")
-        read_rows = calibrate.read_partial(path)
-        parsed = [
-            (r[0], r[1], tuple(int(d) for d in r[2].split("x")), float(r[4]), float(r[6]))
-            for r in read_rows.values()
-        ]
-        params = fit_host_params(parsed)
-        if known is None:
-            known = params
+    unknown, infinite = (
+        "sine,f32,4096,4096,20.0,0.1,nan,5,7,100",
+        "sine,f32,8,8,1.0,0.1,inf,5,7,100",
+    )
+    path = tmp_path / "c.csv"
+    path.write_text("\n".join([",".join(calibrate.COLUMNS), *adds, unknown, infinite]) + "\n")
+    read_rows = calibrate.read_partial(path)
     assert "sine,f32,4096" in read_rows and "sine,f32,8" not in read_rows
-    assert params.program_overhead_ns == known.program_overhead_ns == pytest.approx(40_000)
+    parsed = [
+        (r[0], r[1], tuple(int(d) for d in r[2].split("x")), float(r[4]), float(r[6]))
+        for r in read_rows.values()
+    ]
+    with_it, without = fit_host_params(parsed), fit_host_params(parsed[:-1])
+    assert parsed[-1][0] == "sine"
+    assert with_it.program_overhead_ns == without.program_overhead_ns == pytest.approx(40_000)
 
 
 def test_measure_leaves_out_ops_whose_loop_xla_runs_as_one_kernel(tmp_path: Path) -> None:
