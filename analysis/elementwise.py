@@ -380,6 +380,9 @@ _UNITS = _IDX["units"]
 # top_k's k, a gather's slice bytes and whether a reduce reduces the minor axis take this
 # slot (CPU models of their own: the TPU tile ratio means nothing there).
 _TOPK_SLOT = _SLICE_SLOT = _AXIS_SLOT = "pad_ratio_8x128"
+# A gather's table bytes take the dot's layout slot (no layout for a gather): lookups into a
+# table beyond the caches miss where a small table's hit.
+_TABLE_SLOT = "operand_layout"
 
 
 def _round_up(x: int, m: int) -> int:
@@ -667,12 +670,16 @@ def fft_features(shape: Sequence[int], elem_bytes: float) -> list[float]:
     return row
 
 
-def gather_features(out_shape: Sequence[int], slice_elems: int, elem_bytes: float) -> list[float]:
+def gather_features(
+    out_shape: Sequence[int], slice_elems: int, elem_bytes: float, table_bytes: float
+) -> list[float]:
     """A gather: `shape_features` of its result (what it reads) with the bytes of one
-    gathered slice in `_SLICE_SLOT` and the slice count in `units`: a row of 512 f32 is
-    one long copy, 512 single elements are 512 lookups."""
+    gathered slice in `_SLICE_SLOT`, the slice count in `units` (a row of 512 f32 is one
+    long copy, 512 single elements are 512 lookups) and the bytes of the table it reads
+    from in `_TABLE_SLOT`."""
     row = shape_features(out_shape, elem_bytes)
     row[_IDX[_SLICE_SLOT]] = float(slice_elems * elem_bytes)
+    row[_IDX[_TABLE_SLOT]] = float(table_bytes)
     row[_IDX["units"]] = math.prod(out_shape) / max(slice_elems, 1)
     return row
 
@@ -754,16 +761,19 @@ def features(ops: Sequence[OpInfo]) -> np.ndarray:
             row = reduce_features(t.shape or (), dims, t.elem_bytes)  # type: ignore[arg-type]
         elif op.short_name == "gather" and op.results:
             out = op.results[0]
+            table = (
+                (op.operands[0].num_elements or 0) * op.operands[0].elem_bytes if op.operands else 0
+            )
             if op.attrs.get("elemental_gather") == 1:
                 # Fused into a reduction it reads one element at a time (fusion.elemental_gathers):
                 # priced as the sweep's gathers of single elements.
-                row = gather_features((out.num_elements or 0, 1), 1, out.elem_bytes)
+                row = gather_features((out.num_elements or 0, 1), 1, out.elem_bytes, table)
             else:
                 # As the sweep's (slices, slice) rows: an embedding lookup's (batch, seq, width)
                 # result is batch x seq rows of width.
                 width = max(math.prod(op.attrs.get("slice_sizes") or ()), 1)
                 slices = (out.num_elements or 0) // width
-                row = gather_features((slices, width), width, out.elem_bytes)
+                row = gather_features((slices, width), width, out.elem_bytes, table)
         elif op.short_name == "sort" and op.operands and op.operands[0].shape:
             t = op.operands[0]
             shape = _sorted_last(t.shape, op.attrs.get("dimension"))  # type: ignore[arg-type]
@@ -806,8 +816,8 @@ def measurement_features(rows: Sequence[Measurement]) -> np.ndarray:
         elif r.op == "top_k":
             row = topk_features(r.shape[:-1], r.shape[-1], eb)
         elif r.op == "gather":
-            _, width, n = r.shape
-            row = gather_features((n, width), width, eb)
+            table_rows, width, n = r.shape
+            row = gather_features((n, width), width, eb, table_rows * width * eb)
         elif r.op in _REDUCE_ROWS:
             row = reduce_features(r.shape, (_REDUCE_ROWS[r.op] % len(r.shape),), eb)
         else:

@@ -307,8 +307,8 @@ def test_units_count_a_reduces_outputs_and_a_gathers_slices() -> None:
     assert ew.reduce_features((300, 7), (1,), 4.0)[units] == 300
     assert ew.reduce_features((300, 7), (0,), 4.0)[units] == 7
     assert ew.reduce_features((2, 300, 7), (0, 2), 4.0)[units] == 300
-    assert ew.gather_features((4096, 256), 256, 4.0)[units] == 4096
-    assert ew.gather_features((64, 8), 1, 4.0)[units] == 512
+    assert ew.gather_features((4096, 256), 256, 4.0, 0.0)[units] == 4096
+    assert ew.gather_features((64, 8), 1, 4.0, 0.0)[units] == 512
     assert ew.topk_features((16, 1000), 8, 4.0)[units] == pytest.approx(
         16 * 8 * (1 + math.log(125)) * 4
     )

@@ -192,16 +192,19 @@ def test_fft_of_a_prime_rich_length_costs_more_than_a_power_of_two() -> None:
 
 
 def test_gather_features_by_hand_and_routing() -> None:
-    """A gather is priced by what it returns and how long its slices are, not by its table:
-    an embedding lookup of 4,096 rows of 256 f32 from a 20,000-row table reads 4 MiB."""
-    row = ew.gather_features((4096, 256), 256, 4.0)
+    """A gather is priced by what it returns, how long its slices are and how large its
+    table is: an embedding lookup of 4,096 rows of 256 f32 from a 20,000-row table reads
+    4 MiB from a table of 19.5 MiB."""
+    table_bytes = 20000 * 256 * 4
+    row = ew.gather_features((4096, 256), 256, 4.0, table_bytes)
     assert row[_I["tensor_bytes"]] == 4096 * 256 * 4
     assert row[_I["pad_ratio_8x128"]] == 256 * 4  # one slice's bytes
+    assert row[_I["operand_layout"]] == table_bytes
     table = jax.ShapeDtypeStruct((20000, 256), jnp.float32)
     idx = jax.ShapeDtypeStruct((4096,), jnp.int32)
     (rows,) = _ops(lambda t, i: t[i], table, idx, name="gather")
     np.testing.assert_array_equal(
-        ew.features([rows])[0, :-1], ew.gather_features((4096, 256), 256, 4.0)
+        ew.features([rows])[0, :-1], ew.gather_features((4096, 256), 256, 4.0, table_bytes)
     )
     assert ew.op_model_class(rows) == "gather"
     # An embedding lookup's (batch, seq, width) result is batch x seq rows of width, as the
@@ -231,6 +234,24 @@ def test_unseen_gather_costs_what_measured_neighbours_do_per_byte() -> None:
     X = ew.measurement_features([ew.Measurement("gather", "f32", (5000, 128, 4096), 1.0)])
     pred = float(model.predict(X)[0]) / (128 * 4096)
     assert 0.7 * min(per) < pred < 1.3 * max(per)
+
+
+def test_a_gather_from_a_large_table_costs_more() -> None:
+    """Random rows of a table beyond the caches miss where a small table's hit: in the Zen 5
+    reference 8,192 rows of 512 f32 took 2.3x as long from 20,000 rows as from 1,000 (704 vs
+    304 us), and the model fitted on it prices a lookup of 4,096 rows of 256 (a size it has
+    not measured) from a 32 MiB table at least 1.5x the same from 1,000 rows."""
+    zen5 = HOST_CSV.with_name("host_reference_zen5.csv")
+    gathers = [r for r in ew.load_measurements(zen5) if r.model_class == "gather"]
+    f32 = {r.shape: r.latency_us for r in gathers if r.dtype == "f32"}
+    assert f32[(20000, 512, 8192)] > 2 * f32[(1000, 512, 8192)]
+    model = ew.fit_class_models(gathers)["gather"]
+    small, large = model.predict(
+        ew.measurement_features(
+            [ew.Measurement("gather", "f32", (t, 256, 4096), 1.0) for t in (1000, 32000)]
+        )
+    )
+    assert large > 1.5 * small
 
 
 def test_a_gathered_sum_is_a_row_gather_then_a_library_reduce(amd_reference_host: Path) -> None:
@@ -337,6 +358,19 @@ def test_sweep_measures_layer_shapes_but_not_for_sorts_and_ffts() -> None:
     ):
         assert {s.shape for s in specs if s.op == op and s.dtype == dtype} & layers == expected
     assert len({s.key for s in specs}) == len(specs)
+
+
+def test_sweep_gathers_draw_sizes_between_the_grid_within_its_caps() -> None:
+    """The quick sweep's gathers: the 28 grid shapes a dtype (four index counts of four
+    widths of two tables, less those whose result passes GATHER_MAX_OUT) and 24 random draws
+    off the grid, the same on every call, none beyond the result or table caps."""
+    quick = sweeps.gather_specs(("f32",), quick=True)
+    assert quick == sweeps.gather_specs(("f32",), quick=True)
+    off_grid = [s.shape for s in quick if s.shape[0] not in (1000, 20000)]
+    assert len(quick) == 28 + 24 and len(off_grid) == 24
+    assert all(w * n <= sweeps.GATHER_MAX_OUT for _, w, n in off_grid)
+    assert all(r * w * 4 <= sweeps.GATHER_MAX_TABLE_BYTES for r, w, _ in off_grid)
+    assert len({w for _, w, _ in off_grid} - {1, 16, 128, 512}) > 10
 
 
 def test_a_row_with_a_vector_tail_costs_more_per_element() -> None:
