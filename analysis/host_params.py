@@ -71,6 +71,7 @@ __all__ = [
     "HANDOFF_NS_PER_MIB",
     "HOST_PARAMS_KEY",
     "REWAKE_GAP_NS",
+    "SINGLE_THREADED",
     "HostParams",
     "eigen_uses_pool",
     "fit_host_params",
@@ -78,6 +79,7 @@ __all__ = [
     "parallel_tasks",
     "runs_on_eigen",
     "splits_over_threads",
+    "wakes_by_time",
     "wakes_pool",
 ]
 
@@ -157,6 +159,20 @@ Programs whose only dot is small (a 20-trip fori_loop over a 128x128 @ 128x16 do
 over 8x128 @ 128x128) paid 145 us more than the pipeline's 4-13 us on five saved
 end-to-end runs. The smallest dots (16x64x64, 1x32x32 standalone) wake in some rounds and
 not others; the rule follows the reference's majority."""
+
+
+SINGLE_THREADED = frozenset({"top_k"})
+"""Ops whose kernel runs on the calling thread however long it takes, so that a program of one
+never pays the pool's wake by its time (`wakes_by_time`). In the Zen 5 reference, top_k rows
+with kernels of 20-100 us paid a median 40 us less call overhead than the wake would have
+added (10 rows), from 100 us 57 us less (17 rows); sorts of 100 us and more paid it (85 rows,
++48 us beyond it), as did argmax and cumsum rows."""
+
+
+def wakes_by_time(op_names: Sequence[str]) -> bool:
+    """Whether a kernel of these ops (short names) wakes XLA:CPU's thread pool once it runs
+    longer than the target's `parallel_kernel_ns`: every kernel but a `SINGLE_THREADED` one."""
+    return not set(op_names) <= SINGLE_THREADED
 
 
 def parallel_tasks(flops: float, transcendentals: float, bytes_accessed: float, cores: int) -> int:
@@ -263,14 +279,14 @@ class HostParams:
 
 
 def _step_fit(
-    kernel_us: np.ndarray, overhead_us: np.ndarray, wakes: np.ndarray
+    kernel_us: np.ndarray, overhead_us: np.ndarray, wakes: np.ndarray, timed: np.ndarray
 ) -> tuple[float, float, float]:
-    """(base, wake, threshold) minimising Σ|overhead − base − wake·[kernel ≥ threshold or
-    wakes]|: a library call or a kernel XLA splits over threads (`wakes`) wakes the pool
-    whatever its time."""
+    """(base, wake, threshold) minimising Σ|overhead − base − wake·[kernel ≥ threshold and
+    timed, or wakes]|: a library call or a kernel XLA splits over threads (`wakes`) wakes the
+    pool whatever its time, a `SINGLE_THREADED` one (not `timed`) never."""
     best = (np.inf, float(np.median(overhead_us)), 0.0, math.inf)
     for tau in np.unique(np.quantile(kernel_us, np.linspace(0.05, 0.95, 37))):
-        woke = (kernel_us >= tau) | wakes
+        woke = ((kernel_us >= tau) & timed) | wakes
         below, above = overhead_us[~woke], overhead_us[woke]
         if len(below) == 0 or len(above) == 0:
             continue
@@ -374,13 +390,14 @@ def fit_host_params(
 ) -> HostParams:
     """Fit from (op, dtype, shape, in-loop time, standalone program time) rows, times in µs
     (the program time may be NaN: then the call overhead stays unknown)."""
-    bw, rate, small, kernel, program, mib, wakes = [], [], [], [], [], [], []
+    bw, rate, small, kernel, program, mib, wakes, timed = [], [], [], [], [], [], [], []
     for op, dtype, shape, t_us, program_us in rows:
         if math.isfinite(program_us) and t_us > 0:
             kernel.append(t_us)
             program.append(program_us)
             mib.append(_output_mib(op, dtype, shape))
             wakes.append(_row_wakes(op, dtype, shape))
+            timed.append(wakes_by_time([op]))
         if t_us <= 0:
             continue
         numel = math.prod(shape)
@@ -396,10 +413,13 @@ def fit_host_params(
     base = wake = tau = per_mib = start = slope = cap = math.nan
     if len(kernel) >= 8:
         k, out_mib, woke = np.array(kernel), np.array(mib), np.array(wakes, dtype=bool)
+        by_time = np.array(timed, dtype=bool)
         overhead = np.array(program) - k
         small_out = ~(out_mib >= 1.0)  # NaN (not elementwise) counts as small
-        base, wake, tau = _step_fit(k[small_out], overhead[small_out], woke[small_out])
-        left = overhead - base - wake * ((k >= tau) | woke)
+        base, wake, tau = _step_fit(
+            k[small_out], overhead[small_out], woke[small_out], by_time[small_out]
+        )
+        left = overhead - base - wake * (((k >= tau) & by_time) | woke)
         start, slope, cap = _ramp_fit(k[small_out], left[small_out])
         ramp = np.array([long_call_ns(t * 1e3, start * 1e3, slope, cap * 1e3) for t in k]) / 1e3
         per_mib = _per_mib(out_mib, left - ramp)

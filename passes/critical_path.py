@@ -10,7 +10,12 @@ from typing import ClassVar
 from jaxlib.mlir import ir
 from stablehlo_perf.analysis.critical_path import topological_order
 from stablehlo_perf.analysis.fusion import library_reduce, ynn_reduce_window
-from stablehlo_perf.analysis.host_params import eigen_uses_pool, splits_over_threads, wakes_pool
+from stablehlo_perf.analysis.host_params import (
+    eigen_uses_pool,
+    splits_over_threads,
+    wakes_by_time,
+    wakes_pool,
+)
 from stablehlo_perf.analysis.schedule import ScheduledBlock, list_schedule
 from stablehlo_perf.analysis.targets import DEFAULT_TARGET, load_target
 from stablehlo_perf.passes.base import AnalysisCache
@@ -143,6 +148,12 @@ class CriticalPathPass:
                 for t, node in zip(latency, nodes, strict=True)
                 if t > 0 and not _control(view, node)
             ]
+            # Kernels whose time can wake the pool: all but single-threaded ones.
+            timed = [
+                t
+                for t, node in zip(latency, nodes, strict=True)
+                if t > 0 and not _control(view, node) and _wakes_by_time(view, node)
+            ]
             # Kernels that hand work to the pool whatever their time: split loops, Eigen dots.
             eigen = [any(_eigen(view, i) for i in node) for node in nodes]
             pool = [
@@ -157,7 +168,7 @@ class CriticalPathPass:
                 deps, costs, pool, eigen, library, target.handoff_cap_bytes
             )
             if runs:
-                longest_kernel = max([longest_kernel, *kernels])
+                longest_kernel = max([longest_kernel, *timed])
                 wakes = wakes or any(woken)
             top_kernels[tuple(ids)] = len(kernels)
             sb = list_schedule(latency, deps, classes, kind)
@@ -463,6 +474,12 @@ def _wakes(view: ModuleView, node: list[int]) -> bool:
     return wakes_pool(
         [info.short_name for info in infos], False, any(library_reduce(info) for info in infos)
     )
+
+
+def _wakes_by_time(view: ModuleView, node: list[int]) -> bool:
+    """Whether this kernel wakes XLA:CPU's thread pool once it runs long enough
+    (`host_params.wakes_by_time`: not a single-threaded top_k)."""
+    return wakes_by_time([view.records[i].info.short_name for i in node])
 
 
 def _node_class(view: ModuleView, node: list[int]) -> str:

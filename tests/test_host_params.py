@@ -20,6 +20,7 @@ from stablehlo_perf.analysis.host_params import (
     parallel_tasks,
     runs_on_eigen,
     splits_over_threads,
+    wakes_by_time,
     wakes_pool,
 )
 from stablehlo_perf.analysis.targets import load_target
@@ -169,6 +170,42 @@ def test_a_ynnpack_pool_wakes_the_pool_whatever_its_time() -> None:
     assert p.program_overhead_ns == pytest.approx(5000.0)
     assert p.threadpool_wake_ns == pytest.approx(200000.0)
     assert 20000.0 < p.parallel_kernel_ns <= 300000.0
+
+
+def test_a_top_k_never_wakes_the_pool_by_its_time() -> None:
+    """top_k runs on the calling thread: the Zen 5 reference's top_k rows of 20-100 us
+    kernels paid a median 40 us less call overhead than the wake. Left out of the time rule,
+    long top_k rows that pay 5 us do not pull the wake down or the threshold up."""
+    adds = [("add", "f32", (256,), k, k + 5.0) for k in (2.0, 3.0, 4.0, 5.0)]
+    top_k = [("top_k", "f32", (512, 1000, 8), k, k + 5.0) for k in (100.0, 200.0, 300.0, 500.0)]
+    long = [("exponential", "f32", (2048,), k, k + 205.0) for k in (30.0, 40.0, 300.0)]
+    p = fit_host_params([*adds, *top_k, *long])
+    assert p.program_overhead_ns == pytest.approx(5000.0)
+    assert p.threadpool_wake_ns == pytest.approx(200000.0)
+    assert 5000.0 < p.parallel_kernel_ns <= 30000.0
+    assert not wakes_by_time(["top_k"])
+    assert wakes_by_time(["sort"]) and wakes_by_time(["top_k", "add"])
+
+
+def test_a_program_of_a_long_top_k_pays_no_wake_where_a_sort_does(tmp_path: Path) -> None:
+    """The pass applies the same rule: on a target whose every kernel reaches the threshold,
+    a sort pays the 150 ns wake-up and a top_k of the same rows does not."""
+    import jax
+    import jax.numpy as jnp
+    import stablehlo_perf as sp
+
+    target = tmp_path / "unit_cpu_calls.toml"
+    target.write_text(
+        UNIT_CPU.read_text()
+        + "\n[program]\noverhead_ns = 7.0\nthreadpool_wake_ns = 150.0\n"
+        + "parallel_kernel_ns = 1.0\nmulti_kernel_ns = 40.0\nkernel_dispatch_ns = 3.0\n"
+    )
+    x = jax.ShapeDtypeStruct((512, 1000), jnp.float32)
+    top_k = sp.analyze(jax.jit(lambda v: jax.lax.top_k(v, 8)[0]).lower(x), target=str(target))
+    sort = sp.analyze(jax.jit(lambda v: jnp.sort(v, axis=-1)).lower(x), target=str(target))
+    assert top_k.report.total_latency_ns > 1.0
+    assert top_k.report.call_overhead_ns == pytest.approx(7.0 + 3.0)
+    assert sort.report.call_overhead_ns == pytest.approx(7.0 + 150.0 + 3.0)
 
 
 POOL = """

@@ -112,8 +112,9 @@ class Target:
         rewakes: int = 0,
         handoff_bytes: float = 0.0,
     ) -> float:
-        """Per-call cost beyond the kernels' own for a program whose longest kernel takes
-        this long, whose entry function runs `kernels` kernels, returns `output_bytes`, with
+        """Per-call cost beyond the kernels' own for a program whose longest kernel that can
+        wake the pool by its time (`analysis.host_params.wakes_by_time`) takes this long,
+        whose entry function runs `kernels` kernels, returns `output_bytes`, with
         `wakes` runs a kernel that wakes XLA:CPU's thread pool whatever its time
         (`analysis.host_params.wakes_pool`), whose kernels take `kernels_ns` in all, and
         whose entry wakes the pool `rewakes` times more after `rewake_gap_ns` without
