@@ -39,6 +39,11 @@ def test_pool_and_scan_work_by_hand() -> None:
     glob = ew.window_features((2, 7, 7, 64), (2, 1, 1, 64), (1, 7, 7, 1), (1, 1, 1, 1), 4)
     assert glob[_I["second_mod8"]] == 0.0
     assert glob[_I["tensor_bytes"]] == 2 * 64 * 49 * 4
+    # The minor dim and what it leaves of a 32-byte vector: 32 channels fill 4 f32 vectors,
+    # 6 leave 6 floats.
+    assert (pool[_I["second_mod16"]], pool[_I["vector_tail"]]) == (32.0, 0.0)
+    odd = ew.window_features((4, 28, 28, 6), (4, 14, 14, 6), (1, 2, 2, 1), (1, 2, 2, 1), 4)
+    assert (odd[_I["second_mod16"]], odd[_I["vector_tail"]]) == (6.0, 6.0)
 
 
 @pytest.mark.parametrize(
@@ -89,6 +94,19 @@ def test_window_sweep_covers_pools_and_both_scan_axes() -> None:
     pools = {s.shape[4:] for s in specs if s.op == "reduce_window"}
     assert pools == {(2, 2), (3, 2), (3, 1)}
     assert {s.shape[2] for s in specs if s.op == "cumsum"} == {1, 2}
+
+
+def test_window_sweep_draws_pools_off_the_grid() -> None:
+    """Beside the grid (sides 8-64, channels 16, 32, 64), 48 random pools, the same on
+    every call, within the grid's work cap; scans keep to the grid."""
+    specs = sweeps.window_specs(quick=True)
+    assert specs == sweeps.window_specs(quick=True)
+    pools = [s.shape for s in specs if s.op == "reduce_window"]
+    off = [p for p in pools if p[3] not in (16, 32, 64) or p[1] not in (8, 16, 32, 64)]
+    assert len(off) == 48 and len({p[3] for p in off}) > 20
+    assert all(nb * h * w * c * k * k <= 2**24 and h >= k for nb, h, w, c, k, _ in off)
+    grid = {1, 16, 256, 64, 128, 512, 2048}
+    assert all({s.shape[0], s.shape[1]} <= grid for s in specs if s.op == "cumsum")
 
 
 @pytest.fixture(scope="module")
