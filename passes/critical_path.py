@@ -143,17 +143,14 @@ class CriticalPathPass:
             latency = [sum(read_latency(cache, i) for i in node) for node in nodes]
             classes = [_node_class(view, node) for node in nodes]
             # A node holding a while/if/case/call is its regions' or callee's cost, not a kernel.
-            kernels = [
-                t
+            kernel_nodes = [
+                (t, node)
                 for t, node in zip(latency, nodes, strict=True)
                 if t > 0 and not _control(view, node)
             ]
+            kernels = [t for t, _ in kernel_nodes]
             # Kernels whose time can wake the pool: all but single-threaded ones.
-            timed = [
-                t
-                for t, node in zip(latency, nodes, strict=True)
-                if t > 0 and not _control(view, node) and _wakes_by_time(view, node)
-            ]
+            timed = [t for t, node in kernel_nodes if _wakes_by_time(view, node)]
             # Kernels that hand work to the pool whatever their time: split loops, Eigen dots.
             eigen = [any(_eigen(view, i) for i in node) for node in nodes]
             pool = [

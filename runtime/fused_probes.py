@@ -89,4 +89,4 @@ def measure_transpose_fused(repeats: int = 7, seed: int = 0) -> float:
         looped.append((spec.key, sweeps.LoopCase(spec, fn, (x,))))
         sizes[spec.key] = x.size
     out, _, _ = timing.time_in_loop(looped, repeats=repeats, seed=seed)
-    return float(np.median([out[k][0].median_us * 1e3 / n for k, n in sizes.items()]))
+    return float(np.median([out[k][0].median_us * 1e3 / size for k, size in sizes.items()]))
