@@ -123,6 +123,7 @@ _SHIPPED: dict[str, tuple[str, ...]] = {
         "host_reference_xeon.csv",
         "host_reference_xeon_1t.csv",
         "host_reference_zen5.csv",
+        "host_reference_zen4.csv",
     ),
 }
 

@@ -60,10 +60,11 @@ __all__ = [
     "reduce_kind",
 ]
 
-SHIPPED = ("host_fused_xeon.csv", "host_fused_zen5.csv")
+SHIPPED = ("host_fused_xeon.csv", "host_fused_zen5.csv", "host_fused_zen4.csv")
 """The shipped chains (`analysis/data`), one file per machine the project measured them on:
-its Xeon VM (765 loop chains, nine per training shape) and its Zen 5 VM (1020 loop chains on the
-training shapes, 144 on `runtime.fused_chains.LARGE_SHAPES`, 786 that end in a sum)."""
+its Xeon VM (765 loop chains, nine per training shape), its Zen 5 VM (1020 loop chains on the
+training shapes, 144 on `runtime.fused_chains.LARGE_SHAPES`, 786 that end in a sum) and its
+Zen 4 VM (765, 144 and 786)."""
 
 _TRAINED = frozenset(
     {

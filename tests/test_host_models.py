@@ -13,7 +13,9 @@ import pytest
 import stablehlo_perf as sp
 from conftest import op_infos
 from jax import lax
+from stablehlo_perf.analysis import calibration_files as cf
 from stablehlo_perf.analysis import elementwise as ew
+from stablehlo_perf.analysis.host_params import HOST_PARAMS_KEY, HostParams
 from stablehlo_perf.analysis.targets import load_target
 from stablehlo_perf.runtime import sweeps
 
@@ -440,12 +442,19 @@ def test_transposes_that_move_the_minor_axis_have_a_model_of_their_own() -> None
 def test_a_loop_that_moves_the_minor_axis_and_computes_is_priced_by_its_elements() -> None:
     """XLA:CPU runs a transpose fused with arithmetic element by element, reading across its
     input (`Target.transpose_fused_ns_per_element`, runtime/fused_probes.py; 0.70 ns an
-    element on the Zen 5 reference): 64x256x128 f32 over its last two axes, scaled, costs its
-    2,097,152 elements at that rate, where the member rule said the transpose plus a multiply
-    (585 us). A transpose that keeps the minor axis, or one computing nothing, keeps the
-    member rule."""
+    element on the Zen 5 reference, 0.98 on the Zen 4's): 64x256x128 f32 over its last two
+    axes, scaled, costs its 2,097,152 elements at that rate, where the member rule said the
+    transpose plus a multiply (585 us). A transpose that keeps the minor axis, or one
+    computing nothing, keeps the member rule."""
     host = load_target("host")
-    assert host.transpose_fused_ns_per_element == pytest.approx(0.702114)
+    found = cf.training_files("host")
+    if found is None or not found[1]:
+        pytest.skip("no calibration of this machine: the host target has no measured rate")
+    params = HostParams.parse(cf.header_value(found[0], HOST_PARAMS_KEY))
+    assert params is not None
+    rate = params.transpose_fused_ns_per_elem
+    assert rate > 0.1
+    assert host.transpose_fused_ns_per_element == pytest.approx(rate)
     x3 = jax.ShapeDtypeStruct((64, 256, 128), jnp.float32)
     x4 = jax.ShapeDtypeStruct((8, 128, 16, 64), jnp.float32)
 
@@ -455,7 +464,7 @@ def test_a_loop_that_moves_the_minor_axis_and_computes_is_priced_by_its_elements
 
     swapped = kernel(lambda v: jnp.transpose(v, (0, 2, 1)) * 2, x3)
     assert swapped["model"].endswith("+strided-transpose")
-    assert swapped["latency_ns"] == pytest.approx(2_097_152 * 0.702114 + host.launch_overhead_ns)
+    assert swapped["latency_ns"] == pytest.approx(2_097_152 * rate + host.launch_overhead_ns)
     heads = kernel(lambda v: jnp.transpose(v, (0, 2, 1, 3)) * 0.125, x4)
     assert "strided" not in heads["model"]
     alone = kernel(lambda v: jnp.transpose(v, (0, 2, 1)), x3)
