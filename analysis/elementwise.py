@@ -417,6 +417,13 @@ def _op_code(op: str) -> float:
 # err: convert 19.6 -> 13.4%, binary 20.1 -> 19.2%, compare_select 25.0 -> 23.7%; transposes
 # (set by strided reads of two minor dims) fit worse with it and keep 0.
 _VECTOR_BYTES = 32
+
+
+def _lanes(elem_bytes: float) -> int:
+    """Elements of this size in one `_VECTOR_BYTES` vector."""
+    return max(1, round(_VECTOR_BYTES / elem_bytes))
+
+
 # How much of each row that tail is (tail_fraction) and the last dim modulo two vectors
 # (last_mod_unroll: LLVM unrolls the vector loop by two) tell the trees what the last dim
 # alone does not: one run of add / tanh f32 over 49,152 elements in rows of C (2026-12-01,
@@ -445,7 +452,7 @@ def shape_features(shape: Sequence[int], elem_bytes: float) -> list[float]:
     dims[0] *= math.prod(lead_shape)
     n = math.prod(shape)
     second, last = dims[-2], dims[-1]
-    vec = max(1, round(_VECTOR_BYTES / elem_bytes))
+    vec = _lanes(elem_bytes)
     lead = math.prod(dims[:-2])
     p8 = lead * _round_up(second, 8) * _round_up(last, 128)
     p16 = lead * _round_up(second, 16) * _round_up(last, 128)
@@ -629,7 +636,7 @@ def window_features(
         work / max(n_in, 1),
         0.0,
         0.0,
-        float(minor % max(1, round(_VECTOR_BYTES / elem_bytes))),
+        float(minor % _lanes(elem_bytes)),
         0.0,
         work * elem_bytes,
         0.0,
