@@ -76,6 +76,7 @@ __all__ = [
     "conv_features",
     "features",
     "fft_features",
+    "fft_work",
     "fit_class_models",
     "gather_features",
     "lad_line",
@@ -666,17 +667,63 @@ def _largest_prime_factor(n: int) -> int:
     return max(best, n)
 
 
+def _factor_sum(n: int) -> int:
+    """The sum of n's prime factors with multiplicity (1 for n = 1)."""
+    total, p = 0, 2
+    while p * p <= n:
+        while n % p == 0:
+            total, n = total + p, n // p
+        p += 1
+    return (total + n * (n > 1)) or 1
+
+
+def _smooth_at_least(n: int) -> int:
+    """The smallest 2^a 3^b 5^c 7^d >= n: a length a mixed-radix FFT runs with small factors."""
+    best, p2 = 1 << max(n - 1, 1).bit_length(), 1
+    while p2 < best:
+        p3 = p2
+        while p3 < best:
+            p5 = p3
+            while p5 < best:
+                p7 = p5
+                while p7 < n:
+                    p7 *= 7
+                best = min(best, p7)
+                p5 *= 5
+            p3 *= 3
+        p2 *= 2
+    return best
+
+
+def fft_work(length: int) -> float:
+    """Operations of one FFT of `length`, up to a constant: a mixed-radix FFT makes one pass
+    per prime factor p costing ~p per element (length x the sum of the factors: 2 length
+    log2 length for a power of two); a length with a large prime factor runs as Bluestein's
+    chirp-z instead, a convolution done by FFTs of a smooth length >= 2 length - 1, the
+    cheaper of the two. Three of them (two run, the chirp's may be planned ahead): against
+    two, the FFT class's same-run check (benchmarks/elementwise_accuracy.py on ew_s35,
+    Zen 4 VM, 2026-12-03) read 2.66 and 2.98 x its noise floor."""
+    length = max(int(length), 1)
+    m = _smooth_at_least(2 * length - 1)
+    return float(min(length * _factor_sum(length), 3 * m * _factor_sum(m)))
+
+
 def fft_features(shape: Sequence[int], elem_bytes: float) -> list[float]:
     """An FFT of the last axis: `shape_features` of its input with the work (elements x
     log2 length) in the base columns and the length's largest prime factor in the
     second_mod16 slot: a length with a large prime factor takes another algorithm (64
-    rows of 2,048 f32: 169 us, of 2,049 = 3 x 683: 1.3 ms, host reference), and the
-    number of transforms (rows) in `units`."""
+    rows of 2,048 f32: 169 us, of 2,049 = 3 x 683: 1.3 ms, host reference), its `fft_work`
+    over the radix-2 ideal (length log2 length) in the TPU tile ratio's slot (unused on a
+    CPU), and the number of transforms (rows) in `units`. With the ratio, the same-run check
+    (benchmarks/elementwise_accuracy.py on ew_s35, Zen 4 VM) read 2.68 x the noise floor
+    against 3.15, 5-fold CV on the references 20.4 / 18.0 / 15.2 / 13.8 / 13.0% against
+    23.9 / 19.2 / 15.3 / 12.8 / 12.7% (AVX2 EPYC, Xeon, Xeon 1 thread, Zen 4, Zen 5)."""
     row = shape_features(shape, elem_bytes)
     length = shape[-1] if shape else 1
     work = math.prod(shape) * math.log2(max(length, 2)) * elem_bytes
     row[_BASE_FEATURE] = row[_LANE_BASE] = work
     row[_IDX["second_mod16"]] = float(_largest_prime_factor(length))
+    row[_IDX["pad_ratio_8x128"]] = fft_work(length) / (length * math.log2(max(length, 2)))
     row[_IDX["units"]] = math.prod(shape) / max(length, 1)
     return row
 

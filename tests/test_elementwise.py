@@ -318,6 +318,21 @@ def test_units_count_a_reduces_outputs_and_a_gathers_slices() -> None:
     assert ew.shape_features((300, 7), 4.0)[units] == 0
 
 
+def test_fft_work_counts_mixed_radix_passes_or_bluestein() -> None:
+    """1,024 = 2^10: ten radix-2 passes, 1,024 x 20. 2,049 = 3 x 683 directly costs 2,049 x
+    686; as Bluestein it is three FFTs of 4,116 = 2^2 x 3 x 7^3, the smallest 7-smooth length
+    >= 4,097, each 4,116 x 28: the cheaper is taken. The feature row carries the ratio to
+    the radix-2 ideal (length log2 length) in its cost slot."""
+    assert ew.fft_work(1024) == 1024 * 20
+    assert ew.fft_work(2049) == 3 * 4116 * 28 < 2049 * 686
+    assert ew.fft_work(1) == 1
+    slot = ew.FEATURE_NAMES.index("pad_ratio_8x128")
+    assert ew.fft_features((64, 2049), 4.0)[slot] == pytest.approx(
+        345744 / (2049 * math.log2(2049))
+    )
+    assert ew.fft_features((64, 2048), 4.0)[slot] == pytest.approx(2.0)
+
+
 def test_nonneg_lad_recovers_per_byte_and_per_unit_costs() -> None:
     """y = 2e-3 per byte + 0.05 per unit on 12 rows, one of them 10x off: recovered exactly
     (the median line ignores the outlier); a cost that falls with units is clipped at 0."""
