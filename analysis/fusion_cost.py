@@ -46,6 +46,7 @@ from stablehlo_perf.analysis.opinfo import (
     READS_WHAT_IT_RETURNS,
     OpInfo,
     moves_minor_axis,
+    transpose_read_stride_bytes,
 )
 from stablehlo_perf.analysis.scans import executed_flops
 from stablehlo_perf.analysis.service import OpCost
@@ -54,7 +55,14 @@ from stablehlo_perf.analysis.targets import Target
 if TYPE_CHECKING:  # the fused-loop model imports scikit-learn: loaded only on the host
     from stablehlo_perf.analysis.fused_loops import Composition, FusedLoopModel
 
-__all__ = ["UNMEASURED", "GroupCost", "member_compute_ns", "price_groups", "unmeasured"]
+__all__ = [
+    "ALIASED_STRIDE_BYTES",
+    "UNMEASURED",
+    "GroupCost",
+    "member_compute_ns",
+    "price_groups",
+    "unmeasured",
+]
 
 
 @dataclass(frozen=True)
@@ -218,20 +226,42 @@ def _bf16_floor_ns(op: OpInfo, target: Target) -> float:
     return (op.results[0].num_elements or 0) * target.bf16_fused_ns_per_element
 
 
+ALIASED_STRIDE_BYTES = 2048
+"""A fused transpose whose reads are a multiple of this many bytes apart runs at the target's
+aliased rate (`Target.transpose_fused_aliased_ns_per_element`): its reads fall in a few of
+the L1 cache's sets (64 sets of 64-byte lines: 4 KiB apart, the same set; 2 KiB, two), so
+the lines a row of its result reads are evicted before the next row reads them again.
+`runtime.fused_probes.ALIASED_CASES` has the measurements."""
+
+
+def _fused_transpose_rate(op: OpInfo, target: Target) -> float:
+    """ns per element of a fused transpose: the aliased rate where its reads alias
+    (`ALIASED_STRIDE_BYTES`) and the target measured one, the strided rate otherwise."""
+    x = op.operands[0]
+    perm = op.attrs.get("permutation")
+    aliased = target.transpose_fused_aliased_ns_per_element
+    if aliased > 0 and x.shape and x.is_static and perm is not None:
+        stride = transpose_read_stride_bytes(x.shape, perm, x.elem_bytes)  # type: ignore[arg-type]
+        if stride % ALIASED_STRIDE_BYTES == 0:
+            return aliased
+    return target.transpose_fused_ns_per_element
+
+
 def _fused_transpose_ns(members: Sequence[OpInfo], target: Target) -> float:
     """The least a CPU loop kernel that moves a tensor's minor axis and computes on it takes:
-    the transposed elements at `Target.transpose_fused_ns_per_element` (0 for any other
-    kernel). XLA:CPU copies a lone transpose in tiles but runs a fused one element by element,
-    reading across its input (runtime/fused_probes.py: 512x512 f32 60 us alone and 220
-    scaled by a constant, 64x256x128 over its last two axes 641 and 1140, in a loop on the
-    Zen 5 VM, 2026-12-03), which the member rule priced as the transpose plus a multiply."""
+    the transposed elements at the target's fused-transpose rate (`_fused_transpose_rate`; 0
+    for any other kernel). XLA:CPU copies a lone transpose in tiles but runs a fused one
+    element by element, reading across its input (runtime/fused_probes.py: 512x512 f32 60 us
+    alone and 220 scaled by a constant, 64x256x128 over its last two axes 641 and 1140, in a
+    loop on the Zen 5 VM, 2026-12-03), which the member rule priced as the transpose plus a
+    multiply."""
     moved = [
-        op.results[0].num_elements or 0
+        (op.results[0].num_elements or 0) * _fused_transpose_rate(op, target)
         for op in members
-        if op.short_name == "transpose" and op.results and moves_minor_axis(op)
+        if op.short_name == "transpose" and op.results and op.operands and moves_minor_axis(op)
     ]
     computes = any(op.op_class in ELEMENTWISE_CLASSES and not _tiny(op) for op in members)
-    return max(moved) * target.transpose_fused_ns_per_element if moved and computes else 0.0
+    return max(moved) if moved and computes else 0.0
 
 
 def member_compute_ns(op: OpInfo, cost: OpCost, target: Target) -> float:

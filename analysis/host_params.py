@@ -255,8 +255,10 @@ class HostParams:
     long_call_cap_ns: float = math.nan
     # From the probes whose steps each run a split loop kernel (runtime/program_probes.py).
     rewake_ns: float = math.nan
-    # From the fused transpose probe (runtime/fused_probes.py): ns per element.
+    # From the fused transpose probe (runtime/fused_probes.py): ns per element, and where the
+    # transpose's reads are a multiple of `fusion_cost.ALIASED_STRIDE_BYTES` apart.
     transpose_fused_ns_per_elem: float = math.nan
+    transpose_fused_aliased_ns_per_elem: float = math.nan
 
     def long_call(self, kernels_ns: float) -> float:
         """`long_call_ns` with these parameters (0 where they are unknown)."""

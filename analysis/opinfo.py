@@ -31,6 +31,7 @@ __all__ = [
     "element_bytes",
     "moves_minor_axis",
     "op_class",
+    "transpose_read_stride_bytes",
 ]
 
 _INT_RE = re.compile(r"^(u?i|si)(\d+)$")
@@ -356,6 +357,17 @@ def _conv_flops(
     fgc = int(attrs.get("feature_group_count", 1))
     bgc = int(attrs.get("batch_group_count", 1))
     return 2 * (in_features // fgc) * out_features * (batch // bgc) * positions  # type: ignore[operator]
+
+
+def transpose_read_stride_bytes(
+    shape: Sequence[int], perm: Sequence[int], elem_bytes: float
+) -> float:
+    """Bytes between the input elements a transpose reads for neighbours along its result's
+    minor axis (unit dims aside): the input's stride along the dim that becomes minor."""
+    kept = [d for d in perm if shape[d] != 1]
+    if not kept:
+        return float(elem_bytes)
+    return float(math.prod(shape[kept[-1] + 1 :]) * elem_bytes)
 
 
 def moves_minor_axis(op: OpInfo) -> bool:

@@ -304,13 +304,15 @@ def write_calibration(
     thunked_loop: Mapping[str, float] | None = None,
     pool_contention: Mapping[str, float] | None = None,
     transpose_fused_ns: float = math.nan,
+    transpose_aliased_ns: float = math.nan,
 ) -> None:
     """Write rows under `head`, the probes, the dispatch floor, the roofline parameters they
     imply (`analysis.host_params`, with the per-call terms fitted from `probes` where given:
     all their measurements together; `bf16_fused_ns` from `runtime.fused_probes`;
     `loop_latencies` from `runtime.small_loop_probes`; `thunked_loop` from
     `runtime.thunked_loop_probes`; `pool_contention` from `runtime.contention_probes`;
-    `transpose_fused_ns` from `runtime.fused_probes.measure_transpose_fused`) and a
+    `transpose_fused_ns` and `transpose_aliased_ns` from
+    `runtime.fused_probes.measure_transpose_fused`) and a
     `# sha256:` of the body, atomically (tmp + rename)."""
     body = ",".join(COLUMNS) + "\n" + "".join(",".join(r) + "\n" for r in sorted(rows))
     digest = hashlib.sha256(body.encode()).hexdigest()
@@ -337,6 +339,7 @@ def write_calibration(
         params,
         bf16_fused_ns_per_elem=bf16_fused_ns,
         transpose_fused_ns_per_elem=transpose_fused_ns,
+        transpose_fused_aliased_ns_per_elem=transpose_aliased_ns,
     )
     text = "\n".join(
         [
@@ -350,6 +353,11 @@ def write_calibration(
             *(
                 [f"# {fused_probes.TRANSPOSE_KEY}: {transpose_fused_ns:.6g}"]
                 if math.isfinite(transpose_fused_ns)
+                else []
+            ),
+            *(
+                [f"# {fused_probes.ALIASED_KEY}: {transpose_aliased_ns:.6g}"]
+                if math.isfinite(transpose_aliased_ns)
                 else []
             ),
             *([f"# {LATENCY_KEY}: {format_latencies(loop_latencies)}"] if loop_latencies else []),
@@ -379,6 +387,7 @@ def refit(path: Path, note: str = "", rows: Mapping[str, list[str]] | None = Non
         f"# {program_probes.PROBE_KEY}: ",
         f"# {fused_probes.KEY}:",
         f"# {fused_probes.TRANSPOSE_KEY}:",
+        f"# {fused_probes.ALIASED_KEY}:",
         f"# {LATENCY_KEY}:",
         f"# {THUNKED_KEY}:",
         f"# {contention_probes.KEY}:",
@@ -401,6 +410,7 @@ def refit(path: Path, note: str = "", rows: Mapping[str, list[str]] | None = Non
         m.thunked,
         m.pool_contention,
         m.transpose_fused_ns,
+        m.transpose_aliased_ns,
     )
 
 
@@ -429,7 +439,7 @@ def add_rows(
 class _HeaderMeasurements:
     """What a finished calibration's header holds beyond its rows: the program probes, the
     fused bf16 chain cost (NaN if absent), small-loop and thunked-loop latencies, the pool
-    contention's fraction and cap, the fused transpose's cost (NaN if absent)."""
+    contention's fraction and cap, the fused transposes' costs (NaN if absent)."""
 
     probes: list[program_probes.Probe]
     bf16_fused_ns: float
@@ -437,12 +447,14 @@ class _HeaderMeasurements:
     thunked: dict[str, float]
     pool_contention: dict[str, float]
     transpose_fused_ns: float
+    transpose_aliased_ns: float
 
 
 def _measured_header(path: Path, lines: Sequence[str]) -> _HeaderMeasurements:
     """The header measurements of the calibration at `path`, whose text is `lines`."""
     kept = cf.header_value(path, fused_probes.KEY)
     transpose = cf.header_value(path, fused_probes.TRANSPOSE_KEY)
+    aliased = cf.header_value(path, fused_probes.ALIASED_KEY)
     return _HeaderMeasurements(
         [p for ln in lines if (p := program_probes.Probe.parse(ln))],
         float(kept) if kept else math.nan,
@@ -450,6 +462,7 @@ def _measured_header(path: Path, lines: Sequence[str]) -> _HeaderMeasurements:
         parse_latencies(cf.header_value(path, THUNKED_KEY)),
         parse_latencies(cf.header_value(path, contention_probes.KEY)),
         float(transpose) if transpose else math.nan,
+        float(aliased) if aliased else math.nan,
     )
 
 
@@ -547,7 +560,8 @@ def merge(paths: Sequence[Path], out: Path, note: str = "") -> int:
     thunked = _merged_latencies([m.thunked for m in measured])
     contention = _merged_latencies([m.pool_contention for m in measured])
     transpose = _geomean([m.transpose_fused_ns for m in measured])
-    write_calibration(rows, out, head, probes, bf16, loops, thunked, contention, transpose)
+    aliased = _geomean([m.transpose_aliased_ns for m in measured])
+    write_calibration(rows, out, head, probes, bf16, loops, thunked, contention, transpose, aliased)
     return len(rows)
 
 
@@ -664,7 +678,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     fresh = [dataclasses.replace(p, sentinel_us=gauge) for p in fresh]
     probes = program_probes.pooled(earlier_probes, fresh)
     bf16 = fused_probes.measure_bf16_fused(repeats=args.repeats)
-    transpose = fused_probes.measure_transpose_fused(repeats=args.repeats)
+    transpose, aliased = fused_probes.measure_transpose_fused(repeats=args.repeats)
     loops = small_loop_probes.measure_loop_latencies(repeats=args.repeats)
     l1_bytes = (l1_data_mib() or 0.0) * 2**20
     thunked = None
@@ -688,7 +702,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         contention_probes.measure_pool_contention().pairs() if args.target == "host" else None
     )
     write_calibration(
-        list(rows.values()), path, head, probes, bf16, loops, thunked, contention, transpose
+        list(rows.values()),
+        path,
+        head,
+        probes,
+        bf16,
+        loops,
+        thunked,
+        contention,
+        transpose,
+        aliased,
     )
     partial.unlink()
     models = ew.fit_class_models(ew.load_measurements(path))

@@ -20,7 +20,14 @@ import jax.numpy as jnp
 import numpy as np
 from stablehlo_perf.runtime import sweeps, timing
 
-__all__ = ["KEY", "STEPS", "TRANSPOSE_KEY", "measure_bf16_fused", "measure_transpose_fused"]
+__all__ = [
+    "ALIASED_KEY",
+    "KEY",
+    "STEPS",
+    "TRANSPOSE_KEY",
+    "measure_bf16_fused",
+    "measure_transpose_fused",
+]
 
 KEY = "bf16_fused_ns_per_elem"
 """The calibration header line that holds the measurement (`# KEY: value`)."""
@@ -59,34 +66,46 @@ def measure_bf16_fused(
 
 TRANSPOSE_KEY = "transpose_fused_ns_per_elem"
 """The calibration header line that holds the fused-transpose measurement."""
+ALIASED_KEY = "transpose_fused_aliased_ns_per_elem"
+"""The header line of the fused transposes whose reads alias in the cache
+(`analysis.fusion_cost.ALIASED_STRIDE_BYTES`)."""
 
-TRANSPOSE_CASES = (((512, 512), (1, 0)), ((64, 256, 128), (0, 2, 1)))
-"""(shape, permutation) of the fused transposes the probe times: a matrix and a batch of
-matrices, their minor axis moved. (A transpose that keeps the minor axis, an attention
-layout's heads moved ahead of the sequence, runs as a program in row copies: 8x128x16x64
-f32 scaled, 242 us a call, where the probe's flattened loop took 742 us.)"""
+TRANSPOSE_CASES = (((64, 256, 128), (0, 2, 1)), ((384, 384), (1, 0)), ((1000, 600), (1, 0)))
+"""(shape, permutation) of the fused transposes the probe times, their minor axis moved and
+their reads 512, 1,536 and 2,400 bytes apart. (A transpose that keeps the minor axis, an
+attention layout's heads moved ahead of the sequence, runs as a program in row copies:
+8x128x16x64 f32 scaled, 242 us a call, where the probe's flattened loop took 742 us.)"""
+ALIASED_CASES = (((512, 512), (1, 0)), ((256, 1024), (1, 0)))
+"""Fused transposes whose reads are 2 and 4 KiB apart: a multiple of 2 KiB ran 1.0-2.0 ns
+an element where other strides ran 0.5-0.9 (one run each of 512 B to 12 KB strides, f32 in a
+loop, the Zen 4 VM, 2026-12-03: 512x512 1.18, 256x1024 1.49, 8x512x512 over its last two
+axes 1.03; 1000x1000 0.54, 1024x256 0.80, 384x384 0.58, 64x256x128 0.74)."""
 
 
-def measure_transpose_fused(repeats: int = 7, seed: int = 0) -> float:
-    """ns per element of a loop kernel that transposes and scales (`transpose(x) * c`),
-    in a loop, the median over `TRANSPOSE_CASES`. XLA:CPU runs a lone transpose with a
-    tiled copy but a fused one element by element, reading across the input: on the Zen 5
-    VM (2026-12-03, one run, in a loop) 512x512 60 us alone and 220 us scaled,
-    64x256x128 (0, 2, 1) 641 and 1140. The result is flattened so the transpose really
-    moves data (`runtime.sweeps`: inside a loop XLA otherwise gives the carried result the
-    transposed layout)."""
+def measure_transpose_fused(repeats: int = 7, seed: int = 0) -> tuple[float, float]:
+    """ns per element of a loop kernel that transposes and scales (`transpose(x) * c`), in a
+    loop, timed in the same rounds: the median over `TRANSPOSE_CASES` and over
+    `ALIASED_CASES`. XLA:CPU runs a lone transpose with a tiled copy but a fused one element
+    by element, reading across the input: on the Zen 5 VM (2026-12-03, one run, in a loop)
+    512x512 60 us alone and 220 us scaled, 64x256x128 (0, 2, 1) 641 and 1140. The result is
+    flattened so the transpose really moves data (`runtime.sweeps`: inside a loop XLA
+    otherwise gives the carried result the transposed layout)."""
     rng = np.random.default_rng(seed)
     n = jnp.asarray(1, jnp.int32)
-    looped, sizes = [], {}
-    for shape, perm in TRANSPOSE_CASES:
-        x = jnp.asarray(rng.standard_normal(shape), jnp.float32)
+    looped, groups = [], ([], [])
+    for group, cases in zip(groups, (TRANSPOSE_CASES, ALIASED_CASES), strict=True):
+        for shape, perm in cases:
+            x = jnp.asarray(rng.standard_normal(shape), jnp.float32)
 
-        def scaled(v: jax.Array, perm: tuple[int, ...] = perm) -> jax.Array:
-            return (jnp.transpose(v, perm) * 0.5).reshape(-1)
+            def scaled(v: jax.Array, perm: tuple[int, ...] = perm) -> jax.Array:
+                return (jnp.transpose(v, perm) * 0.5).reshape(-1)
 
-        spec = sweeps.Spec("transpose_fused", "f32", shape)
-        fn = jax.jit(sweeps.in_loop(scaled)).lower(n, x).compile()
-        looped.append((spec.key, sweeps.LoopCase(spec, fn, (x,))))
-        sizes[spec.key] = x.size
+            spec = sweeps.Spec("transpose_fused", "f32", shape)
+            fn = jax.jit(sweeps.in_loop(scaled)).lower(n, x).compile()
+            looped.append((spec.key, sweeps.LoopCase(spec, fn, (x,))))
+            group.append((spec.key, x.size))
     out, _, _ = timing.time_in_loop(looped, repeats=repeats, seed=seed)
-    return float(np.median([out[k][0].median_us * 1e3 / size for k, size in sizes.items()]))
+    strided, aliased = (
+        float(np.median([out[k][0].median_us * 1e3 / size for k, size in g])) for g in groups
+    )
+    return strided, aliased

@@ -351,6 +351,7 @@ def test_header_round_trip_and_missing_rows() -> None:
         9e4,
         21000.0,
         0.7,
+        1.5,
     )
     assert HostParams.parse(p.header()) == p
     assert p.long_call(1e9) == 9e4

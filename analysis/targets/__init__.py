@@ -87,8 +87,11 @@ class Target:
     # rounds back per op: runtime/fused_probes.py). Zero where unknown.
     bf16_fused_ns_per_element: float = 0.0
     # ns per element of a loop kernel that transposes and computes (XLA:CPU runs it element
-    # by element, reading across the input; runtime/fused_probes.py). Zero where unknown.
+    # by element, reading across the input; runtime/fused_probes.py), and of one whose reads
+    # alias in the cache (`fusion_cost.ALIASED_STRIDE_BYTES`). Zero where unknown (an
+    # unknown aliased rate: the other's).
     transpose_fused_ns_per_element: float = 0.0
+    transpose_fused_aliased_ns_per_element: float = 0.0
     # What one trip of a loop XLA:CPU compiles into one kernel costs: `base` for the loop
     # itself, and each op's latency on one element by short name, its cost a trip on 16 as
     # `name@16` (runtime/small_loop_probes.py). Empty where unknown.
@@ -374,6 +377,10 @@ def _calibrated_host(base: Target) -> Target:
         change["bf16_fused_ns_per_element"] = params.bf16_fused_ns_per_elem
     if math.isfinite(params.transpose_fused_ns_per_elem):
         change["transpose_fused_ns_per_element"] = params.transpose_fused_ns_per_elem
+    if math.isfinite(params.transpose_fused_aliased_ns_per_elem):
+        change["transpose_fused_aliased_ns_per_element"] = (
+            params.transpose_fused_aliased_ns_per_elem
+        )
     if {"fraction", "cap_ns"} <= contention.keys():
         change["pool_contention"] = contention["fraction"]
         change["pool_contention_cap_ns"] = contention["cap_ns"]
