@@ -29,10 +29,15 @@ __all__ = [
     "shipped_file",
     "header_value",
     "has_learned_data",
+    "BORROWED_KEY",
     "SENTINEL_COLUMN",
     "median_sentinel",
     "speed_factors",
 ]
+
+BORROWED_KEY = "borrowed"
+"""The header line of a calibration borrowed from a shipped reference of another machine and
+scaled to this one's speed (`runtime/borrow.py`): the source file, the factor, the speeds."""
 
 SENTINEL_COLUMN = "sentinel_us"
 """Calibration column: the in-loop time of fixed sentinel ops (`runtime.calibrate.SENTINELS`,

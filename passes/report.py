@@ -67,6 +67,12 @@ def collect_report(view: ModuleView, cache: AnalysisCache, target: Target) -> Re
             f"{len(extrapolated)} op(s) lie outside their learned model's training range "
             f"(perf.extrapolated), e.g. op {extrapolated[0]}"
         )
+    if target.borrowed_from:
+        caveats.append(
+            f"the {target.name} calibration is borrowed from a reference measured on another "
+            f"machine, its times scaled to this one's speed ({target.borrowed_from}; run "
+            f"stablehlo-perf-calibrate --target {target.name} --quick to measure it here)"
+        )
     if target.kind == "cpu" and any(v.get("other_machine") for v in cache.values.values()):
         caveats.append(
             f"some predictions come from a calibration measured on another machine than this one "

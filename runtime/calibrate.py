@@ -378,24 +378,27 @@ def write_calibration(
     tmp.replace(path)
 
 
+DERIVED_LINES = (
+    f"# {program_probes.PROBE_KEY}: ",
+    f"# {fused_probes.KEY}:",
+    f"# {fused_probes.TRANSPOSE_KEY}:",
+    f"# {fused_probes.ALIASED_KEY}:",
+    f"# {LATENCY_KEY}:",
+    f"# {THUNKED_KEY}:",
+    f"# {contention_probes.KEY}:",
+    "# dispatch_us:",
+    f"# {HOST_PARAMS_KEY}:",
+    "# sha256:",
+)
+"""Header lines `write_calibration` writes from its measurements (the rest is provenance)."""
+
+
 def refit(path: Path, note: str = "", rows: Mapping[str, list[str]] | None = None) -> None:
     """Fit the header's roofline parameters again from a finished calibration's rows and
     probe measurements, measuring nothing (after a change to the fit); the header is kept
     and `note` joins its notes. `rows` (partial-sweep rows by key) join the file's first."""
     lines = path.read_text().splitlines()
-    derived = (
-        f"# {program_probes.PROBE_KEY}: ",
-        f"# {fused_probes.KEY}:",
-        f"# {fused_probes.TRANSPOSE_KEY}:",
-        f"# {fused_probes.ALIASED_KEY}:",
-        f"# {LATENCY_KEY}:",
-        f"# {THUNKED_KEY}:",
-        f"# {contention_probes.KEY}:",
-        "# dispatch_us:",
-        f"# {HOST_PARAMS_KEY}:",
-        "# sha256:",
-    )
-    head = [ln for ln in lines if ln.startswith("#") and not ln.startswith(derived)]
+    head = [ln for ln in lines if ln.startswith("#") and not ln.startswith(DERIVED_LINES)]
     if note:
         notes = [i for i, ln in enumerate(head) if ln.startswith("# note: ")]
         head.insert(notes[-1] + 1 if notes else 0, f"# note: {note}")
@@ -602,6 +605,13 @@ def _parser() -> argparse.ArgumentParser:
         help="measure a few rows of each class of the calibration in use (or --out) and say"
         " whether it still describes this machine (exit 1 if not)",
     )
+    p.add_argument(
+        "--borrow",
+        action="store_true",
+        help="measure the sentinel ops and three rows of each class (~1 min) and store the shipped"
+        " host reference nearest this machine's speed, its times scaled class by class to"
+        " what they take here, as this machine's calibration",
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     return p
 
@@ -622,6 +632,44 @@ def _check(args: argparse.Namespace) -> int:
     return 0 if report.within_tolerance else 1
 
 
+def _borrow(args: argparse.Namespace, path: Path) -> int:
+    """`--borrow`: the sentinel ops timed here (median of three runs) pick the shipped host
+    reference nearest this machine's speed; a sample of its rows re-timed here
+    (`calibration_check.check`) gives each class's ratio; it is written to `path` scaled by
+    them (`runtime/borrow.py`)."""
+    from stablehlo_perf.runtime import borrow, calibration_check
+
+    if args.target != "host":
+        print("stablehlo-perf-calibrate: error: --borrow is for --target host (the shipped "
+              "references are host calibrations)", file=sys.stderr)  # fmt: skip
+        return 2
+    if path.is_file() and not cf.header_value(path, cf.BORROWED_KEY) and not args.fresh:
+        print(f"stablehlo-perf-calibrate: error: {path} holds a calibration measured on this "
+              "machine; --fresh to replace it with a borrowed one", file=sys.stderr)  # fmt: skip
+        return 2
+    own = cf.nearest_shipped(cf._SHIPPED["host"])
+    if own is not None and own[1]:
+        print(f"{own[0].name} was measured on this machine and answers for it: nothing to borrow")
+        return 0
+    here = statistics.median(sentinel_us(args.repeats) for _ in range(3))
+    source, there = borrow.nearest_by_speed(here, borrow.reference_speeds())
+    drift = calibration_check.check(
+        source, per_class=6, repeats=args.repeats, progress=not args.no_progress
+    )
+    done = borrow.Borrowed(
+        source,
+        {c.cls: c.kernel_ratio for c in drift.classes},
+        {c.cls: c.call_ratio for c in drift.classes},
+        drift.kernel_ratio,
+    )
+    borrow.borrow(path, done)
+    print(drift.table().split("\n\n")[0])
+    print(f"{path}: borrowed {source.name} (sentinel ops {here:.1f} us here, {there:.1f} us in "
+          f"its rows), its rows' times scaled by the ratios above (median {done.overall:.2f}); "
+          "run --quick to measure this machine")  # fmt: skip
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of `stablehlo-perf-calibrate`."""
     args = _parser().parse_args(argv)
@@ -636,6 +684,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
         print(f"{path}: {n} shapes merged ({cf.header_value(path, HOST_PARAMS_KEY)})")
         return 0
+    if args.borrow:
+        return _borrow(args, path)
     if args.refit:
         if not path.is_file() or not cf.checksum_ok(path):
             print(f"stablehlo-perf-calibrate: error: {path}: no valid calibration to refit",

@@ -102,6 +102,9 @@ class Target:
     thunked_loop: Mapping[str, float] = field(default_factory=dict)
     calibrated: bool = False
     calibration_note: str = ""
+    # The shipped reference a host calibration was borrowed from and scaled to this machine's
+    # speed (runtime/borrow.py), "" for one measured here.
+    borrowed_from: str = ""
     sources: Mapping[str, str] = field(default_factory=dict)
     path: str = ""
 
@@ -327,7 +330,11 @@ def load_target(name_or_path: str | os.PathLike[str] | None = None) -> Target:
 def _calibrated_host(base: Target) -> Target:
     """The host with the bandwidth, matrix rate and kernel overhead fitted from a calibration
     measured on this machine (the user's, or the shipped reference if it was measured here)."""
-    from stablehlo_perf.analysis.calibration_files import training_files
+    from stablehlo_perf.analysis.calibration_files import (
+        BORROWED_KEY,
+        header_value,
+        training_files,
+    )
     from stablehlo_perf.analysis.host_params import (
         HANDOFF_CAP_BYTES,
         HANDOFF_NS_PER_MIB,
@@ -384,11 +391,17 @@ def _calibrated_host(base: Target) -> Target:
     if {"fraction", "cap_ns"} <= contention.keys():
         change["pool_contention"] = contention["fraction"]
         change["pool_contention_cap_ns"] = contention["cap_ns"]
+    borrowed = header_value(found[0], BORROWED_KEY)
     note = (
         f"calibrated on this machine ({when}) from {found[0].name}: "
         + ", ".join(sorted(change))
         + " measured; other values from the OS"
+        if not borrowed
+        else f"borrowed from a reference of another machine scaled to this one's speed "
+        f"({borrowed}): " + ", ".join(sorted(change)) + " from it; other values from the OS"
     )
+    if borrowed:
+        change["borrowed_from"] = borrowed
     return Target(**{**base.__dict__, **change, "calibrated": True, "calibration_note": note})
 
 

@@ -1,0 +1,165 @@
+"""A calibration in a minute for a machine no shipped reference describes: the shipped host
+reference whose machine ran the calibration's sentinel ops nearest this one's speed, its
+times scaled class by class by what a sample of its rows takes here.
+
+`stablehlo-perf-calibrate --target host --borrow` times the sentinel ops (three runs), picks
+the reference, re-times six rows of each model class of it (`runtime.calibration_check`,
+~70 s) and writes it as this machine's calibration in the user's cache: each row's in-loop
+time times its class's ratio now / then, its program time times the class's program ratio,
+header measurements and fused chains times the median ratio, labelled `# borrowed:` with the
+source and the ratios so the report says where its numbers came from. One factor does not
+do: on the Zen 4 VM (2026-12-03) the Zen 5 reference's classes ran 0.8-2.5x their times
+there (binary 1.05, matmul 1.85, convolution 2.49) where its sentinel ops said 1.05-1.21;
+three saved zoo runs (benchmarks/end_to_end.py --predict-from) priced at MAPE 16.1 / 17.2 /
+18.1% borrowed class by class, 25.5 / 27.0 / 28.1% by the median ratio alone, and 37.7%
+(one run) by the fallback for an unknown machine (the first reference's rows, none of its
+fitted parameters). A full calibration (`--quick`, ~40 min) replaces it.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from stablehlo_perf.analysis import calibration_files as cf
+from stablehlo_perf.analysis import fused_loops
+
+__all__ = ["Borrowed", "borrow", "nearest_by_speed", "reference_speeds", "row_class"]
+
+_TIME_COLUMNS = ("measured_us_median", "dispatch_us", cf.SENTINEL_COLUMN)
+"""Calibration columns in time units scaled by a row's in-loop ratio (its program time,
+`call_us_median`, by the program ratio)."""
+
+
+@dataclass(frozen=True)
+class Borrowed:
+    """What `borrow` wrote: the source reference, and the ratios (time here / time in the
+    reference) its rows were scaled by: per model class for the in-loop and the program
+    time, and the median in-loop ratio that scales the classes not sampled and the rest."""
+
+    source: Path
+    kernel: Mapping[str, float]
+    program: Mapping[str, float]
+    overall: float
+
+    def factors(self, cls: str) -> tuple[float, float]:
+        """(in-loop, program) factors of a row of model class `cls`."""
+        kernel = self.kernel.get(cls, self.overall)
+        program = self.program.get(cls, math.nan)
+        return kernel, program if math.isfinite(program) else kernel
+
+    def label(self) -> str:
+        """The `# borrowed:` header value."""
+        per = " ".join(
+            f"{c}={self.kernel[c]:.3g}/{self.program.get(c, math.nan):.3g}"
+            for c in sorted(self.kernel)
+        )
+        return (
+            f"{self.source.name} x{self.overall:.3g} (in-loop/program time here over there, by "
+            f"class: {per}; runtime/borrow.py)"
+        )
+
+
+def reference_speeds(names: Sequence[str] | None = None) -> list[tuple[Path, float]]:
+    """The shipped host references (`calibration_files._SHIPPED["host"]`, or `names`) with
+    the median sentinel time of their rows (us); those without sentinels left out."""
+    out = []
+    for name in names if names is not None else cf._SHIPPED["host"]:
+        path = cf.shipped_file(name)
+        if not path.is_file():
+            continue
+        with path.open() as f:
+            rows = csv.DictReader(line for line in f if not line.startswith("#"))
+            sentinels = [float(r.get(cf.SENTINEL_COLUMN) or "nan") for r in rows]
+        speed = cf.median_sentinel(sentinels)
+        if math.isfinite(speed):
+            out.append((path, speed))
+    return out
+
+
+def nearest_by_speed(here_us: float, refs: Sequence[tuple[Path, float]]) -> tuple[Path, float]:
+    """The reference whose sentinel time is nearest `here_us` by ratio (|log|)."""
+    if not refs:
+        raise ValueError("no shipped host reference with sentinel times")
+    return min(refs, key=lambda ref: abs(math.log(here_us / ref[1])))
+
+
+def row_class(row: Mapping[str, str]) -> str:
+    """The model class of a calibration row (`analysis.elementwise.Measurement`)."""
+    from stablehlo_perf.analysis.elementwise import Measurement
+
+    shape = tuple(int(d) for d in row["shape"].split("x"))
+    return Measurement(row["op"], row["dtype"], shape, 1.0).model_class
+
+
+def _scaled_csv(
+    text: str,
+    head: Callable[[list[str]], list[str]],
+    factors: Callable[[Mapping[str, str]], tuple[float, float]],
+) -> str:
+    """A calibration or chains CSV with its header lines passed through `head` and each row's
+    time columns times `factors(row)` (in-loop factor, program factor)."""
+    lines = text.splitlines()
+    reader = csv.DictReader(ln for ln in lines if not ln.startswith("#"))
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=reader.fieldnames or [], lineterminator="\n")
+    writer.writeheader()
+    for row in reader:
+        kernel, program = factors(row)
+        for col, f in [*((c, kernel) for c in _TIME_COLUMNS), ("call_us_median", program)]:
+            if row.get(col) not in (None, ""):
+                row[col] = f"{float(row[col]) * f:.4f}"
+        writer.writerow(row)
+    header = head([ln for ln in lines if ln.startswith("#")])
+    return "\n".join(header) + "\n" + out.getvalue()
+
+
+def borrow(out: Path, done: Borrowed) -> None:
+    """Write `done.source` to `out` scaled to this machine by `done`'s ratios: each row's
+    in-loop and program times by its class's (`Borrowed.factors`); the header measurements
+    (small-loop and thunked-loop latencies, fused bf16 and transpose rates, the pool
+    contention's cap) and the fused chains beside it (`fused_loops.chains_path`, when the
+    source machine has shipped chains) by the overall ratio; the program probes follow the
+    rows' sentinels. The header names this machine and `# borrowed:` the source and ratios;
+    its parameters are fitted again from the scaled rows (`calibrate.write_calibration`)."""
+    from stablehlo_perf.runtime import calibrate
+
+    f = done.overall
+    label = f"# {cf.BORROWED_KEY}: {done.label()}"
+
+    def head(lines: list[str]) -> list[str]:
+        mine = f"# machine: {cf.machine_fingerprint()}"
+        return [label, *(mine if ln.startswith("# machine:") else ln for ln in lines)]
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_suffix(".borrowed.tmp")
+    tmp.write_text(_scaled_csv(done.source.read_text(), head, lambda r: done.factors(row_class(r))))
+    lines = tmp.read_text().splitlines()
+    m = calibrate._measured_header(tmp, lines)
+    thunked = {k: v / f if k.endswith("_gbps") else v * f for k, v in m.thunked.items()}
+    contention = {k: v * f if k == "cap_ns" else v for k, v in m.pool_contention.items()}
+    calibrate.write_calibration(
+        list(calibrate.read_partial(tmp).values()),
+        out,
+        [ln for ln in lines if ln.startswith("#") and not ln.startswith(calibrate.DERIVED_LINES)],
+        m.probes,
+        m.bf16_fused_ns * f,
+        {k: v * f for k, v in m.loops.items()},
+        thunked,
+        contention,
+        m.transpose_fused_ns * f,
+        m.transpose_aliased_ns * f,
+    )
+    tmp.unlink()
+    chains = fused_loops.chains_path(out)
+    shipped = [p for p in map(cf.shipped_file, fused_loops.SHIPPED) if p.is_file()]
+    machine = cf.header_value(done.source, "machine")
+    theirs = next((p for p in shipped if cf.header_value(p, "machine") == machine), None)
+    if theirs is not None:
+        chains.write_text(_scaled_csv(theirs.read_text(), head, lambda _: (f, f)))
+    else:
+        chains.unlink(missing_ok=True)

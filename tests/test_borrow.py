@@ -1,0 +1,123 @@
+"""runtime/borrow.py: a shipped host reference scaled class by class to a machine it was not
+measured on, and `stablehlo-perf-calibrate --borrow`'s refusals."""
+
+from __future__ import annotations
+
+import csv
+import math
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import pytest
+import stablehlo_perf as sp
+from stablehlo_perf.analysis import calibration_files as cf
+from stablehlo_perf.analysis import fused_loops
+from stablehlo_perf.analysis.host_params import HOST_PARAMS_KEY, HostParams
+from stablehlo_perf.analysis.small_loops import LATENCY_KEY, THUNKED_KEY, parse_latencies
+from stablehlo_perf.analysis.targets import load_target
+from stablehlo_perf.runtime import borrow, calibrate, fused_probes
+
+SOURCE = "host_reference_zen4.csv"
+
+
+def _rows(path: Path) -> dict[str, dict[str, str]]:
+    with path.open() as f:
+        reader = csv.DictReader(ln for ln in f if not ln.startswith("#"))
+        return {",".join((r["op"], r["dtype"], r["shape"])): r for r in reader}
+
+
+def test_nearest_by_speed_is_nearest_by_ratio() -> None:
+    """60 us is nearer 100 (x1.67) than 30 (x2) by ratio, though nearer 30 in us."""
+    refs = [(Path("slow.csv"), 100.0), (Path("fast.csv"), 30.0)]
+    assert borrow.nearest_by_speed(60.0, refs)[0].name == "slow.csv"
+    assert borrow.nearest_by_speed(40.0, refs)[0].name == "fast.csv"
+    with pytest.raises(ValueError, match="no shipped host reference"):
+        borrow.nearest_by_speed(60.0, [])
+    speeds = {p.name: s for p, s in borrow.reference_speeds()}
+    assert SOURCE in speeds and 50.0 < speeds[SOURCE] < 500.0
+
+
+def test_borrowed_calibration_scales_each_class_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Binary rows at 2x in a loop and 3x as programs, a class not sampled (matmul) and the
+    header measurements and fused chains at the overall 1.5x (GB/s divided by it); the file
+    names this machine, passes its checksum, is what the host target reads, and the report
+    says it is borrowed."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    source = cf.shipped_file(SOURCE)
+    done = borrow.Borrowed(source, {"binary": 2.0}, {"binary": 3.0}, 1.5)
+    out = cf.calibration_path("host")
+    borrow.borrow(out, done)
+
+    theirs, mine = _rows(source), _rows(out)
+    assert mine.keys() == theirs.keys()
+    add, dot = "add,f32,1024x1024", next(k for k in theirs if k.startswith("dot_general,f32,"))
+    for key, kernel, program in ((add, 2.0, 3.0), (dot, 1.5, 1.5)):
+        for col, f in (("measured_us_median", kernel), ("call_us_median", program)):
+            assert float(mine[key][col]) == pytest.approx(float(theirs[key][col]) * f, abs=1e-4)
+        assert float(mine[key]["sentinel_us"]) == pytest.approx(
+            float(theirs[key]["sentinel_us"]) * kernel, abs=1e-4
+        )
+    assert cf.checksum_ok(out)
+    assert cf.header_value(out, "machine") == cf.machine_fingerprint()
+    assert cf.header_value(out, cf.BORROWED_KEY).startswith(f"{SOURCE} x1.5 ")
+    assert cf.training_files("host") == (out, True)
+    bf16 = float(cf.header_value(out, fused_probes.KEY))
+    assert bf16 == pytest.approx(float(cf.header_value(source, fused_probes.KEY)) * 1.5, 1e-5)
+    loops, was = (parse_latencies(cf.header_value(p, LATENCY_KEY)) for p in (out, source))
+    assert loops["base"] == pytest.approx(was["base"] * 1.5, rel=1e-5)
+    thunked, was = (parse_latencies(cf.header_value(p, THUNKED_KEY)) for p in (out, source))
+    assert thunked["l1_gbps"] == pytest.approx(was["l1_gbps"] / 1.5, rel=1e-5)
+    params = HostParams.parse(cf.header_value(out, HOST_PARAMS_KEY))
+    assert params is not None and math.isfinite(params.threadpool_wake_ns)
+
+    chains, was_chains = (_rows_chains(p) for p in (fused_loops.chains_path(out), _chains(source)))
+    first = next(iter(was_chains))
+    assert float(chains[first]) == pytest.approx(float(was_chains[first]) * 1.5, abs=1e-4)
+
+    host = load_target("host")
+    assert host.calibrated and host.borrowed_from.startswith(SOURCE)
+    assert host.calibration_note.startswith("borrowed from a reference of another machine")
+    rep = sp.perf_jit(lambda x: x + 1, target="host").analyze(
+        jax.ShapeDtypeStruct((256,), jnp.float32)
+    )
+    assert any("borrowed" in c for c in rep.report.caveats)
+
+
+def _chains(source: Path) -> Path:
+    machine = cf.header_value(source, "machine")
+    return next(
+        p
+        for p in map(cf.shipped_file, fused_loops.SHIPPED)
+        if p.is_file() and cf.header_value(p, "machine") == machine
+    )
+
+
+def _rows_chains(path: Path) -> dict[str, str]:
+    with path.open() as f:
+        reader = csv.DictReader(ln for ln in f if not ln.startswith("#"))
+        return {
+            ",".join((r["chain"], r["dtype"], r["shape"])): r["measured_us_median"] for r in reader
+        }
+
+
+def test_borrow_refuses_other_targets_and_a_measured_calibration(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Nothing is measured or written: --borrow is for the host, a calibration measured here
+    is kept unless --fresh, and a machine with a shipped reference of its own has nothing to
+    borrow."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert calibrate.main(["--target", "tpu-v4", "--borrow"]) == 2
+    assert "--borrow is for --target host" in capsys.readouterr().err
+    measured = tmp_path / "mine.csv"
+    measured.write_text("# machine: here\nop,dtype\n")
+    assert calibrate.main(["--target", "host", "--borrow", "--out", str(measured)]) == 2
+    assert "measured on this machine; --fresh" in capsys.readouterr().err
+    assert measured.read_text() == "# machine: here\nop,dtype\n"
+    if cf.nearest_shipped(cf._SHIPPED["host"])[1]:  # a shipped reference of this machine
+        out = tmp_path / "borrowed.csv"
+        assert calibrate.main(["--target", "host", "--borrow", "--out", str(out)]) == 0
+        assert "nothing to borrow" in capsys.readouterr().out and not out.exists()
