@@ -228,10 +228,10 @@ def _bf16_floor_ns(op: OpInfo, target: Target) -> float:
 
 ALIASED_STRIDE_BYTES = 2048
 """A fused transpose whose reads are a multiple of this many bytes apart runs at the target's
-aliased rate (`Target.transpose_fused_aliased_ns_per_element`): its reads fall in a few of
-the L1 cache's sets (64 sets of 64-byte lines: 4 KiB apart, the same set; 2 KiB, two), so
-the lines a row of its result reads are evicted before the next row reads them again.
-`runtime.fused_probes.ALIASED_CASES` has the measurements."""
+aliased rate (`Target.transpose_fused_aliased_ns_per_element`; measured:
+`runtime.fused_probes.ALIASED_CASES`). The likely cause: such reads fall in a few of the L1
+cache's sets (64 sets of 64-byte lines: 4 KiB apart, one set; 2 KiB, two), so the lines a
+row of the result reads are evicted before the next row reads them again."""
 
 
 def _fused_transpose_rate(op: OpInfo, target: Target) -> float:
