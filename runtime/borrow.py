@@ -10,10 +10,11 @@ header measurements and fused chains times the median ratio, labelled `# borrowe
 source and the ratios so the report says where its numbers came from. One factor does not
 do: on the Zen 4 VM (2026-12-03) the Zen 5 reference's classes ran 0.8-2.5x their times
 there (binary 1.05, matmul 1.85, convolution 2.49) where its sentinel ops said 1.05-1.21;
-three saved zoo runs (benchmarks/end_to_end.py --predict-from) priced at MAPE 16.1 / 17.2 /
-18.1% borrowed class by class, 25.5 / 27.0 / 28.1% by the median ratio alone, and 37.7%
-(one run) by the fallback for an unknown machine (the first reference's rows, none of its
-fitted parameters). A full calibration (`--quick`, ~40 min) replaces it.
+three saved zoo runs (benchmarks/end_to_end.py --predict-from) priced at MAPE 13.1 / 12.3 /
+11.9% borrowed class by class (10.8 / 10.3 / 10.3% with its own reference), 25.5 / 27.0 /
+28.1% by the median ratio alone, and 37.7% (one run) by the fallback for an unknown
+machine (the first reference's rows, none of its fitted parameters). A full calibration
+(`--quick`, ~40 min) replaces it.
 """
 
 from __future__ import annotations
@@ -30,9 +31,8 @@ from stablehlo_perf.analysis import fused_loops
 
 __all__ = ["Borrowed", "borrow", "nearest_by_speed", "reference_speeds", "row_class"]
 
-_TIME_COLUMNS = ("measured_us_median", "dispatch_us", cf.SENTINEL_COLUMN)
-"""Calibration columns in time units scaled by a row's in-loop ratio (its program time,
-`call_us_median`, by the program ratio)."""
+_TIME_COLUMNS = ("measured_us_median", "call_us_median", "dispatch_us", cf.SENTINEL_COLUMN)
+"""Calibration columns in time units: `factors(row)` gives each one's factor."""
 
 
 @dataclass(frozen=True)
@@ -46,11 +46,19 @@ class Borrowed:
     program: Mapping[str, float]
     overall: float
 
-    def factors(self, cls: str) -> tuple[float, float]:
-        """(in-loop, program) factors of a row of model class `cls`."""
+    def factors(self, cls: str) -> dict[str, float]:
+        """The factor of each time column of a row of model class `cls`: its class's in-loop
+        and program ratios; the sentinel and dispatch times the overall ratio, the same for
+        every row (readers scale a row by the file's median sentinel time over its own: a
+        sentinel scaled by the row's class ratio would undo that ratio)."""
         kernel = self.kernel.get(cls, self.overall)
         program = self.program.get(cls, math.nan)
-        return kernel, program if math.isfinite(program) else kernel
+        return {
+            "measured_us_median": kernel,
+            "call_us_median": program if math.isfinite(program) else kernel,
+            "dispatch_us": self.overall,
+            cf.SENTINEL_COLUMN: self.overall,
+        }
 
     def label(self) -> str:
         """The `# borrowed:` header value."""
@@ -99,20 +107,20 @@ def row_class(row: Mapping[str, str]) -> str:
 def _scaled_csv(
     text: str,
     head: Callable[[list[str]], list[str]],
-    factors: Callable[[Mapping[str, str]], tuple[float, float]],
+    factors: Callable[[Mapping[str, str]], Mapping[str, float]],
 ) -> str:
     """A calibration or chains CSV with its header lines passed through `head` and each row's
-    time columns times `factors(row)` (in-loop factor, program factor)."""
+    time columns (`_TIME_COLUMNS`) times their factor in `factors(row)`."""
     lines = text.splitlines()
     reader = csv.DictReader(ln for ln in lines if not ln.startswith("#"))
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=reader.fieldnames or [], lineterminator="\n")
     writer.writeheader()
     for row in reader:
-        kernel, program = factors(row)
-        for col, f in [*((c, kernel) for c in _TIME_COLUMNS), ("call_us_median", program)]:
+        scale = factors(row)
+        for col in _TIME_COLUMNS:
             if row.get(col) not in (None, ""):
-                row[col] = f"{float(row[col]) * f:.4f}"
+                row[col] = f"{float(row[col]) * scale[col]:.4f}"
         writer.writerow(row)
     header = head([ln for ln in lines if ln.startswith("#")])
     return "\n".join(header) + "\n" + out.getvalue()
@@ -160,6 +168,8 @@ def borrow(out: Path, done: Borrowed) -> None:
     machine = cf.header_value(done.source, "machine")
     theirs = next((p for p in shipped if cf.header_value(p, "machine") == machine), None)
     if theirs is not None:
-        chains.write_text(_scaled_csv(theirs.read_text(), head, lambda _: (f, f)))
+        chains.write_text(
+            _scaled_csv(theirs.read_text(), head, lambda _: dict.fromkeys(_TIME_COLUMNS, f))
+        )
     else:
         chains.unlink(missing_ok=True)

@@ -12,6 +12,7 @@ import jax.numpy as jnp
 import pytest
 import stablehlo_perf as sp
 from stablehlo_perf.analysis import calibration_files as cf
+from stablehlo_perf.analysis import elementwise as ew
 from stablehlo_perf.analysis import fused_loops
 from stablehlo_perf.analysis.host_params import HOST_PARAMS_KEY, HostParams
 from stablehlo_perf.analysis.small_loops import LATENCY_KEY, THUNKED_KEY, parse_latencies
@@ -58,8 +59,15 @@ def test_borrowed_calibration_scales_each_class_and_says_so(
         for col, f in (("measured_us_median", kernel), ("call_us_median", program)):
             assert float(mine[key][col]) == pytest.approx(float(theirs[key][col]) * f, abs=1e-4)
         assert float(mine[key]["sentinel_us"]) == pytest.approx(
-            float(theirs[key]["sentinel_us"]) * kernel, abs=1e-4
+            float(theirs[key]["sentinel_us"]) * 1.5, abs=1e-4
         )
+    # As the models read them (each row at its file's median sentinel speed): still 2x / 1.5x.
+    read, was = (
+        {(m.op, m.shape): m.latency_us for m in ew.load_measurements(p)} for p in (out, source)
+    )
+    assert read[("add", (1024, 1024))] == pytest.approx(was[("add", (1024, 1024))] * 2.0, rel=1e-3)
+    some_dot = next(k for k in was if k[0] == "dot_general")
+    assert read[some_dot] == pytest.approx(was[some_dot] * 1.5, rel=1e-3)
     assert cf.checksum_ok(out)
     assert cf.header_value(out, "machine") == cf.machine_fingerprint()
     assert cf.header_value(out, cf.BORROWED_KEY).startswith(f"{SOURCE} x1.5 ")
