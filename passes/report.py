@@ -76,7 +76,8 @@ def collect_report(view: ModuleView, cache: AnalysisCache, target: Target) -> Re
     if target.kind == "cpu" and any(v.get("other_machine") for v in cache.values.values()):
         caveats.append(
             f"some predictions come from a calibration measured on another machine than this one "
-            f"(run stablehlo-perf-calibrate --target {target.name} to measure it here)"
+            f"(run stablehlo-perf-calibrate --target {target.name} --quick to measure it here, "
+            "~40 min, or --borrow to scale the nearest reference to it, ~1 min)"
         )
     top_ops = [o for o in ops if o.top_level]
     work = sum(o.latency_ns for o in top_ops)
