@@ -129,3 +129,41 @@ def test_borrow_refuses_other_targets_and_a_measured_calibration(
         out = tmp_path / "borrowed.csv"
         assert calibrate.main(["--target", "host", "--borrow", "--out", str(out)]) == 0
         assert "nothing to borrow" in capsys.readouterr().out and not out.exists()
+
+
+def test_borrow_cli_picks_the_nearest_reference_and_scales_by_its_check(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """On a machine no reference describes, `--borrow` takes the reference nearest the
+    sentinel time measured here and scales it by the drift check of that reference: here the
+    sentinels (stubbed) read the Zen 4 reference's own median, and the check (stubbed)
+    says binary rows run 2x and everything else 1.25x."""
+    from stablehlo_perf.runtime import calibration_check
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(
+        cf, "machine_fingerprint", lambda: "Some CPU (family 1 model 1), 4 cores, x86_64"
+    )
+    speeds = dict(borrow.reference_speeds())
+    zen4 = cf.shipped_file(SOURCE)
+    monkeypatch.setattr(calibrate, "sentinel_us", lambda repeats=7: speeds[zen4])
+    checked = []
+
+    def check(path: Path, **_: object) -> calibration_check.DriftReport:
+        checked.append(path)
+        drift = calibration_check.ClassDrift("binary", 6, 50.0, 2.0, 2.0)
+        return calibration_check.DriftReport(path, [drift], 1.25, (1.0, 1.5), 1.3, 1.1)
+
+    monkeypatch.setattr(calibration_check, "check", check)
+    assert calibrate.main(["--target", "host", "--borrow", "--no-progress"]) == 0
+    assert checked == [zen4]
+    out = cf.calibration_path("host")
+    assert f"borrowed {SOURCE}" in capsys.readouterr().out
+    read, was = (
+        {(m.op, m.shape): m.latency_us for m in ew.load_measurements(p)} for p in (out, zen4)
+    )
+    assert read[("add", (1024, 1024))] == pytest.approx(was[("add", (1024, 1024))] * 2.0, rel=1e-3)
+    some_dot = next(k for k in was if k[0] == "dot_general")
+    assert read[some_dot] == pytest.approx(was[some_dot] * 1.25, rel=1e-3)
+    # Run again: a borrowed calibration is replaced without --fresh.
+    assert calibrate.main(["--target", "host", "--borrow", "--no-progress"]) == 0
