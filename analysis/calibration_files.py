@@ -37,7 +37,8 @@ __all__ = [
 
 BORROWED_KEY = "borrowed"
 """The header line of a calibration borrowed from a shipped reference of another machine and
-scaled to this one's speed (`runtime/borrow.py`): the source file, the factor, the speeds."""
+scaled to this one's speed (`runtime/borrow.py`): the source file, the median ratio and each
+model class's ratios."""
 
 SENTINEL_COLUMN = "sentinel_us"
 """Calibration column: the in-loop time of fixed sentinel ops (`runtime.calibrate.SENTINELS`,

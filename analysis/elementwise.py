@@ -658,23 +658,15 @@ def spec_window_features(op: str, shape: Sequence[int], elem_bytes: float) -> li
     return window_features((nb, h, w, c), out, (1, k, k, 1), (1, stride, stride, 1), elem_bytes)
 
 
-def _largest_prime_factor(n: int) -> int:
-    best, p = 1, 2
+def _prime_factors(n: int) -> list[int]:
+    """n's prime factors with multiplicity, ascending ([] for n = 1)."""
+    out, p = [], 2
     while p * p <= n:
         while n % p == 0:
-            best, n = p, n // p
+            out.append(p)
+            n //= p
         p += 1
-    return max(best, n)
-
-
-def _factor_sum(n: int) -> int:
-    """The sum of n's prime factors with multiplicity (1 for n = 1)."""
-    total, p = 0, 2
-    while p * p <= n:
-        while n % p == 0:
-            total, n = total + p, n // p
-        p += 1
-    return (total + n * (n > 1)) or 1
+    return out + [n] * (n > 1)
 
 
 def _smooth_at_least(n: int) -> int:
@@ -705,7 +697,9 @@ def fft_work(length: int) -> float:
     Zen 4 VM, 2026-12-03) read 2.66 and 2.98 x its noise floor."""
     length = max(int(length), 1)
     m = _smooth_at_least(2 * length - 1)
-    return float(min(length * _factor_sum(length), 3 * m * _factor_sum(m)))
+    return float(
+        min(length * (sum(_prime_factors(length)) or 1), 3 * m * (sum(_prime_factors(m)) or 1))
+    )
 
 
 def fft_features(shape: Sequence[int], elem_bytes: float) -> list[float]:
@@ -722,7 +716,7 @@ def fft_features(shape: Sequence[int], elem_bytes: float) -> list[float]:
     length = shape[-1] if shape else 1
     work = math.prod(shape) * math.log2(max(length, 2)) * elem_bytes
     row[_BASE_FEATURE] = row[_LANE_BASE] = work
-    row[_IDX["second_mod16"]] = float(_largest_prime_factor(length))
+    row[_IDX["second_mod16"]] = float(max(_prime_factors(length), default=1))
     row[_IDX["pad_ratio_8x128"]] = fft_work(length) / (length * math.log2(max(length, 2)))
     row[_IDX["units"]] = math.prod(shape) / max(length, 1)
     return row

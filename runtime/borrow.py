@@ -31,9 +31,6 @@ from stablehlo_perf.analysis import fused_loops
 
 __all__ = ["Borrowed", "borrow", "nearest_by_speed", "reference_speeds", "row_class"]
 
-_TIME_COLUMNS = ("measured_us_median", "call_us_median", "dispatch_us", cf.SENTINEL_COLUMN)
-"""Calibration columns in time units: `factors(row)` gives each one's factor."""
-
 
 @dataclass(frozen=True)
 class Borrowed:
@@ -75,18 +72,11 @@ class Borrowed:
 def reference_speeds(names: Sequence[str] | None = None) -> list[tuple[Path, float]]:
     """The shipped host references (`calibration_files._SHIPPED["host"]`, or `names`) with
     the median sentinel time of their rows (us); those without sentinels left out."""
-    out = []
-    for name in names if names is not None else cf._SHIPPED["host"]:
-        path = cf.shipped_file(name)
-        if not path.is_file():
-            continue
-        with path.open() as f:
-            rows = csv.DictReader(line for line in f if not line.startswith("#"))
-            sentinels = [float(r.get(cf.SENTINEL_COLUMN) or "nan") for r in rows]
-        speed = cf.median_sentinel(sentinels)
-        if math.isfinite(speed):
-            out.append((path, speed))
-    return out
+    from stablehlo_perf.runtime.calibration_check import calibration_sentinel_us
+
+    paths = [cf.shipped_file(n) for n in (cf._SHIPPED["host"] if names is None else names)]
+    speeds = [(p, calibration_sentinel_us(p)) for p in paths if p.is_file()]
+    return [(p, s) for p, s in speeds if math.isfinite(s)]
 
 
 def nearest_by_speed(here_us: float, refs: Sequence[tuple[Path, float]]) -> tuple[Path, float]:
@@ -96,34 +86,27 @@ def nearest_by_speed(here_us: float, refs: Sequence[tuple[Path, float]]) -> tupl
     return min(refs, key=lambda ref: abs(math.log(here_us / ref[1])))
 
 
-def row_class(row: Mapping[str, str]) -> str:
+def row_class(op: str, dtype: str, shape: str) -> str:
     """The model class of a calibration row (`analysis.elementwise.Measurement`)."""
     from stablehlo_perf.analysis.elementwise import Measurement
 
-    shape = tuple(int(d) for d in row["shape"].split("x"))
-    return Measurement(row["op"], row["dtype"], shape, 1.0).model_class
+    return Measurement(op, dtype, tuple(int(d) for d in shape.split("x")), 1.0).model_class
 
 
-def _scaled_csv(
-    text: str,
-    head: Callable[[list[str]], list[str]],
-    factors: Callable[[Mapping[str, str]], Mapping[str, float]],
-) -> str:
-    """A calibration or chains CSV with its header lines passed through `head` and each row's
-    time columns (`_TIME_COLUMNS`) times their factor in `factors(row)`."""
+def _scaled_chains(text: str, head: Callable[[list[str]], list[str]], factor: float) -> str:
+    """A fused-chains CSV with its header lines passed through `head` and its times (and
+    sentinel times) times `factor`."""
     lines = text.splitlines()
     reader = csv.DictReader(ln for ln in lines if not ln.startswith("#"))
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=reader.fieldnames or [], lineterminator="\n")
     writer.writeheader()
     for row in reader:
-        scale = factors(row)
-        for col in _TIME_COLUMNS:
+        for col in ("measured_us_median", cf.SENTINEL_COLUMN):
             if row.get(col) not in (None, ""):
-                row[col] = f"{float(row[col]) * scale[col]:.4f}"
+                row[col] = f"{float(row[col]) * factor:.4f}"
         writer.writerow(row)
-    header = head([ln for ln in lines if ln.startswith("#")])
-    return "\n".join(header) + "\n" + out.getvalue()
+    return "\n".join(head([ln for ln in lines if ln.startswith("#")])) + "\n" + out.getvalue()
 
 
 def borrow(out: Path, done: Borrowed) -> None:
@@ -143,17 +126,30 @@ def borrow(out: Path, done: Borrowed) -> None:
         mine = f"# machine: {cf.machine_fingerprint()}"
         return [label, *(mine if ln.startswith("# machine:") else ln for ln in lines)]
 
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_suffix(".borrowed.tmp")
-    tmp.write_text(_scaled_csv(done.source.read_text(), head, lambda r: done.factors(row_class(r))))
-    lines = tmp.read_text().splitlines()
-    m = calibrate._measured_header(tmp, lines)
+    lines = done.source.read_text().splitlines()
+    rows = []
+    for fields in calibrate.read_partial(done.source).values():
+        scale = done.factors(row_class(*fields[:3]))
+        rows.append(
+            [
+                f"{float(v) * scale[col]:.4f}" if col in scale else v
+                for col, v in zip(calibrate.COLUMNS, fields, strict=True)
+            ]
+        )
+    m = calibrate._measured_header(done.source, lines)
     thunked = {k: v / f if k.endswith("_gbps") else v * f for k, v in m.thunked.items()}
     contention = {k: v * f if k == "cap_ns" else v for k, v in m.pool_contention.items()}
+    out.parent.mkdir(parents=True, exist_ok=True)
     calibrate.write_calibration(
-        list(calibrate.read_partial(tmp).values()),
+        rows,
         out,
-        [ln for ln in lines if ln.startswith("#") and not ln.startswith(calibrate.DERIVED_LINES)],
+        head(
+            [
+                ln
+                for ln in lines
+                if ln.startswith("#") and not ln.startswith(calibrate.DERIVED_LINES)
+            ]
+        ),
         m.probes,
         m.bf16_fused_ns * f,
         {k: v * f for k, v in m.loops.items()},
@@ -162,14 +158,11 @@ def borrow(out: Path, done: Borrowed) -> None:
         m.transpose_fused_ns * f,
         m.transpose_aliased_ns * f,
     )
-    tmp.unlink()
     chains = fused_loops.chains_path(out)
     shipped = [p for p in map(cf.shipped_file, fused_loops.SHIPPED) if p.is_file()]
     machine = cf.header_value(done.source, "machine")
     theirs = next((p for p in shipped if cf.header_value(p, "machine") == machine), None)
     if theirs is not None:
-        chains.write_text(
-            _scaled_csv(theirs.read_text(), head, lambda _: dict.fromkeys(_TIME_COLUMNS, f))
-        )
+        chains.write_text(_scaled_chains(theirs.read_text(), head, f))
     else:
         chains.unlink(missing_ok=True)

@@ -608,7 +608,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--borrow",
         action="store_true",
-        help="measure the sentinel ops and three rows of each class (~1 min) and store the shipped"
+        help="measure the sentinel ops and six rows of each class (~1 min) and store the shipped"
         " host reference nearest this machine's speed, its times scaled class by class to"
         " what they take here, as this machine's calibration",
     )

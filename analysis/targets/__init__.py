@@ -330,11 +330,7 @@ def load_target(name_or_path: str | os.PathLike[str] | None = None) -> Target:
 def _calibrated_host(base: Target) -> Target:
     """The host with the bandwidth, matrix rate and kernel overhead fitted from a calibration
     measured on this machine (the user's, or the shipped reference if it was measured here)."""
-    from stablehlo_perf.analysis.calibration_files import (
-        BORROWED_KEY,
-        header_value,
-        training_files,
-    )
+    from stablehlo_perf.analysis.calibration_files import training_files
     from stablehlo_perf.analysis.host_params import (
         HANDOFF_CAP_BYTES,
         HANDOFF_NS_PER_MIB,
@@ -344,7 +340,7 @@ def _calibrated_host(base: Target) -> Target:
     found = training_files("host")
     if found is None or not found[1]:
         return base
-    params, when, latencies, thunked, contention = _host_header(
+    params, when, latencies, thunked, contention, borrowed = _host_header(
         str(found[0]), found[0].stat().st_mtime_ns
     )
     if params is None:
@@ -391,7 +387,6 @@ def _calibrated_host(base: Target) -> Target:
     if {"fraction", "cap_ns"} <= contention.keys():
         change["pool_contention"] = contention["fraction"]
         change["pool_contention_cap_ns"] = contention["cap_ns"]
-    borrowed = header_value(found[0], BORROWED_KEY)
     note = (
         f"calibrated on this machine ({when}) from {found[0].name}: "
         + ", ".join(sorted(change))
@@ -408,10 +403,11 @@ def _calibrated_host(base: Target) -> Target:
 @functools.lru_cache(maxsize=8)
 def _host_header(
     path: str, mtime_ns: int
-) -> tuple[HostParams | None, str, dict[str, float], dict[str, float], dict[str, float]]:
-    """A calibration's fitted host parameters, date, small-loop latencies, thunked-loop costs
-    and pool contention, read once per file version (every pass loads its target)."""
-    from stablehlo_perf.analysis.calibration_files import header_value
+) -> tuple[HostParams | None, str, dict[str, float], dict[str, float], dict[str, float], str]:
+    """A calibration's fitted host parameters, date, small-loop latencies, thunked-loop costs,
+    pool contention and where it was borrowed from ("" if measured here), read once per file
+    version (every pass loads its target)."""
+    from stablehlo_perf.analysis.calibration_files import BORROWED_KEY, header_value
     from stablehlo_perf.analysis.host_params import CONTENTION_KEY, HOST_PARAMS_KEY, HostParams
     from stablehlo_perf.analysis.small_loops import LATENCY_KEY, THUNKED_KEY, parse_latencies
 
@@ -422,6 +418,7 @@ def _host_header(
         parse_latencies(header_value(p, LATENCY_KEY)),
         parse_latencies(header_value(p, THUNKED_KEY)),
         parse_latencies(header_value(p, CONTENTION_KEY)),
+        header_value(p, BORROWED_KEY),
     )
 
 
