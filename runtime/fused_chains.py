@@ -220,7 +220,10 @@ def build(chain: Chain) -> tuple[Callable[..., jax.Array], tuple[jax.Array, ...]
 
 def measure(chains: Sequence[Chain], repeats: int = 5) -> list[dict[str, Any]]:
     """Each chain's in-loop time (runtime.timing.time_in_loop, interleaved rounds) with the
-    calibration's sentinel ops timed in the same rounds (their geometric mean per row)."""
+    calibration's sentinel ops timed in the same rounds (their geometric mean per row). A
+    time under `calibrate.RESOLUTION_US` (the difference of two programs' times, which
+    jitter can make negative on a chain of a few hundred elements) is recorded as that value,
+    as the sweep's rows are: a negative time made the whole chain file unreadable."""
     from stablehlo_perf.runtime import calibrate
 
     looped = []
@@ -237,7 +240,7 @@ def measure(chains: Sequence[Chain], repeats: int = 5) -> list[dict[str, Any]]:
             "chain": ".".join(c.ops),
             "dtype": c.dtype,
             "shape": "x".join(map(str, c.shape)),
-            "measured_us_median": out[c.key][0].median_us,
+            "measured_us_median": max(out[c.key][0].median_us, calibrate.RESOLUTION_US),
             "spread": out[c.key][0].spread,
             "sentinel_us": speed,
         }

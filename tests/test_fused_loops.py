@@ -15,6 +15,7 @@ from stablehlo_perf.analysis import fused_loops as fl
 from stablehlo_perf.analysis import calibration_files as cf
 from stablehlo_perf.analysis.calibration_files import machine_fingerprint
 from stablehlo_perf.analysis.elementwise import CalibrationError
+from stablehlo_perf.runtime import calibrate, timing
 from stablehlo_perf.runtime import fused_chains as fc
 
 HEADER = "chain,dtype,shape,measured_us_median,spread,sentinel_us"
@@ -356,3 +357,27 @@ def test_shipped_zen5_chains_price_large_loops_at_sizes_they_did_not_see() -> No
         reg = fl.FusedLoopRegressor().fit(X[~out], y[~out])
         factor = float(np.exp(np.mean(np.abs(np.log(reg.predict(X[out]) / y[out])))))
         assert factor < 1.6, (n, factor)
+
+
+def test_a_chain_timed_below_the_resolution_is_recorded_at_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In-loop times are differences of two programs' times: jitter made one of a tiny chain
+    -0.83 us, which the file then refused to load. It is recorded at the resolution floor."""
+    chains = fc.draw(((64, 16),), 2, seed=0)
+
+    def fake_time_in_loop(looped, repeats):
+        per = dict(zip((k for k, _ in looped), (-0.83, 2.5, 100.0, 100.0, 100.0), strict=True))
+        out = {}
+        for k, v in per.items():
+            t = timing.Timing(k, v, 0.1, v, (v,) * repeats, 1)
+            out[k] = (t, t)
+        return out, {}, None
+
+    monkeypatch.setattr(timing, "time_in_loop", fake_time_in_loop)
+    rows = fc.measure(chains, repeats=3)
+    assert [r["measured_us_median"] for r in rows] == [calibrate.RESOLUTION_US, 2.5]
+    path = tmp_path / "chains.csv"
+    fc.write_csv(rows, path)
+    _, y = fl.load_chains(path)
+    np.testing.assert_allclose(y, [calibrate.RESOLUTION_US, 2.5])
