@@ -8,7 +8,7 @@ cost within a program (`runtime.timing.time_in_loop`), and as a program of its o
 in the same rounds (what a call costs beyond its kernels: `analysis.host_params`);
 then multi-kernel probe programs (`runtime.program_probes`), the fused bf16 chain and fused
 transposes (`runtime.fused_probes`), the latencies of ops in small loops
-(`runtime.small_loop_probes`), the costs of kernels in loops run thunk by thunk
+(`runtime.small_loop_probes`; these three `PROBE_RUNS` times, the median kept), the costs of kernels in loops run thunk by thunk
 (`runtime.thunked_loop_probes`), how much slower kernels run after a library call
 (`runtime.contention_probes`) and, for the host, chains of elementwise ops fused into
 one loop kernel and chains that end in a sum YNNPACK runs with them (`runtime.fused_chains`,
@@ -32,8 +32,9 @@ import hashlib
 import math
 import statistics
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from stablehlo_perf.analysis import calibration_files as cf
@@ -103,6 +104,24 @@ the Zen 5 VM (2026-12-02; 53-80 s per 170-255 chains) one per shape (85 chains) 
 held-out chains (benchmarks/fused_chains.py) at an error factor of 1.88, three (255) at 1.62,
 nine (765) at 1.54; the zoo's pipeline MAPE on four saved runs 25.0 / 16.9 / 18.0 / 24.2%,
 22.9 / 14.4 / 17.0 / 21.6% and 22.4 / 13.9 / 16.8 / 21.0%."""
+PROBE_RUNS = 3
+"""Runs of each short header probe (fused bf16, fused transposes, small loops; ~2-5 s a run),
+whose per-quantity median the header keeps. One run can fall in a VM's slow spell: the Zen 4
+reference's small-loop table, measured once, priced tanh on 16 f32 at 56 ns a trip where
+two of three later runs gave 34-35 ns (the third, in a slow spell, 51), and over-priced
+the e2e `small_loop` family's smallest program by 19-71% in six saved runs (2026-12-03)."""
+
+
+def median_of_runs(measure: Callable[[int], Any], runs: int = PROBE_RUNS) -> Any:
+    """The median over `runs` calls of `measure(seed)`, seeds 0, 1, ...: of each quantity
+    of a mapping, else of each entry of a tuple, or of the one number."""
+    results = [measure(seed) for seed in range(runs)]
+    if isinstance(results[0], Mapping):
+        return {k: float(np.median([r[k] for r in results])) for k in results[0]}
+    med = np.median(np.array(results, dtype=float), axis=0)
+    return tuple(float(v) for v in med) if med.ndim else float(med)
+
+
 # Per-iteration times below this are indistinguishable from zero (the difference of two
 # programs' times, each with microseconds of jitter); they are recorded as this value.
 RESOLUTION_US = 0.1
@@ -727,9 +746,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     gauge = math.sqrt(before * sentinel_us(args.repeats))
     fresh = [dataclasses.replace(p, sentinel_us=gauge) for p in fresh]
     probes = program_probes.pooled(earlier_probes, fresh)
-    bf16 = fused_probes.measure_bf16_fused(repeats=args.repeats)
-    transpose, aliased = fused_probes.measure_transpose_fused(repeats=args.repeats)
-    loops = small_loop_probes.measure_loop_latencies(repeats=args.repeats)
+    bf16 = median_of_runs(
+        lambda seed: fused_probes.measure_bf16_fused(repeats=args.repeats, seed=seed)
+    )
+    transpose, aliased = median_of_runs(
+        lambda seed: fused_probes.measure_transpose_fused(repeats=args.repeats, seed=seed)
+    )
+    loops = median_of_runs(
+        lambda seed: small_loop_probes.measure_loop_latencies(repeats=args.repeats, seed=seed)
+    )
     l1_bytes = (l1_data_mib() or 0.0) * 2**20
     thunked = None
     if l1_bytes:
