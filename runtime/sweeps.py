@@ -333,13 +333,16 @@ def matmul_specs(quick: bool) -> list[Spec]:
     # program 32 us, f32 of it 190 us): a cube and batched products of each. N of 128
     # too: int8 4x64x256 @ 4x256xN took 16, 17-27 and 67-74 us in a loop at N = 64, 128
     # and 256 (2026-12-02), so the batched rows' N of 64 and 256 alone left 128 a guess
-    # (predicted 41 us).
+    # (predicted 41 us). Batched products up to 2^26 multiply-adds, as far as batch-1 ones
+    # reach: capped at 2^24, an int8 4x256x256 @ 4x256x128 (2^25) was priced at the largest
+    # batched rows' rate, 442 us against 280 measured in a loop (Zen 4 VM, 2026-12-03;
+    # 1x128x512x512, 2^25, ran at 7.8 ps a multiply-add, the 2^24 batched rows at 14).
     narrow = {(1, m, n, k) for m in thin for n in thin for k in thin}
     narrow |= {(b, m, m, k) for b in (4, 16) for m in (16, 64) for k in (16, 64)}
     narrow |= {
         (b, m, n, k)
         for b in (4, 16) for m in (16, 64, 256) for n in (64, 128, 256) for k in (64, 256)
-        if b * m * n * k <= 2**24
+        if b * m * n * k <= 2**26
     }  # fmt: skip
     specs += [Spec("dot_general", dt, s) for dt in _NARROW_GEMM for s in sorted(narrow)]
     return specs + [Spec("convolution", "f32", s) for s in sorted(conv)]
