@@ -8,10 +8,11 @@ cost within a program (`runtime.timing.time_in_loop`), and as a program of its o
 in the same rounds (what a call costs beyond its kernels: `analysis.host_params`);
 then multi-kernel probe programs (`runtime.program_probes`), the fused bf16 chain and fused
 transposes (`runtime.fused_probes`), the latencies of ops in small loops
-(`runtime.small_loop_probes`; these three `PROBE_RUNS` times, the median kept), the costs of kernels in loops run thunk by thunk
-(`runtime.thunked_loop_probes`), how much slower kernels run after a library call
-(`runtime.contention_probes`) and, for the host, chains of elementwise ops fused into
-one loop kernel and chains that end in a sum YNNPACK runs with them (`runtime.fused_chains`,
+(`runtime.small_loop_probes`), the costs of kernels in loops run thunk by thunk
+(`runtime.thunked_loop_probes`; these four `PROBE_RUNS` times, the median kept), how much
+slower kernels run after a library call (`runtime.contention_probes`) and, for the host,
+chains of elementwise ops fused into one loop kernel and chains that end in a sum YNNPACK
+runs with them (`runtime.fused_chains`,
 written beside the calibration as `analysis.fused_loops.chains_path`,
 `QUICK_CHAINS_PER_SHAPE` of each per training shape with --quick, three times as many
 without, and a third as many loop chains per shape on `fused_chains.LARGE_SHAPES`).
@@ -105,11 +106,13 @@ held-out chains (benchmarks/fused_chains.py) at an error factor of 1.88, three (
 nine (765) at 1.54; the zoo's pipeline MAPE on four saved runs 25.0 / 16.9 / 18.0 / 24.2%,
 22.9 / 14.4 / 17.0 / 21.6% and 22.4 / 13.9 / 16.8 / 21.0%."""
 PROBE_RUNS = 3
-"""Runs of each short header probe (fused bf16, fused transposes, small loops; ~2-5 s a run),
-whose per-quantity median the header keeps. One run can fall in a VM's slow spell: the Zen 4
-reference's small-loop table, measured once, priced tanh on 16 f32 at 56 ns a trip where
-two of three later runs gave 34-35 ns (the third, in a slow spell, 51), and over-priced
-the e2e `small_loop` family's smallest program by 19-71% in six saved runs (2026-12-03)."""
+"""Runs of each short header probe (fused bf16, fused transposes, small loops, thunked loops;
+~2-5 s a run), whose per-quantity median the header keeps. One run can fall in a VM's slow
+spell: the Zen 4 reference's small-loop table, measured once, priced tanh on 16 f32 at 56 ns
+a trip where two of three later runs gave 34-35 ns (the third, in a slow spell, 51), and
+over-priced the e2e `small_loop` family's smallest program by 19-71% in six saved runs; its
+thunked-loop fit, measured once, had a trip's base at 40 ns where three later runs gave 8-19
+(2026-12-03)."""
 
 
 def median_of_runs(measure: Callable[[int], Any], runs: int = PROBE_RUNS) -> Any:
@@ -758,7 +761,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     l1_bytes = (l1_data_mib() or 0.0) * 2**20
     thunked = None
     if l1_bytes:
-        fit = thunked_loop_probes.measure_thunked_loops(l1_bytes, repeats=args.repeats)[0]
+        fit = thunked_loop_probes.ThunkedLoopFit(
+            *median_of_runs(
+                lambda seed: dataclasses.astuple(
+                    thunked_loop_probes.measure_thunked_loops(l1_bytes, args.repeats, seed)[0]
+                )
+            )
+        )
         ref = cf.median_sentinel([float(r[-1]) for r in rows.values()])
         speed = ref / gauge if math.isfinite(ref) and math.isfinite(gauge) else 1.0
         thunked = fit.at_speed(speed).pairs()  # at the rows' median speed, as the probes
