@@ -1,4 +1,4 @@
-"""Predicted (target host) vs measured latency of 30 small JAX programs that no model or
+"""Predicted (target host) vs measured latency of 32 small JAX programs that no model or
 benchmark was fitted on: argmax, top_k, scatter, gathers, transposed and 1-D convs, FFT,
 scans, bf16 loops, loops slicing their input, ...
 
@@ -71,6 +71,15 @@ def programs() -> dict[str, tuple[Callable[..., Any], tuple[Any, ...]]]:
             (_r(512, 256), _r(512, 128), _r(512, 64), _r(512, 512)),
         ),
         "transpose021": (lambda x: jnp.transpose(x, (0, 2, 1)) * 2, (_r(64, 256, 128),)),
+        # A lone transpose compiles to one of two XLA:CPU kernels: returned as is, a copy in
+        # 16x16 tiles for any shape; flattened after it (as the calibration sweep times it, so
+        # that a loop cannot give the carried result the transposed layout), a tiled copy only
+        # where the result's minor dim is a power of two, else an element loop (jax 0.10.2's
+        # compiled IR). Both are priced alike; their costs differ by shape, not by one factor
+        # (square fori_loop carries, Zen 4 VM, 2026-12-03, ns an element as is / flattened:
+        # 1000^2 0.36 / 0.54, 1023^2 1.39 / 1.00, 1536^2 0.89 / 1.43).
+        "transpose_2d": (lambda x: x.T, (_r(1000, 1023),)),
+        "transpose_flat": (lambda x: x.T.reshape(-1), (_r(1000, 1023),)),
         "scatter_add": (lambda g, i: jnp.zeros((5000, 128)).at[i].add(g), (_r(2048, 128), idx)),
         "take_rows": (
             lambda t, i: jnp.take(t, i, axis=0),
