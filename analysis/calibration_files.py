@@ -27,6 +27,7 @@ __all__ = [
     "checksum_ok",
     "training_files",
     "shipped_file",
+    "shipped_names",
     "header_value",
     "has_learned_data",
     "BORROWED_KEY",
@@ -134,6 +135,11 @@ _SHIPPED: dict[str, tuple[str, ...]] = {
 }
 
 
+def shipped_names(target: str) -> tuple[str, ...]:
+    """The calibration files shipped for `target`, the first answering for an unknown machine."""
+    return _SHIPPED.get(target, (f"{target}.csv",))
+
+
 def checksum_ok(path: Path) -> bool:
     """True when a cached calibration's `# sha256:` header matches its body (not corrupted)."""
     try:
@@ -159,7 +165,7 @@ def training_files(target: str) -> tuple[Path, bool] | None:
             f"rerun stablehlo-perf-calibrate --target {target}",
             stacklevel=2,
         )
-    return nearest_shipped(_SHIPPED.get(target, (f"{target}.csv",)))
+    return nearest_shipped(shipped_names(target))
 
 
 def nearest_shipped(names: Sequence[str]) -> tuple[Path, bool] | None:

@@ -29,7 +29,7 @@ from pathlib import Path
 from stablehlo_perf.analysis import calibration_files as cf
 from stablehlo_perf.analysis import fused_loops
 
-__all__ = ["Borrowed", "borrow", "nearest_by_speed", "reference_speeds", "row_class"]
+__all__ = ["Borrowed", "borrow", "nearest_by_speed", "reference_speeds"]
 
 
 @dataclass(frozen=True)
@@ -70,11 +70,11 @@ class Borrowed:
 
 
 def reference_speeds(names: Sequence[str] | None = None) -> list[tuple[Path, float]]:
-    """The shipped host references (`calibration_files._SHIPPED["host"]`, or `names`) with
+    """The shipped host references (`calibration_files.shipped_names("host")`, or `names`) with
     the median sentinel time of their rows (us); those without sentinels left out."""
     from stablehlo_perf.runtime.calibration_check import calibration_sentinel_us
 
-    paths = [cf.shipped_file(n) for n in (cf._SHIPPED["host"] if names is None else names)]
+    paths = [cf.shipped_file(n) for n in (cf.shipped_names("host") if names is None else names)]
     speeds = [(p, calibration_sentinel_us(p)) for p in paths if p.is_file()]
     return [(p, s) for p, s in speeds if math.isfinite(s)]
 
@@ -84,13 +84,6 @@ def nearest_by_speed(here_us: float, refs: Sequence[tuple[Path, float]]) -> tupl
     if not refs:
         raise ValueError("no shipped host reference with sentinel times")
     return min(refs, key=lambda ref: abs(math.log(here_us / ref[1])))
-
-
-def row_class(op: str, dtype: str, shape: str) -> str:
-    """The model class of a calibration row (`analysis.elementwise.Measurement`)."""
-    from stablehlo_perf.analysis.elementwise import Measurement
-
-    return Measurement(op, dtype, tuple(int(d) for d in shape.split("x")), 1.0).model_class
 
 
 def _scaled_chains(text: str, head: Callable[[list[str]], list[str]], factor: float) -> str:
@@ -118,6 +111,7 @@ def borrow(out: Path, done: Borrowed) -> None:
     rows' sentinels. The header names this machine and `# borrowed:` the source and ratios;
     its parameters are fitted again from the scaled rows (`calibrate.write_calibration`)."""
     from stablehlo_perf.runtime import calibrate
+    from stablehlo_perf.runtime.calibration_check import row_measurement
 
     f = done.overall
     label = f"# {cf.BORROWED_KEY}: {done.label()}"
@@ -129,14 +123,14 @@ def borrow(out: Path, done: Borrowed) -> None:
     lines = done.source.read_text().splitlines()
     rows = []
     for fields in calibrate.read_partial(done.source).values():
-        scale = done.factors(row_class(*fields[:3]))
+        scale = done.factors(row_measurement(fields).model_class)
         rows.append(
             [
                 f"{float(v) * scale[col]:.4f}" if col in scale else v
                 for col, v in zip(calibrate.COLUMNS, fields, strict=True)
             ]
         )
-    m = calibrate._measured_header(done.source, lines)
+    m = calibrate.measured_header(done.source, lines)
     thunked = {k: v / f if k.endswith("_gbps") else v * f for k, v in m.thunked.items()}
     contention = {k: v * f if k == "cap_ns" else v for k, v in m.pool_contention.items()}
     out.parent.mkdir(parents=True, exist_ok=True)

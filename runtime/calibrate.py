@@ -63,12 +63,16 @@ from tqdm import tqdm
 
 __all__ = [
     "COLUMNS",
+    "DERIVED_LINES",
+    "PROBE_RUNS",
     "QUICK_CHAINS_PER_SHAPE",
     "RESOLUTION_US",
     "SENTINELS",
     "add_rows",
     "main",
     "measure",
+    "measured_header",
+    "median_of_runs",
     "merge",
     "read_partial",
     "refit",
@@ -424,7 +428,7 @@ def refit(path: Path, note: str = "", rows: Mapping[str, list[str]] | None = Non
     if note:
         notes = [i for i, ln in enumerate(head) if ln.startswith("# note: ")]
         head.insert(notes[-1] + 1 if notes else 0, f"# note: {note}")
-    m = _measured_header(path, lines)
+    m = measured_header(path, lines)
     write_calibration(
         list({**read_partial(path), **(rows or {})}.values()),
         path,
@@ -475,7 +479,7 @@ class _HeaderMeasurements:
     transpose_aliased_ns: float
 
 
-def _measured_header(path: Path, lines: Sequence[str]) -> _HeaderMeasurements:
+def measured_header(path: Path, lines: Sequence[str]) -> _HeaderMeasurements:
     """The header measurements of the calibration at `path`, whose text is `lines`."""
     kept = cf.header_value(path, fused_probes.KEY)
     transpose = cf.header_value(path, fused_probes.TRANSPOSE_KEY)
@@ -565,7 +569,7 @@ def merge(paths: Sequence[Path], out: Path, note: str = "") -> int:
         notes += [ln for ln in lines if ln.startswith("# note: ") and ln not in notes]
         head = head or [ln for ln in lines if ln.startswith(_PROVENANCE)]
         dates.append(cf.header_value(path, "date"))
-        measured.append(_measured_header(path, lines))
+        measured.append(measured_header(path, lines))
         probes += [p for p in measured[-1].probes if p not in probes]
         for key, row in read_partial(path).items():
             by_key.setdefault(key, []).append(row)
@@ -669,7 +673,7 @@ def _borrow(args: argparse.Namespace, path: Path) -> int:
         print(f"stablehlo-perf-calibrate: error: {path} holds a calibration measured on this "
               "machine; --fresh to replace it with a borrowed one", file=sys.stderr)  # fmt: skip
         return 2
-    own = cf.nearest_shipped(cf._SHIPPED["host"])
+    own = cf.nearest_shipped(cf.shipped_names("host"))
     if own is not None and own[1]:
         print(f"{own[0].name} was measured on this machine and answers for it: nothing to borrow")
         return 0

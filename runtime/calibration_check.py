@@ -28,6 +28,7 @@ __all__ = [
     "calibration_sentinel_us",
     "check",
     "machine_speed",
+    "row_measurement",
     "sample",
 ]
 
@@ -98,7 +99,8 @@ class DriftReport:
         return "\n".join(lines)
 
 
-def _row_measurement(fields: Sequence[str]) -> Measurement:
+def row_measurement(fields: Sequence[str]) -> Measurement:
+    """A calibration row (split fields) as the models read it: op, dtype, shape, in-loop time."""
     shape = tuple(int(d) for d in fields[2].split("x"))
     return Measurement(fields[0], fields[1], shape, float(fields[4]))
 
@@ -109,7 +111,7 @@ def sample(rows: Sequence[Sequence[str]], per_class: int = 3) -> list[list[str]]
     by_class: dict[str, list[list[str]]] = defaultdict(list)
     for r in rows:
         if r[1] == "f32" and _MIN_US <= float(r[4]) <= _MAX_US:
-            by_class[_row_measurement(r).model_class].append(list(r))
+            by_class[row_measurement(r).model_class].append(list(r))
     picked = []
     for cls in sorted(by_class):
         group = sorted(by_class[cls], key=lambda r: (float(r[4]), r[:3]))
@@ -143,7 +145,7 @@ def check(path: Path, per_class: int = 3, repeats: int = 7, progress: bool = Fal
     key = ",".join
     sentinels = [float(r[-1]) for r in rows]
     speed = dict(zip((key(r[:3]) for r in rows), cf.speed_factors(sentinels), strict=True))
-    specs = [sweeps.Spec(m.op, m.dtype, m.shape) for m in map(_row_measurement, picked)]
+    specs = [sweeps.Spec(m.op, m.dtype, m.shape) for m in map(row_measurement, picked)]
     with tempfile.TemporaryDirectory() as tmp:
         fresh = calibrate.measure(specs, Path(tmp) / "check.csv", repeats, progress=progress)
     K, C = calibrate.COLUMNS.index("measured_us_median"), calibrate.COLUMNS.index("call_us_median")
@@ -157,7 +159,7 @@ def check(path: Path, per_class: int = 3, repeats: int = 7, progress: bool = Fal
 
     by_class: dict[str, list[list[str]]] = defaultdict(list)
     for r in picked:
-        by_class[_row_measurement(r).model_class].append(r)
+        by_class[row_measurement(r).model_class].append(r)
     classes = [
         ClassDrift(
             cls,

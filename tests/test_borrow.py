@@ -125,7 +125,7 @@ def test_borrow_refuses_other_targets_and_a_measured_calibration(
     assert calibrate.main(["--target", "host", "--borrow", "--out", str(measured)]) == 2
     assert "measured on this machine; --fresh" in capsys.readouterr().err
     assert measured.read_text() == "# machine: here\nop,dtype\n"
-    if cf.nearest_shipped(cf._SHIPPED["host"])[1]:  # a shipped reference of this machine
+    if cf.nearest_shipped(cf.shipped_names("host"))[1]:  # a shipped reference of this machine
         out = tmp_path / "borrowed.csv"
         assert calibrate.main(["--target", "host", "--borrow", "--out", str(out)]) == 0
         assert "nothing to borrow" in capsys.readouterr().out and not out.exists()
