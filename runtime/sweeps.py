@@ -273,6 +273,16 @@ def matmul_specs(quick: bool) -> list[Spec]:
     # against 2.9 measured, 128x128 @ 128x8 at 5.8 against 2.8 (Xeon VM, 2026-12-01).
     gemm |= {(1, m, n, k) for m in (2, 4, 8) for n in thin for k in thin}
     gemm |= {(1, m, n, k) for n in (2, 4, 8) for m in thin for k in thin}
+    # Narrow heads with long K (a classifier's 2048 -> 10 layer, an MLP's last 256 -> 16):
+    # YNNPACK runs N under 32 at 2-5x the ps a multiply-add of N = 32, N = 10 slower than
+    # N = 16 in all (1 x 4096 @ 4096 x 10: 14.7 us, x 16: 7.5, x 32: 8.6), and the thin rows
+    # stop at K = 512; the model had priced a CNN's 2x2048 @ 2048x10 at 1.9 us against 11-13
+    # in a loop and 60 such shapes at 0.67x their time (Zen 4 VM, 2026-12-03).
+    gemm |= {
+        (1, m, n, k)
+        for m in (1, 2, 8, 32, 128, 512) for n in (2, 10, 16, 24, 64) for k in (256, 1024, 4096)
+        if m * n * k <= 2**26
+    }  # fmt: skip
     # Operands stored transposed (einsum chains, gradients): XLA:CPU's library calls run
     # them at other rates (1024x64x256 f32: 0.42 ms as M x K times K x N, 1.27 ms with the
     # left operand K x M; with both transposed 1.3-2.3x; 2026-11-30, this VM).
