@@ -68,6 +68,7 @@ __all__ = [
     "QUICK_CHAINS_PER_SHAPE",
     "RESOLUTION_US",
     "SENTINELS",
+    "HeaderMeasurements",
     "add_rows",
     "main",
     "measure",
@@ -465,7 +466,7 @@ def add_rows(
 
 
 @dataclasses.dataclass(frozen=True)
-class _HeaderMeasurements:
+class HeaderMeasurements:
     """What a finished calibration's header holds beyond its rows: the program probes, the
     fused bf16 chain cost (NaN if absent), small-loop and thunked-loop latencies, the pool
     contention's fraction and cap, the fused transposes' costs (NaN if absent)."""
@@ -479,12 +480,12 @@ class _HeaderMeasurements:
     transpose_aliased_ns: float
 
 
-def measured_header(path: Path, lines: Sequence[str]) -> _HeaderMeasurements:
+def measured_header(path: Path, lines: Sequence[str]) -> HeaderMeasurements:
     """The header measurements of the calibration at `path`, whose text is `lines`."""
     kept = cf.header_value(path, fused_probes.KEY)
     transpose = cf.header_value(path, fused_probes.TRANSPOSE_KEY)
     aliased = cf.header_value(path, fused_probes.ALIASED_KEY)
-    return _HeaderMeasurements(
+    return HeaderMeasurements(
         [p for ln in lines if (p := program_probes.Probe.parse(ln))],
         float(kept) if kept else math.nan,
         parse_latencies(cf.header_value(path, LATENCY_KEY)),
@@ -557,7 +558,7 @@ def merge(paths: Sequence[Path], out: Path, note: str = "") -> int:
     dates: list[str] = []
     probes: list[program_probes.Probe] = []
     by_key: dict[str, list[list[str]]] = {}
-    measured: list[_HeaderMeasurements] = []
+    measured: list[HeaderMeasurements] = []
     for path in paths:
         if not path.is_file() or not cf.checksum_ok(path):
             raise ValueError(f"{path}: no valid calibration (missing, or its checksum fails)")

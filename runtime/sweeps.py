@@ -277,7 +277,7 @@ def matmul_specs(quick: bool) -> list[Spec]:
     # YNNPACK runs N under 32 at 2-5x the ps a multiply-add of N = 32, N = 10 slower than
     # N = 16 in all (1 x 4096 @ 4096 x 10: 14.7 us, x 16: 7.5, x 32: 8.6), and the thin rows
     # stop at K = 512; the model had priced a CNN's 2x2048 @ 2048x10 at 1.9 us against 11-13
-    # in a loop and 60 such shapes at 0.67x their time (Zen 4 VM, 2026-12-03).
+    # in a loop and a grid of 90 such shapes at 0.67x their time (Zen 4 VM, 2026-12-03).
     gemm |= {
         (1, m, n, k)
         for m in (1, 2, 8, 32, 128, 512) for n in (2, 10, 16, 24, 64) for k in (256, 1024, 4096)
