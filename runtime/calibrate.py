@@ -1,6 +1,7 @@
 """`stablehlo-perf-calibrate`: measure this machine's op latencies, store and fit them.
 
     stablehlo-perf-calibrate --target host [--ops add,exponential,...] [--quick] [--check]
+    stablehlo-perf-calibrate --out FILE --remeasure REGEX [--runs 3]   (runtime.remeasure)
 
 Measures the sweep (runtime.sweeps) on JAX's default backend with the timing
 harness: each op inside a runtime-trip-count loop, so that what is stored is its
@@ -639,8 +640,38 @@ def _parser() -> argparse.ArgumentParser:
         " host reference nearest this machine's speed, its times scaled class by class to"
         " what they take here, as this machine's calibration",
     )
+    p.add_argument(
+        "--remeasure",
+        metavar="REGEX",
+        help="re-time the rows of the calibration (--out or the cache entry) whose"
+        " op,dtype,shape key matches REGEX, --runs times beside the sentinel ops, each keeping"
+        " its median run; other rows and the probes stay, the header's parameters are refitted",
+    )
+    p.add_argument(
+        "--runs", type=int, default=3, help="runs of each row --remeasure times (default 3)"
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     return p
+
+
+def _remeasure(args: argparse.Namespace, path: Path) -> int:
+    """`--remeasure REGEX`: `runtime.remeasure` on the calibration at `path`, its rows' table."""
+    from stablehlo_perf.runtime import remeasure
+
+    if not path.is_file() or not cf.checksum_ok(path):
+        print(f"stablehlo-perf-calibrate: error: {path}: no valid calibration to re-measure",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    try:
+        done = remeasure.remeasure(
+            path, args.remeasure, args.runs, args.repeats, args.note, not args.no_progress
+        )
+    except ValueError as e:
+        print(f"stablehlo-perf-calibrate: error: {path}: {e}", file=sys.stderr)
+        return 2
+    print(remeasure.table(done))
+    print(f"{path}: {len(done)} rows re-measured ({cf.header_value(path, HOST_PARAMS_KEY)})")
+    return 0
 
 
 def _check(args: argparse.Namespace) -> int:
@@ -713,6 +744,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.borrow:
         return _borrow(args, path)
+    if args.remeasure is not None:
+        return _remeasure(args, path)
     if args.refit:
         if not path.is_file() or not cf.checksum_ok(path):
             print(f"stablehlo-perf-calibrate: error: {path}: no valid calibration to refit",

@@ -28,6 +28,7 @@ from stablehlo_perf.runtime import (
     fused_chains,
     fused_probes,
     program_probes,
+    remeasure,
     small_loop_probes,
     sweeps,
     thunked_loop_probes,
@@ -434,6 +435,26 @@ def test_calibrate_cli_end_to_end_and_corrupted_cache(
     assert not path.with_name(path.stem + ".rows.partial.csv").exists()
     rows_only_elsewhere = [*only, "--out", str(tmp_path / "no.csv")]
     assert calibrate.main(rows_only_elsewhere) == 2
+    # --remeasure re-times the rows its pattern matches, once per run (no probe), replaces
+    # each with one of its runs' rows and keeps every other row as it was.
+    built.clear()
+    rows_before = calibrate.read_partial(path)
+    again = ["--target", "host", "--remeasure", r"^add,f32,(8192|4096)$", "--runs", "2",
+             "--repeats", "3", "--no-progress"]  # fmt: skip
+    capsys.readouterr()
+    assert calibrate.main(again) == 0
+    assert [k for k in built if k not in gauges] == ["add,f32,4096", "add,f32,8192"] * 2
+    rows_after = calibrate.read_partial(path)
+    assert set(rows_after) == set(rows_before)
+    assert all(rows_after[k] == v for k, v in rows_before.items() if k not in built)
+    assert all(rows_after[k] != rows_before[k] for k in ("add,f32,4096", "add,f32,8192"))
+    out = capsys.readouterr().out
+    assert "| add,f32,4096 |" in out and "| add,f32,8192 |" in out and "2 rows re-measured" in out
+    assert cf.checksum_ok(path) and "re-measured (2 rows, 2 runs" in path.read_text()
+    assert not list(path.parent.glob("*.remeasure*.partial.csv"))
+    for bad in ("^nothing$", "add,(f32"):  # matches no row; not a regular expression
+        assert calibrate.main(["--target", "host", "--remeasure", bad, "--no-progress"]) == 2
+        assert f"--remeasure {bad!r}" in capsys.readouterr().err
 
 
 def _cal_row(op: str, dtype: str, shape: str, us: float) -> list[str]:
@@ -450,6 +471,29 @@ def _cal_row(op: str, dtype: str, shape: str, us: float) -> list[str]:
         "7",
         "80.0",
     ]
+
+
+def test_remeasure_keeps_each_rows_median_run_at_the_files_speed() -> None:
+    # The file's rows ran beside sentinels of 100 us (its median speed); a run at 200 us
+    # (twice as slow) of a 30 us row is 15 us at the file's speed.
+    rows = {r[2]: r for r in (_cal_row("add", "f32", str(n), 10.0) for n in (64, 128, 256))}
+    for r in rows.values():
+        r[-1] = "100.0"
+    row = _cal_row("add", "f32", "64", 30.0)
+    row[-1] = "200.0"
+    assert remeasure.scaled_us(row, 100.0) == pytest.approx(15.0)
+    assert remeasure.select({f"add,f32,{k}": v for k, v in rows.items()}, r"f32,(64|256)$") == [
+        "add,f32,256",
+        "add,f32,64",
+    ]
+    with pytest.raises(ValueError, match="matches no row"):
+        remeasure.select({"add,f32,64": rows["64"]}, "bf16")
+    assert remeasure.median_run([12.0, 9.0, 30.0]) == 0
+    assert remeasure.median_run([12.0, 9.0, 30.0, 11.0]) == 3  # the lower of the middle two
+    assert remeasure.median_run([5.0]) == 0
+    done = remeasure.Remeasured("add,f32,64", 10.0, (12.0, 9.0, 30.0), 0)
+    assert done.change == pytest.approx(1.2)
+    assert "| add,f32,64 | 10.0 | 12.0*, 9.0, 30.0 | 1.200 |" in remeasure.table([done])
 
 
 def test_check_sample_spreads_over_each_class_and_keeps_resolvable_f32_rows() -> None:
