@@ -589,14 +589,23 @@ for grouped ones (geometric means over the runs; with the stride alone 2.75, the
 2.73)."""
 
 
+_CHANNELS_SLOT = "last_mod_unroll"
+"""A convolution's input channels per group take this slot (a loop's unroll tail means nothing
+to it). Its K is channels x window taps, a product the trees cannot split into its factors,
+and XLA:CPU runs 1, 3 or 5 channels into 32 or fewer outputs on a slow path (3 -> 24 at
+3x40x40: 312 ps a multiply-add; 4 -> 24: 30; `runtime.sweeps.matmul_specs`' stems)."""
+
+
 def conv_features(
     batch: int, m: int, n: int, k: int, elem_bytes: float, window: int, images: int, stride: int
 ) -> list[float]:
     """`matmul_features` of a convolution's implicit GEMM (`batch` its feature groups), with
-    its `images` and largest `stride` in their slots (`_IMAGES_SLOT`, `_STRIDE_SLOT`)."""
+    its `images`, largest `stride` and input channels per group in their slots
+    (`_IMAGES_SLOT`, `_STRIDE_SLOT`, `_CHANNELS_SLOT`)."""
     row = matmul_features(batch, m, n, k, elem_bytes, window)
     row[_IDX[_IMAGES_SLOT]] = float(images)
     row[_IDX[_STRIDE_SLOT]] = float(stride)
+    row[_IDX[_CHANNELS_SLOT]] = float(k // max(window, 1))
     return row
 
 
@@ -846,11 +855,14 @@ def features(ops: Sequence[OpInfo]) -> np.ndarray:
 def _class_slots(row: list[float], cls: str) -> None:
     """Clear the tail slots where a class's kernel is not a vectorised loop over the last dim:
     a transpose's time is set by strided reads of two minor dims, so it keeps no tail; the
-    row-tail features (`_ROW_TAIL_CLASSES`) are for elementwise loops only."""
+    row-tail features (`_ROW_TAIL_CLASSES`) are for elementwise loops only (a convolution's
+    slot holds its channels, `_CHANNELS_SLOT`)."""
     if cls == "transpose":
         row[_IDX["vector_tail"]] = 0.0
     if cls not in _ROW_TAIL_CLASSES:
-        row[_IDX["tail_fraction"]] = row[_IDX["last_mod_unroll"]] = 0.0
+        row[_IDX["tail_fraction"]] = 0.0
+        if cls not in ("convolution", "grouped_conv"):
+            row[_IDX["last_mod_unroll"]] = 0.0
 
 
 def measurement_features(rows: Sequence[Measurement]) -> np.ndarray:

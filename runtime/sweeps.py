@@ -311,6 +311,20 @@ def matmul_specs(quick: bool) -> list[Spec]:
             for nb, stride in ((4, 1), (1, 2), (4, 2)):
                 if nb * hw * hw * c * o * 9 <= 2**27:
                     conv.add((nb, hw, hw, c, 3, 3, o, stride))
+        # Stems: an image's 1 or 3 channels in. XLA:CPU runs an odd number of input
+        # channels into 32 or fewer outputs on a slow path (Zen 4 VM, 2026-12-04, 1x40x40,
+        # 3x3: 3 -> 8, 16, 24, 32 at 340, 163, 312, 89 ps a multiply-add; 3 -> 40-128 at
+        # 20-26; 1 -> 8, 16 at 730, 410, 1 -> 32, 64 at 27-29; 2, 4 or 6 -> 24 at 30-36),
+        # and the grid's 3 -> 16 and 3 -> 32 alone had priced 3 -> 24 at a third of its
+        # time and 3 -> 48 or 64 on the slow path. A few channels into 24 too, which the
+        # stems alone would leave as the slow path's (4 -> 24 priced at 9x its time).
+        for c, o in (
+            (1, 8), (1, 32), (3, 8), (3, 24), (3, 40), (3, 48), (3, 64), (4, 24), (8, 24),
+            (24, 24),
+        ):  # fmt: skip
+            for nb, k, stride in ((1, 3, 1), (4, 3, 1), (1, 3, 2), (1, 5, 1), (1, 7, 2)):
+                if nb * hw * hw * c * o * k * k <= 2**27:
+                    conv.add((nb, hw, hw, c, k, k, o, stride))
         # Depthwise and grouped layers: XLA:CPU runs them on another code path.
         for c, g in (
             ((32, 32), (64, 64), (64, 8))

@@ -160,6 +160,28 @@ def test_grouped_convolution_specs_build_and_match_the_service_features() -> Non
     assert depthwise and all(s.shape[3] == s.shape[6] for s in depthwise)
 
 
+def test_convolution_rows_carry_input_channels_and_the_sweep_measures_stems() -> None:
+    """A convolution's input channels per group (its K over its window taps) take their own
+    slot, as the service computes them: 3 for an image's stem (XLA:CPU's slow path into 32
+    or fewer outputs), 1 for a depthwise layer, 4 for 32 channels in 8 groups; the quick
+    sweep measures stems on both sides of that path and a few channels into 24."""
+    slot = ew.FEATURE_NAMES.index("last_mod_unroll")
+    for spec, weights, out, groups, channels in (
+        (sweeps.Spec("convolution", "f32", (1, 8, 8, 3, 5, 5, 24, 1)), (5, 5, 3, 24), 24, 1, 3),
+        (sweeps.Spec("convolution", "f32", (2, 6, 6, 8, 3, 3, 8, 1, 8)), (3, 3, 1, 8), 8, 8, 1),
+        (sweeps.Spec("convolution", "f32", (1, 6, 6, 32, 3, 3, 32, 1, 8)), (3, 3, 4, 32), 32, 8, 4),
+    ):
+        n, h, w, c = spec.shape[:4]
+        conv = _nhwc_conv((n, h, w, c), weights, (n, h, w, out), feature_group_count=groups)
+        row = ew.measurement_features([ew.Measurement(spec.op, spec.dtype, spec.shape, 1.0)])
+        assert row[0, slot] == channels and np.array_equal(row, ew.features([conv]))
+    dot = ew.measurement_features([ew.Measurement("dot_general", "f32", (1, 64, 32, 48), 1.0)])
+    assert dot[0, slot] == 0.0
+    convs = {s.shape for s in sweeps.sweep(quick=True, ops=["convolution"])}
+    for c, o in ((3, 24), (3, 48), (1, 8), (4, 24)):
+        assert {(1, 28, 28, c, 3, 3, o, 1), (4, 28, 28, c, 3, 3, o, 1)} <= convs
+
+
 def test_quick_sweep_covers_every_class_and_the_paper_grids() -> None:
     specs = sweeps.sweep(quick=True)
     classes = {ew.Measurement(s.op, s.dtype, s.shape, 1.0).model_class for s in specs}
