@@ -1172,10 +1172,9 @@ or 8 a group): trees that saw the groups and the images' pixels split on them an
 loops beside the sentinel ops, `calibrate.measure`) at a median error of 26.6% and 9.1% on
 two draws of 60 and 40 (the second drawn after the choice); on the "conv" columns (log
 FLOPs, window, N and K a group, images, stride) with leaves of 3, 13.8% and 7.3% (error
-factor 1.35 -> 1.16 and 1.21 -> 1.10). CV
-by size on the references moves either way (median rel err, median of 5 draws: Zen 4 8.4
--> 7.5%, Zen 5 5.6 -> 8.5, Xeon 10.6 -> 11.9, Xeon one thread 11.3 -> 13.2): it holds out
-sizes whose dims the grid's other rows share. The zoo's depthwise_conv on one saved run:
+factor 1.35 -> 1.16 and 1.21 -> 1.10). CV by size on the references moves either way
+(median rel err, median of 5 draws: Zen 4 8.4 -> 7.5%, Zen 5 5.6 -> 8.5, Xeon 10.6 -> 11.9,
+Xeon one thread 11.3 -> 13.2): it holds out sizes whose dims the grid's other rows share. The zoo's depthwise_conv on one saved run:
 +15 / +5 / +42% -> +26 / +7 / +15%, zoo MAPE 8.7 -> 8.4%. Dense convolutions gain on
 fresh layers the same way (40: error factor 1.38 -> 1.28) but lose on the zoo (8.7%, cnn
 and resnet_block 3 points worse) and the unseen pad_conv (1.02 -> 1.15): not changed."""
