@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 from stablehlo_perf.analysis import calibration_files as cf
-from stablehlo_perf.analysis.elementwise import Measurement
+from stablehlo_perf.analysis.elementwise import Measurement, row_speed_factors
 from stablehlo_perf.runtime import calibrate, sweeps
 
 __all__ = [
@@ -144,7 +144,9 @@ def check(path: Path, per_class: int = 3, repeats: int = 7, progress: bool = Fal
         raise ValueError(f"{path}: no f32 rows between {_MIN_US} and {_MAX_US} us to re-measure")
     key = ",".join
     sentinels = [float(r[-1]) for r in rows]
-    speed = dict(zip((key(r[:3]) for r in rows), cf.speed_factors(sentinels), strict=True))
+    measured = [row_measurement(r) for r in rows]
+    factors = row_speed_factors([(m.op, m.dtype, m.shape) for m in measured], sentinels)
+    speed = dict(zip((key(r[:3]) for r in rows), factors, strict=True))
     specs = [sweeps.Spec(m.op, m.dtype, m.shape) for m in map(row_measurement, picked)]
     with tempfile.TemporaryDirectory() as tmp:
         fresh = calibrate.measure(specs, Path(tmp) / "check.csv", repeats, progress=progress)

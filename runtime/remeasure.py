@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from stablehlo_perf.analysis import calibration_files as cf
+from stablehlo_perf.analysis.elementwise import row_speed_factors
 from stablehlo_perf.runtime import calibrate, sweeps
 
 __all__ = ["Remeasured", "median_run", "remeasure", "scaled_us", "select", "table"]
@@ -44,8 +45,10 @@ class Remeasured:
 
 
 def scaled_us(row: Sequence[str], ref: float) -> float:
-    """A calibration row's in-loop time taken to the speed whose sentinel time is `ref`."""
-    return float(row[_TIME]) * cf.speed_factors([float(row[-1])], ref)[0]
+    """A calibration row's in-loop time taken to the speed whose sentinel time is `ref`, as the
+    models read it (`analysis.elementwise.row_speed_factors`)."""
+    key = (row[0], row[1], tuple(int(d) for d in row[2].split("x")))
+    return float(row[_TIME]) * row_speed_factors([key], [float(row[-1])], ref)[0]
 
 
 def select(rows: Mapping[str, Sequence[str]], pattern: str) -> list[str]:

@@ -101,6 +101,16 @@ def test_sentinel_column_puts_every_row_at_the_files_median_speed(tmp_path: Path
     )
     got = {m.shape: m.latency_us for m in ew.load_measurements(p)}
     assert got == {(8,): 3.0, (16,): 3.0, (32,): 3.0, (64,): 5.0}
+    # Grouped convolutions do not follow the sentinels: read as measured, where a dense
+    # convolution timed in the same slow chunk is scaled by 0.75 (median sentinel 15 us).
+    dense, grouped = "1x8x8x16x3x3x16x1", "1x8x8x16x3x3x16x1x16"
+    convs = _write(
+        tmp_path,
+        "op,dtype,shape,measured_us_median,sentinel_us\nadd,f32,8,2.0,10\nadd,f32,16,2.0,10\n"
+        f"convolution,f32,{dense},40.0,20\nconvolution,f32,{grouped},40.0,20\n",
+    )
+    got = {m.shape: m.latency_us for m in ew.load_measurements(convs)}
+    assert got[(1, 8, 8, 16, 3, 3, 16, 1)] == 30.0 and got[(1, 8, 8, 16, 3, 3, 16, 1, 16)] == 40.0
     bad = _write(tmp_path, "op,dtype,shape,measured_us_median,sentinel_us\nadd,f32,8,2.0,x\n")
     with pytest.raises(ew.CalibrationError, match=r":2: sentinel_us 'x' is not a number"):
         ew.load_measurements(bad)
