@@ -626,6 +626,7 @@ _CHANNELS_SLOT = "last_mod_unroll"
 to it). Its K is channels x window taps, a product the trees cannot split into its factors,
 and XLA:CPU runs 1, 3 or 5 channels into 32 or fewer outputs on a slow path (3 -> 24 at
 3x40x40: 312 ps a multiply-add; 4 -> 24: 30; `runtime.sweeps.matmul_specs`' stems)."""
+_CHANNEL_CLASSES = frozenset({"convolution", "grouped_conv"})
 
 
 def conv_features(
@@ -893,7 +894,7 @@ def _class_slots(row: list[float], cls: str) -> None:
         row[_IDX["vector_tail"]] = 0.0
     if cls not in _ROW_TAIL_CLASSES:
         row[_IDX["tail_fraction"]] = 0.0
-        if cls not in ("convolution", "grouped_conv"):
+        if cls not in _CHANNEL_CLASSES:
             row[_IDX["last_mod_unroll"]] = 0.0
 
 
@@ -1206,8 +1207,9 @@ two draws of 60 and 40 (the second drawn after the choice); on the "conv" column
 FLOPs, window, N and K a group, images, stride) with leaves of 3, 13.8% and 7.3% (error
 factor 1.35 -> 1.16 and 1.21 -> 1.10). CV by size on the references moves either way
 (median rel err, median of 5 draws: Zen 4 8.4 -> 7.5%, Zen 5 5.6 -> 8.5, Xeon 10.6 -> 11.9,
-Xeon one thread 11.3 -> 13.2): it holds out sizes whose dims the grid's other rows share. The zoo's depthwise_conv on one saved run:
-+15 / +5 / +42% -> +26 / +7 / +15%, zoo MAPE 8.7 -> 8.4%. Dense convolutions gain on
+Xeon one thread 11.3 -> 13.2): it holds out sizes whose dims the grid's other rows share.
+The zoo's depthwise_conv on one saved run: +15 / +5 / +42% -> +26 / +7 / +15%, zoo MAPE
+8.7 -> 8.4%. Dense convolutions gain on
 fresh layers the same way (40: error factor 1.38 -> 1.28) but lose on the zoo (8.7%, cnn
 and resnet_block 3 points worse) and the unseen pad_conv (1.02 -> 1.15): not changed."""
 

@@ -22,10 +22,9 @@ from pathlib import Path
 from stablehlo_perf.analysis import calibration_files as cf
 from stablehlo_perf.analysis.elementwise import row_speed_factors
 from stablehlo_perf.runtime import calibrate, sweeps
+from stablehlo_perf.runtime.calibration_check import row_measurement
 
 __all__ = ["Remeasured", "median_run", "remeasure", "scaled_us", "select", "table"]
-
-_TIME = calibrate.COLUMNS.index("measured_us_median")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,8 +46,8 @@ class Remeasured:
 def scaled_us(row: Sequence[str], ref: float) -> float:
     """A calibration row's in-loop time taken to the speed whose sentinel time is `ref`, as the
     models read it (`analysis.elementwise.row_speed_factors`)."""
-    key = (row[0], row[1], tuple(int(d) for d in row[2].split("x")))
-    return float(row[_TIME]) * row_speed_factors([key], [float(row[-1])], ref)[0]
+    m = row_measurement(row)
+    return m.latency_us * row_speed_factors([(m.op, m.dtype, m.shape)], [float(row[-1])], ref)[0]
 
 
 def select(rows: Mapping[str, Sequence[str]], pattern: str) -> list[str]:
@@ -85,10 +84,7 @@ def remeasure(
         raise ValueError(f"--runs {runs}: at least one run is needed")
     rows = calibrate.read_partial(path)
     keys = select(rows, pattern)
-    specs = [
-        sweeps.Spec(op, dtype, tuple(int(d) for d in shape.split("x")))
-        for op, dtype, shape in (k.split(",") for k in keys)
-    ]
+    specs = [sweeps.Spec(m.op, m.dtype, m.shape) for m in (row_measurement(rows[k]) for k in keys)]
     ref = cf.median_sentinel([float(r[-1]) for r in rows.values()])
     measured: list[Mapping[str, list[str]]] = []
     for i in range(runs):
