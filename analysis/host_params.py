@@ -31,8 +31,15 @@ program), and these follow from it:
   entry's kernels run on the PjRt client thread beside the pool's workers (three
   runnable threads on two vCPUs); in a loop, on a pool thread. Fitted as
   min(slope · max(kernel time − start, 0), cap), by least relative error on what the
-  step leaves (programs writing < 1 MiB); the pass applies it to the entry's kernel
-  time (its schedule's makespan), which is the row's kernel time for one op;
+  step leaves (programs writing < 1 MiB); the pass applies it to the call's longest
+  kernel, which is the row's kernel time for one op. Not to the kernels' sum: chains of
+  f32 dots of 128 rows timed as programs and in loops (Zen 4 VM, 2026-12-04, three runs)
+  paid 48-59 us beyond 4 kernels of 90 us, 49-56 beyond 8 of 40 and 87-93 beyond 16 of
+  40, where one 330 us dot paid 134-222; the ramp on their sums charged the chains 100-150.
+  On the zoo's four saved runs (benchmarks/end_to_end.py --predict-from) the calls'
+  predicted overhead fell from a median 17 us above the measured to 5, pipeline MAPE
+  8.2 / 10.5 / 10.7 / 13.5% -> 8.0 / 8.9 / 9.2 / 11.6%, Kendall τ 0.949 / 0.949 / 0.945 /
+  0.947 -> 0.945 / 0.945 / 0.945 / 0.943 (pairs whose other errors it had offset);
 - per MiB of the program's output, what is left of that overhead for the
   elementwise rows writing at least 1 MiB (size-weighted median of residual / MiB):
   a call writes its outputs to freshly allocated buffers, and the first touch of
@@ -301,7 +308,7 @@ def _step_fit(
 
 
 def long_call_ns(kernels_ns: float, start_ns: float, slope: float, cap_ns: float) -> float:
-    """What a call whose kernels take `kernels_ns` pays beyond the step's terms:
+    """What a call whose longest kernel takes `kernels_ns` pays beyond the step's terms:
     min(slope · max(kernels − start, 0), cap); 0 where a parameter is unknown (NaN)."""
     if math.isnan(start_ns) or math.isnan(slope) or math.isnan(cap_ns):
         return 0.0

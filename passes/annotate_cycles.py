@@ -22,7 +22,6 @@ from stablehlo_perf.analysis.targets import DEFAULT_TARGET, Target, load_target
 from stablehlo_perf.passes.base import AnalysisCache
 from stablehlo_perf.passes.extract import BRANCH_WEIGHTS, CONTROL_OPS, ModuleView
 from stablehlo_perf.passes.loop_copies import (
-    COPIES_BEFORE,
     LoopCopies,
     loop_copies,
     loop_copy_costs,
@@ -99,9 +98,7 @@ class AnnotateCyclesPass:
         if target.kind == "cpu" and target.calibrated:
             costs = thunked_loop_costs(costs, view, cache, loops, target)
         copies = loop_copies(view, cache, skip=[i for w, ids in loops.items() for i in (w, *ids)])
-        costs, before_ns = loop_copy_costs(costs, infos, copies, target, registry)
-        for w, ns in before_ns.items():
-            cache.values.setdefault(w, {})[COPIES_BEFORE] = ns
+        costs = loop_copy_costs(costs, infos, copies, target, registry)
         own = np.array([[c.latency_ns, c.cycles, c.dram_bytes] for c in costs], dtype=float)
         nodes = control_nodes(view)
         agg = aggregate(

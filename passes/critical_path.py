@@ -20,7 +20,6 @@ from stablehlo_perf.analysis.schedule import ScheduledBlock, list_schedule
 from stablehlo_perf.analysis.targets import DEFAULT_TARGET, load_target
 from stablehlo_perf.passes.base import AnalysisCache
 from stablehlo_perf.passes.extract import ModuleView
-from stablehlo_perf.passes.loop_copies import COPIES_BEFORE
 
 __all__ = ["CriticalPathPass", "read_latency"]
 
@@ -68,7 +67,8 @@ class CriticalPathPass:
         target = load_target(self.target)
         kind = target.kind
         schedules: dict[tuple[int, ...], tuple[ScheduledBlock, list[list[int]]]] = {}
-        longest_kernel = 0.0
+        longest_kernel = 0.0  # of the kernels that can wake the pool by their time
+        longest_any = 0.0  # of all kernels: the long-call ramp's argument
         wakes = False
         top_kernels: dict[tuple[int, ...], int] = {}
         pool_spans: dict[tuple[int, ...], list[PoolSpan]] = {}
@@ -138,7 +138,7 @@ class CriticalPathPass:
             adds no kernel to the call overhead's terms; a function's `top` block adds the
             contention of its kernels that follow a library call and of its loops' trips
             (`block_contention`)."""
-            nonlocal longest_kernel, wakes
+            nonlocal longest_kernel, longest_any, wakes
             nodes, deps, costs = block_nodes(ids)
             latency = [sum(read_latency(cache, i) for i in node) for node in nodes]
             classes = [_node_class(view, node) for node in nodes]
@@ -166,6 +166,7 @@ class CriticalPathPass:
             )
             if runs:
                 longest_kernel = max([longest_kernel, *timed])
+                longest_any = max([longest_any, *kernels])
                 wakes = wakes or any(woken)
             top_kernels[tuple(ids)] = len(kernels)
             sb = list_schedule(latency, deps, classes, kind)
@@ -202,9 +203,7 @@ class CriticalPathPass:
                         top_kernels[tuple(func.top)],
                         func.result_bytes,
                         wakes,
-                        sb.makespan_ns
-                        - _repeated_trips_ns(view, cache, func.top)
-                        - sum(contention.get(tuple(func.top), ())),
+                        longest_any,
                         _rewakes(pool_spans[tuple(func.top)], target.rewake_gap_ns),
                         handoffs[tuple(func.top)],
                     )
@@ -289,23 +288,6 @@ def _nodes(
         [sorted(position[d] for d in deps[g]) for g in order],
         [costs[g] for g in order],
     )
-
-
-def _repeated_trips_ns(view: ModuleView, cache: AnalysisCache, ids: Sequence[int]) -> float:
-    """Time the top-level while loops of a block spend beyond their first trip, which the
-    long-call ramp leaves out: it was fitted on programs of one long kernel (a call's cold
-    start), and a loop's later trips find what the first brought into the caches (the
-    copies XLA makes before the first trip belong to none). Rescored on seven saved
-    benchmarks/end_to_end.py runs, pipeline MAPE 18.5-31.8% -> 18.1-27.8% (each 0.4-4
-    points lower); scan_rnn x2/x4 +45/+38% -> +31/+18% (run I)."""
-    total = 0.0
-    for i in ids:
-        info = view.records[i].info
-        trips = info.attrs.get("trip_count") or 1
-        if info.name == "stablehlo.while" and trips > 1:
-            once = cache.values.get(i, {}).get(COPIES_BEFORE, 0.0)  # before the first trip
-            total += (read_latency(cache, i) - once) * (1 - 1 / trips)
-    return total
 
 
 @dataclass(frozen=True)

@@ -20,10 +20,7 @@ from stablehlo_perf.analysis.targets import Target
 from stablehlo_perf.passes.base import AnalysisCache
 from stablehlo_perf.passes.extract import ModuleView
 
-__all__ = ["COPIES_BEFORE", "LoopCopies", "loop_copies", "loop_copy_costs"]
-
-COPIES_BEFORE = "copies_before_ns"
-"""Analysis-cache key (not an attribute): what a loop's copies before its first trip cost."""
+__all__ = ["LoopCopies", "loop_copies", "loop_copy_costs"]
 
 
 @dataclass(frozen=True)
@@ -87,12 +84,10 @@ def loop_copy_costs(
     copies: dict[int, LoopCopies],
     target: Target,
     registry: Registry,
-) -> tuple[list[OpCost], dict[int, float]]:
+) -> list[OpCost]:
     """`costs` with each loop's copies added to the while op's own cost: each copy priced by
-    the target's model of a `copy` of that type, trips times for those in the body; and
-    per loop, what its copies before the first trip cost."""
+    the target's model of a `copy` of that type, trips times for those in the body."""
     out = list(costs)
-    before_ns: dict[int, float] = {}
     for w, c in copies.items():
         kinds = [*c.per_trip, *c.before]
         priced = registry.price(
@@ -102,7 +97,6 @@ def loop_copy_costs(
         weights = [trips] * len(c.per_trip) + [1] * len(c.before)
         latency = sum(n * p.latency_ns for n, p in zip(weights, priced, strict=True))
         dram = sum(n * p.dram_bytes for n, p in zip(weights, priced, strict=True))
-        before_ns[w] = sum(p.latency_ns for p in priced[len(c.per_trip) :])
         own = out[w]
         out[w] = OpCost(
             round((own.latency_ns + latency) * target.clock_ghz),
@@ -111,4 +105,4 @@ def loop_copy_costs(
             own.model,
             own.extra,
         )
-    return out, before_ns
+    return out

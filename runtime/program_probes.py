@@ -256,8 +256,8 @@ def fit_probes(
     """Least absolute deviations, both terms non-negative, of program time minus the steps'
     in-loop time minus `base_ns` (the single-kernel call overhead, fitted from the sweep's
     own programs: every probe runs two kernels or more, so the probes alone cannot tell it
-    from the multi-kernel term) and minus `long_call` of that in-loop time (the long-call
-    ramp, also the sweep's) on [kernels >= 2, kernels, split kernels that wake the pool];
+    from the multi-kernel term) and minus `long_call` of one step's in-loop time (the
+    long-call ramp, also the sweep's, on a bound of the call's longest kernel) on [kernels >= 2, kernels, split kernels that wake the pool];
     `UNFITTED_KINDS` left out.
     Absolute, not squared: the kinds' per-kernel costs differ several-fold (0.7-9 us on the
     project's VM) and squares let the costliest long probe set the slope for all. A split
@@ -276,12 +276,7 @@ def fit_probes(
     22.4 / 13.9 / 16.8 / 21.0% -> 21.8 / 13.7 / 17.3 / 18.2% (benchmarks/end_to_end.py
     --predict-from; the 6-layer transformer's 5 rewakes were charged 240 us where its calls
     paid 138-273 us beyond their kernels in all)."""
-    probes = [
-        p
-        for p in probes
-        if p.kind not in UNFITTED_KINDS
-        and p.pool_wakes <= FITTED_WAKES
-    ]
+    probes = [p for p in probes if p.kind not in UNFITTED_KINDS and p.pool_wakes <= FITTED_WAKES]
     split = sorted({p.kind for p in probes if p.kind in SPLIT_KINDS})
     a = np.array(
         [
@@ -292,7 +287,7 @@ def fit_probes(
     )
     y = np.array(
         [
-            p.program_ns - p.steps * p.step_loop_ns - base_ns - long_call(p.steps * p.step_loop_ns)
+            p.program_ns - p.steps * p.step_loop_ns - base_ns - long_call(p.step_loop_ns)
             for p in probes
         ]
     )

@@ -59,7 +59,7 @@ class Target:
     # HLO cost, and `multi_kernel_ns`, paid once it runs more than one kernel;
     # `kernel_dispatch_ns` per kernel of the entry function; and
     # `output_ns_per_mib` per MiB the call returns (fresh output buffers' first-touch
-    # pages); a long call's ramp in its kernels' time
+    # pages); a long call's ramp in its longest kernel's time
     # (`analysis.host_params.long_call_ns`); and `rewake_ns` for each split loop kernel or
     # Eigen dot on the pool that finds it idle for `rewake_gap_ns` (a first Eigen dot too:
     # `passes.critical_path`); and `handoff_ns_per_mib` per MiB a split loop kernel writes for
@@ -114,7 +114,7 @@ class Target:
         kernels: int = 1,
         output_bytes: int = 0,
         wakes: bool = False,
-        kernels_ns: float = 0.0,
+        longest_any_ns: float = 0.0,
         rewakes: int = 0,
         handoff_bytes: float = 0.0,
     ) -> float:
@@ -122,7 +122,8 @@ class Target:
         wake the pool by its time (`analysis.host_params.wakes_by_time`) takes this long,
         whose entry function runs `kernels` kernels, returns `output_bytes`, with
         `wakes` runs a kernel that wakes XLA:CPU's thread pool whatever its time
-        (`analysis.host_params.wakes_pool`), whose kernels take `kernels_ns` in all, and
+        (`analysis.host_params.wakes_pool`), whose longest kernel of any kind takes
+        `longest_any_ns` (the long-call ramp's argument), and
         whose entry wakes the pool `rewakes` times more after `rewake_gap_ns` without
         parallel work and hands `handoff_bytes` from split loop kernels to YNNPACK kernels."""
         from stablehlo_perf.analysis.host_params import long_call_ns
@@ -136,7 +137,10 @@ class Target:
             + self.kernel_dispatch_ns * kernels
             + self.output_ns_per_mib * output_bytes / 2**20
             + long_call_ns(
-                kernels_ns, self.long_call_start_ns, self.long_call_slope, self.long_call_cap_ns
+                longest_any_ns,
+                self.long_call_start_ns,
+                self.long_call_slope,
+                self.long_call_cap_ns,
             )
             + self.rewake_ns * rewakes
             + self.handoff_ns_per_mib * handoff_bytes / 2**20
