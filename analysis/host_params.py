@@ -337,7 +337,7 @@ def _ramp_fit(kernel_us: np.ndarray, residual_us: np.ndarray) -> tuple[float, fl
     return best[1], best[2], best[3]
 
 
-_SUM_ROWS = frozenset({"reduce", "sum_axis0"})  # calibration rows of one-input reductions
+_SUM_ROWS = frozenset({"reduce", "sum_axis0", "sum_axis1"})  # calibration rows of one-input reductions
 
 
 _ROW_CORES = 2

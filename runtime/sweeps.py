@@ -18,7 +18,8 @@ NHWC max pools (N, H, W, C, K, stride): a KxK window, SAME padding; cumsum rows 
 (A, B, axis), axis 1-based: `jnp.cumsum` of an AxB array, which JAX lowers to a
 reduce_window whose window spans the axis. argmax rows are the input of `jnp.argmax`
 over the last axis (a variadic reduce), sum_axis0 and argmax_axis0 rows the input of
-`jnp.sum` / `jnp.argmax` over the first axis; top_k rows are (rows, length, k); fft rows
+`jnp.sum` / `jnp.argmax` over the first axis, sum_axis1 rows the rank-3 input of `jnp.sum`
+over the middle axis; top_k rows are (rows, length, k); fft rows
 the input of an RFFT of the last axis; gather rows are (table rows, row width,
 indices) of `table[idx]` (random indices).
 """
@@ -100,6 +101,9 @@ _ELEMENTWISE: dict[str, tuple[int, Callable[..., jax.Array]]] = {
     # minor axis and walks the rows, which costs otherwise than a row's contiguous run.
     "sum_axis0": (1, lambda x: jnp.sum(x, axis=0)),
     "argmax_axis0": (1, lambda x: jnp.argmax(x, axis=0)),
+    # The middle axis of a rank-3 tensor (`middle_axis_shapes`): kept dims on both sides of
+    # the reduced one, which XLA:CPU runs otherwise than either a row or a column sum.
+    "sum_axis1": (1, lambda x: jnp.sum(x, axis=1)),
     # stablehlo.fft (RFFT of the last axis): a library call, priced by nothing else.
     "fft": (1, lambda x: jnp.fft.rfft(x, axis=-1)),
 }
@@ -137,6 +141,7 @@ _QUICK_OPS = (
     "argmax",
     "sum_axis0",
     "argmax_axis0",
+    "sum_axis1",
     "fft",
     "dot_general",
     "convolution",
@@ -460,6 +465,25 @@ def gather_specs(dtypes: Sequence[str] = DTYPES, quick: bool = True, seed: int =
     ]
 
 
+def wide_column_shapes() -> list[tuple[int, ...]]:
+    """Column sums (`sum_axis0`) of a few rows wider than the grid's (its widest is 9,223):
+    XLA:CPU sums up to 16,384 columns at 0.1-0.3 ns an element and wider ones at 2.5-5 ns
+    (Zen 4 VM, 2026-12-05, in loops: 8 x 16,384 f32 37 us, 8 x 17,000 368 us, 8 x 32,768
+    656 us, 8 x 65,536 2.5 ms; bf16 alike), where the model priced 8 x 32,768 at 36 us."""
+    rows = {(r, w) for r in (2, 8, 32) for w in (12288, 16384, 20480, 32768, 65536)}
+    return sorted(rows | {(128, 16384), (128, 32768)}, key=lambda s: (math.prod(s), s))
+
+
+def middle_axis_shapes() -> list[tuple[int, ...]]:
+    """Rank-3 (outer, reduced, minor) inputs of `sum_axis1`, at most 2^22 elements: the
+    middle-axis sums of pooling over a sequence and of embedding bags (the zoo's gathered
+    64 x 8 x 128 rows summed over the 8), none of which the grid's 2-D rows show: in
+    loops 4 x 8 x 32,768 took 0.35 ns an element where 8 x 32,768 summed over its rows took
+    2.5 (Zen 4 VM, 2026-12-05)."""
+    shapes = {(o, r, m) for o in (4, 32, 256) for r in (4, 32) for m in (64, 512, 4096, 32768)}
+    return sorted((s for s in shapes if math.prod(s) <= 2**22), key=lambda s: (math.prod(s), s))
+
+
 # Ops whose shapes are not tensors of the elementwise grid: their own spec builders
 # (quick, dtypes) -> specs, each filtered to the op asked for.
 _FAMILIES: dict[str, Callable[[bool, Sequence[str]], list[Spec]]] = {
@@ -469,6 +493,9 @@ _FAMILIES: dict[str, Callable[[bool, Sequence[str]], list[Spec]]] = {
     "cumsum": lambda quick, _: window_specs(quick),
     "top_k": lambda quick, _: topk_specs(quick),
     "gather": lambda quick, dtypes: gather_specs(dtypes, quick),
+    "sum_axis1": lambda _, dtypes: [
+        Spec("sum_axis1", dtype, shape) for dtype in dtypes for shape in middle_axis_shapes()
+    ],
 }
 
 
@@ -504,6 +531,8 @@ def sweep(
                 specs.append(Spec(op, dtype, shape))
             if op not in _NARROW_SKIP:
                 specs += [Spec(op, dtype, shape) for shape in narrow_shapes(quick)]
+            if op == "sum_axis0":
+                specs += [Spec(op, dtype, shape) for shape in wide_column_shapes()]
             if op not in _LAYER_SKIP:
                 grid = set(sub)
                 specs += [

@@ -60,6 +60,7 @@ def test_pool_and_scan_work_by_hand() -> None:
         sweeps.Spec("gather", "bf16", (20000, 1, 1024)),
         sweeps.Spec("sum_axis0", "f32", (64, 128)),
         sweeps.Spec("argmax_axis0", "f32", (6, 1, 240)),
+        sweeps.Spec("sum_axis1", "f32", (32, 4, 512)),
         sweeps.Spec("reduce", "f32", (64, 128)),
         sweeps.Spec("dot_general", "f32", (1, 64, 32, 48)),
         sweeps.Spec("dot_general", "f32", (1, 64, 32, 48, 2)),
@@ -314,16 +315,24 @@ def test_a_one_op_kernel_reports_its_ops_cost(amd_reference_host: Path) -> None:
     assert group["latency_ns"] < 0.7 * roofline_ns
 
 
-def test_reduce_features_say_whether_the_minor_axis_is_reduced() -> None:
+def test_reduce_features_say_which_axes_are_reduced() -> None:
+    """1 for the minor axis, 0 for leading axes only (a column sum), 0.5 for an axis with a
+    kept dim before it (a middle axis); dims of 1 count as neither."""
     slot = _I["pad_ratio_8x128"]
     assert ew.reduce_features((64, 128), (1,), 4.0)[slot] == 1.0
     assert ew.reduce_features((64, 128), (0,), 4.0)[slot] == 0.0
     assert ew.reduce_features((4, 28, 28, 16), (0, 1, 2), 4.0)[slot] == 0.0
     assert ew.reduce_features((1000,), (0,), 4.0)[slot] == 1.0
+    assert ew.reduce_features((64, 8, 128), (1,), 4.0)[slot] == 0.5
+    assert ew.reduce_features((8, 4, 16, 5), (0, 2), 4.0)[slot] == 0.5
+    assert ew.reduce_features((1, 8, 128), (1,), 4.0)[slot] == 0.0
     rows = ew.measurement_features(
-        [ew.Measurement(op, "f32", (64, 128), 1.0) for op in ("reduce", "sum_axis0")]
+        [
+            ew.Measurement(op, "f32", (64, 8, 128), 1.0)
+            for op in ("reduce", "sum_axis0", "sum_axis1")
+        ]
     )
-    assert rows[:, slot].tolist() == [1.0, 0.0]
+    assert rows[:, slot].tolist() == [1.0, 0.0, 0.5]
     assert [ew.Measurement(op, "f32", (8, 8), 1.0).model_class for op in ("sum_axis0", "argmax_axis0")] == [
         "reduction", "reduce_variadic",
     ]  # fmt: skip
@@ -347,6 +356,17 @@ def test_row_and_column_reduces_cost_what_the_reference_measured(op: str) -> Non
     measured = np.array([[t[(minor, s)], t[(cols, s)]] for s in shapes])
     ratio = (pred[:, 1] / pred[:, 0]) / (measured[:, 1] / measured[:, 0])
     assert 0.75 < float(np.median(ratio)) < 1.33
+
+
+def test_sweep_measures_wide_column_sums_and_middle_axis_sums() -> None:
+    """Column sums past 16,384 columns (XLA:CPU's slow path) and rank-3 middle-axis sums are
+    in the quick sweep, in both dtypes."""
+    specs = sweeps.sweep(quick=True, ops=["sum_axis0", "sum_axis1"])
+    for dtype in ("f32", "bf16"):
+        cols = {s.shape for s in specs if s.op == "sum_axis0" and s.dtype == dtype}
+        assert {(8, 16384), (8, 20480), (32, 65536)} <= cols
+        middle = [s.shape for s in specs if s.op == "sum_axis1" and s.dtype == dtype]
+        assert len(middle) == 20 and all(len(m) == 3 and math.prod(m) <= 2**22 for m in middle)
 
 
 def test_sweep_measures_narrow_rows_for_loop_ops() -> None:
