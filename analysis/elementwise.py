@@ -786,10 +786,10 @@ def gather_features(
 def reduce_axis(in_shape: Sequence[int], dims: Sequence[int]) -> float:
     """1 for a reduce of the minor axis (a row sum: one contiguous run per output), 0 for one
     of the leading axes only (a column sum walks the rows; XLA:CPU's argmax over axis 0 of
-    512x1000 f32 took ~1.4 ms against ~0.7-1.0 ms over axis 1), 0.5 for one with kept dims
-    on both sides (a middle axis: 4 x 8 x 32,768 f32 summed over the 8 at 0.35 ns an element,
-    8 x 32,768 over its rows at 2.5; Zen 4 VM, 2026-12-05): a kept dim before a reduced one.
-    Dims of 1 count as neither."""
+    512x1000 f32 took ~1.4 ms against ~0.7-1.0 ms over axis 1), 0.5 for one with a kept dim
+    before a reduced one (a middle axis: 4 x 8 x 32,768 f32 summed over the 8 at 0.35 ns an
+    element, 8 x 32,768 over its rows at 2.5; Zen 4 VM, 2026-12-05). Dims of 1 count as
+    neither."""
     if not in_shape or len(in_shape) - 1 in dims:
         return 1.0
     before = [d for d in range(max(dims, default=0)) if d not in dims and in_shape[d] > 1]

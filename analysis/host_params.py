@@ -267,10 +267,10 @@ class HostParams:
     transpose_fused_ns_per_elem: float = math.nan
     transpose_fused_aliased_ns_per_elem: float = math.nan
 
-    def long_call(self, kernels_ns: float) -> float:
+    def long_call(self, kernel_ns: float) -> float:
         """`long_call_ns` with these parameters (0 where they are unknown)."""
         return long_call_ns(
-            kernels_ns, self.long_call_start_ns, self.long_call_slope, self.long_call_cap_ns
+            kernel_ns, self.long_call_start_ns, self.long_call_slope, self.long_call_cap_ns
         )
 
     def header(self) -> str:
@@ -307,12 +307,12 @@ def _step_fit(
     return best[1], best[2], best[3]
 
 
-def long_call_ns(kernels_ns: float, start_ns: float, slope: float, cap_ns: float) -> float:
-    """What a call whose longest kernel takes `kernels_ns` pays beyond the step's terms:
-    min(slope · max(kernels − start, 0), cap); 0 where a parameter is unknown (NaN)."""
+def long_call_ns(kernel_ns: float, start_ns: float, slope: float, cap_ns: float) -> float:
+    """What a call whose longest kernel takes `kernel_ns` pays beyond the step's terms:
+    min(slope · max(kernel − start, 0), cap); 0 where a parameter is unknown (NaN)."""
     if math.isnan(start_ns) or math.isnan(slope) or math.isnan(cap_ns):
         return 0.0
-    return min(slope * max(kernels_ns - start_ns, 0.0), cap_ns)
+    return min(slope * max(kernel_ns - start_ns, 0.0), cap_ns)
 
 
 def _ramp_fit(kernel_us: np.ndarray, residual_us: np.ndarray) -> tuple[float, float, float]:
@@ -337,7 +337,8 @@ def _ramp_fit(kernel_us: np.ndarray, residual_us: np.ndarray) -> tuple[float, fl
     return best[1], best[2], best[3]
 
 
-_SUM_ROWS = frozenset({"reduce", "sum_axis0", "sum_axis1"})  # calibration rows of one-input reductions
+# Calibration rows of one-input reductions.
+_SUM_ROWS = frozenset({"reduce", "sum_axis0", "sum_axis1"})
 
 
 _ROW_CORES = 2

@@ -45,8 +45,8 @@ class CriticalPathPass:
     thread-pool wake-up once a kernel is long enough to be split over threads or is a
     library call, and a
     one-off cost once the entry runs two kernels or more, a dispatch cost per entry
-    kernel, a cost per MiB the entry returns, a long call's ramp in its time, top-level
-    loops' later trips left out, and a cost per loop kernel XLA splits over threads or
+    kernel, a cost per MiB the entry returns, a long call's ramp in its longest kernel's
+    time, and a cost per loop kernel XLA splits over threads or
     Eigen dot on the pool (`host_params.eigen_uses_pool`) that starts after the pool has
     been idle for `Target.rewake_gap_ns`, an Eigen dot also when it is the first, and a
     cost per MiB a split loop kernel hands to a YNNPACK kernel), it is

@@ -251,14 +251,14 @@ def measure_probes(repeats: int = 7, passes: int = 5, measured: str = "") -> lis
 def fit_probes(
     probes: list[Probe],
     base_ns: float = 0.0,
-    long_call: Callable[[float], float] = lambda kernels_ns: 0.0,
+    long_call: Callable[[float], float] = lambda kernel_ns: 0.0,
 ) -> ProbeFit:
     """Least absolute deviations, both terms non-negative, of program time minus the steps'
     in-loop time minus `base_ns` (the single-kernel call overhead, fitted from the sweep's
     own programs: every probe runs two kernels or more, so the probes alone cannot tell it
     from the multi-kernel term) and minus `long_call` of one step's in-loop time (the
-    long-call ramp, also the sweep's, on a bound of the call's longest kernel) on [kernels >= 2, kernels, split kernels that wake the pool];
-    `UNFITTED_KINDS` left out.
+    long-call ramp, also the sweep's, on a bound of the call's longest kernel) on
+    [kernels >= 2, kernels, split kernels that wake the pool]; `UNFITTED_KINDS` left out.
     Absolute, not squared: the kinds' per-kernel costs differ several-fold (0.7-9 us on the
     project's VM) and squares let the costliest long probe set the slope for all. A split
     probe of more than `FITTED_WAKES` wake-ups is left out: the wake-ups of a long chain

@@ -62,8 +62,7 @@ def test_split_probes_set_the_rewake_cost() -> None:
             return 50e3 if ns > start else 0.0
 
         probes = [
-            replace(p, program_ns=p.program_ns + ramp(p.step_loop_ns))
-            for p in plain + split
+            replace(p, program_ns=p.program_ns + ramp(p.step_loop_ns)) for p in plain + split
         ] + [
             pp.Probe("gelu", k, 5 * k, 20e3 + 5e3 * k + 2e3 * (k - 1) + 50e3 + k * 9e3, 9e3)
             for k in (16, 32, 64, 128)
