@@ -654,13 +654,21 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _no_calibration(path: Path, action: str) -> bool:
+    """True, after the CLI's error line, where `path` holds no valid calibration to `action`
+    (missing, or its checksum fails)."""
+    if path.is_file() and cf.checksum_ok(path):
+        return False
+    print(f"stablehlo-perf-calibrate: error: {path}: no valid calibration to {action}",
+          file=sys.stderr)  # fmt: skip
+    return True
+
+
 def _remeasure(args: argparse.Namespace, path: Path) -> int:
     """`--remeasure REGEX`: `runtime.remeasure` on the calibration at `path`, its rows' table."""
     from stablehlo_perf.runtime import remeasure
 
-    if not path.is_file() or not cf.checksum_ok(path):
-        print(f"stablehlo-perf-calibrate: error: {path}: no valid calibration to re-measure",
-              file=sys.stderr)  # fmt: skip
+    if _no_calibration(path, "re-measure"):
         return 2
     try:
         done = remeasure.remeasure(
@@ -747,9 +755,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.remeasure is not None:
         return _remeasure(args, path)
     if args.refit:
-        if not path.is_file() or not cf.checksum_ok(path):
-            print(f"stablehlo-perf-calibrate: error: {path}: no valid calibration to refit",
-                  file=sys.stderr)  # fmt: skip
+        if _no_calibration(path, "refit"):
             return 2
         refit(path, args.note)
         print(f"{path}: refitted ({cf.header_value(path, HOST_PARAMS_KEY)})")
@@ -760,9 +766,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"stablehlo-perf-calibrate: error: {e}", file=sys.stderr)
         return 2
     if args.rows_only:
-        if not path.is_file() or not cf.checksum_ok(path):
-            print(f"stablehlo-perf-calibrate: error: {path}: no valid calibration to add rows to",
-                  file=sys.stderr)  # fmt: skip
+        if _no_calibration(path, "add rows to"):
             return 2
         n = add_rows(path, specs, args.repeats, args.note, not args.no_progress)
         print(f"{path}: {n} shapes added ({cf.header_value(path, HOST_PARAMS_KEY)})")
