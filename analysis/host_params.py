@@ -22,7 +22,8 @@ program), and these follow from it:
   thread pool, or with a library call (a dot, a convolution, an FFT) of any size, also
   pays for waking the pool (~0.2 ms on a 2-vCPU VM). Fitted as
   overhead = base + wake · [kernel time ≥ threshold], the threshold chosen among
-  the measured kernel times by least absolute error (programs writing < 1 MiB);
+  the measured kernel times by least absolute error (programs writing < 1 MiB), and a
+  woken call's share of the wake as min(slope · kernel time, 1) (`wake_slope_fit`);
 - what a long call pays on top, growing with its kernels' time: on the Xeon VM,
   single-op programs whose in-loop kernel takes under 200 us pay a median 10-17 us
   beyond it, 200-400 us ones 58 us, 400-800 us ones 168 us, 0.8-6.4 ms ones 240-290 us
@@ -266,6 +267,9 @@ class HostParams:
     # transpose's reads are a multiple of `fusion_cost.ALIASED_STRIDE_BYTES` apart.
     transpose_fused_ns_per_elem: float = math.nan
     transpose_fused_aliased_ns_per_elem: float = math.nan
+    # How much of the wake a short call pays per ns of its kernels on the pool
+    # (`wake_slope_fit`; infinity: all of it).
+    threadpool_wake_slope: float = math.nan
 
     def long_call(self, kernel_ns: float) -> float:
         """`long_call_ns` with these parameters (0 where they are unknown)."""
@@ -305,6 +309,33 @@ def _step_fit(
         if cost < best[0]:
             best = (cost, base, wake, float(tau))
     return best[1], best[2], best[3]
+
+
+_WAKE_SLOPES = np.r_[np.arange(0.5, 10.01, 0.25), np.inf]
+
+
+def wake_slope_fit(
+    kernel_us: np.ndarray, overhead_us: np.ndarray, base_us: float, wake_us: float
+) -> float:
+    """The slope k minimising Σ|overhead − base − min(k · kernel, wake)| over programs that
+    wake the pool (`_step_fit`'s), among 0.5-10 by 0.25 and infinity (the plain step).
+
+    A call whose kernel is short pays less than the whole wake: its kernel runs on the
+    calling thread while the pool's threads wake, and the call ends when the kernel does.
+    The references' single-op programs of library or split kernels under 16 us paid 1 us
+    (kernels of 0-2 us), 7 (2-4), 18 (4-8), 30 (8-16), 45-48 (16-32) and the full 54 from
+    32 us (Zen 4 VM, 2026-12-05); on their woken rows under 16 us the step's mean absolute
+    error was 37.4 / 21.4 / 8.9 us (Zen 4 / Zen 5 / Xeon references), with k = 2.5 15.2 /
+    12.0 / 6.3, the optimum of each lying at 2.5-4. The pass applies it to the time of all
+    the call's kernels on the pool, each run of a loop's counted
+    (`passes.critical_path`): the zoo's loops of short dots and its 162-kernel transformer
+    paid the whole wake (benchmarks/end_to_end.py), which the longest kernel alone had
+    cut to 7-30 us."""
+    if len(kernel_us) == 0:
+        return math.nan
+    pred = base_us + np.minimum(_WAKE_SLOPES[:, None] * kernel_us[None, :], wake_us)
+    cost = np.abs(overhead_us[None, :] - pred).sum(axis=1)
+    return float(_WAKE_SLOPES[int(np.argmin(cost))])
 
 
 def long_call_ns(kernel_ns: float, start_ns: float, slope: float, cap_ns: float) -> float:
@@ -420,7 +451,7 @@ def fit_host_params(
             small.append(t_us * 1e3)
     rate.sort()
     top = [r for _, r in rate[-8:]]
-    base = wake = tau = per_mib = start = slope = cap = math.nan
+    base = wake = tau = k_wake = per_mib = start = slope = cap = math.nan
     if len(kernel) >= 8:
         k, out_mib, woke = np.array(kernel), np.array(mib), np.array(wakes, dtype=bool)
         by_time = np.array(timed, dtype=bool)
@@ -429,7 +460,9 @@ def fit_host_params(
         base, wake, tau = _step_fit(
             k[small_out], overhead[small_out], woke[small_out], by_time[small_out]
         )
-        left = overhead - base - wake * (((k >= tau) & by_time) | woke)
+        paid = ((k >= tau) & by_time) | woke
+        k_wake = wake_slope_fit(k[small_out & paid], overhead[small_out & paid], base, wake)
+        left = overhead - base - np.where(paid, np.minimum(k_wake * k, wake), 0.0)
         start, slope, cap = _ramp_fit(k[small_out], left[small_out])
         ramp = np.array([long_call_ns(t * 1e3, start * 1e3, slope, cap * 1e3) for t in k]) / 1e3
         per_mib = _per_mib(out_mib, left - ramp)
@@ -440,6 +473,7 @@ def fit_host_params(
         program_overhead_ns=max(base, 0.0) * 1e3,
         threadpool_wake_ns=wake * 1e3,
         parallel_kernel_ns=tau * 1e3,
+        threadpool_wake_slope=k_wake,
         output_ns_per_mib=per_mib,
         long_call_start_ns=start * 1e3,
         long_call_slope=slope,

@@ -70,6 +70,7 @@ class CriticalPathPass:
         longest_kernel = 0.0  # of the kernels that can wake the pool by their time
         longest_any = 0.0  # of all kernels: the long-call ramp's argument
         wakes = False
+        pool_ns = 0.0  # the time of the kernels on the pool, each run of a loop's counted
         top_kernels: dict[tuple[int, ...], int] = {}
         pool_spans: dict[tuple[int, ...], list[PoolSpan]] = {}
         handoffs: dict[tuple[int, ...], float] = {}
@@ -132,13 +133,18 @@ class CriticalPathPass:
             return extra
 
         def schedule(
-            ids: Sequence[int], offset: float, runs: bool = True, top: bool = False
+            ids: Sequence[int],
+            offset: float,
+            runs: bool = True,
+            top: bool = False,
+            times: float = 1.0,
         ) -> None:
             """Schedule a block from `offset`; a block that never `runs` (a branch weighed 0)
-            adds no kernel to the call overhead's terms; a function's `top` block adds the
-            contention of its kernels that follow a library call and of its loops' trips
-            (`block_contention`)."""
-            nonlocal longest_kernel, longest_any, wakes
+            adds no kernel to the call overhead's terms, one that runs `times` per call (a
+            loop's body) adds its kernels on the pool that many times; a function's `top`
+            block adds the contention of its kernels that follow a library call and of its
+            loops' trips (`block_contention`)."""
+            nonlocal longest_kernel, longest_any, wakes, pool_ns
             nodes, deps, costs = block_nodes(ids)
             latency = [sum(read_latency(cache, i) for i in node) for node in nodes]
             classes = [_node_class(view, node) for node in nodes]
@@ -159,6 +165,13 @@ class CriticalPathPass:
             ]
             library = [latency[k] > 0 and _wakes(view, node) for k, node in enumerate(nodes)]
             woken = [p or lib for p, lib in zip(pool, library, strict=True)]
+            on_pool = sum(
+                t
+                for k, (t, node) in enumerate(zip(latency, nodes, strict=True))
+                if t > 0
+                and not _control(view, node)
+                and (woken[k] or (t >= target.parallel_kernel_ns and _wakes_by_time(view, node)))
+            )
             if top and target.pool_contention > 0:
                 latency = [t + e for t, e in zip(latency, block_contention(ids), strict=True)]
             handoffs[tuple(ids)] = _handoff_bytes(
@@ -168,6 +181,7 @@ class CriticalPathPass:
                 longest_kernel = max([longest_kernel, *timed])
                 longest_any = max([longest_any, *kernels])
                 wakes = wakes or any(woken)
+                pool_ns += times * on_pool
             top_kernels[tuple(ids)] = len(kernels)
             sb = list_schedule(latency, deps, classes, kind)
             schedules[tuple(ids)] = (sb, nodes)
@@ -185,9 +199,11 @@ class CriticalPathPass:
                     cache.write(rec, "perf.slack_ns", s.slack_ns[k])
                     cache.values[i]["unit"] = sb.units[k]
                     shares = view.branch_shares(i)
+                    trips = rec.info.attrs.get("trip_count") or 1
                     for b, block in enumerate(view.regions.get(i, ())):
                         taken = runs and (shares is None or shares[b] > 0)
-                        schedule(block, offset + s.start_ns[k], taken)
+                        weight = trips if shares is None else shares[b]
+                        schedule(block, offset + s.start_ns[k], taken, times=times * weight)
 
         for func in view.funcs.values():
             schedule(func.top, 0.0, top=True)
@@ -206,6 +222,7 @@ class CriticalPathPass:
                         longest_any,
                         _rewakes(pool_spans[tuple(func.top)], target.rewake_gap_ns),
                         handoffs[tuple(func.top)],
+                        pool_ns,
                     )
                     cache.totals = {
                         "total_latency_ns": sb.makespan_ns + call,

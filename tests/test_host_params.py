@@ -103,10 +103,38 @@ def test_a_library_call_wakes_the_pool_whatever_its_time() -> None:
     assert p.program_overhead_ns == pytest.approx(5000.0)
     assert p.threadpool_wake_ns == pytest.approx(200000.0)
     assert p.parallel_kernel_ns > 5000.0
+    assert p.threadpool_wake_slope == math.inf  # 2 us dots pay all of it: a plain step
     assert wakes_pool(["dot_general"], False)
     assert wakes_pool(["convolution"], False)
     assert not wakes_pool(["add", "tanh"], False)
     assert wakes_pool(["add"], True)
+
+
+def test_a_short_woken_call_pays_a_slope_of_its_kernels_time_up_to_the_wake() -> None:
+    """Dots of 2, 4 and 8 us pay 3 x their time (11, 17, 29 us with the 5 us base) and long
+    ones the whole 200 us wake: the step fits base 5 and wake 200 (its woken rows' median),
+    the slope 3 exactly (no other candidate fits every row). A target with it charges a
+    woken call min(3 x its pool kernels' time, the wake)."""
+    adds = [("add", "f32", (256,), k, k + 5.0) for k in (2.0, 3.0, 4.0, 5.0)]
+    short = [("dot_general", "f32", (1, 8, 8, 8), k, k + 5.0 + 3.0 * k) for k in (2.0, 4.0, 8.0)]
+    long = [("dot_general", "f32", (1, 256, 256, 256), k, k + 205.0) for k in (100.0, 200.0)]
+    long += [("dot_general", "f32", (1, 256, 256, 256), k, k + 205.0) for k in (300.0, 400.0)]
+    p = fit_host_params([*adds, *short, *long, ("exponential", "f32", (2048,), 500.0, 705.0)])
+    assert p.program_overhead_ns == pytest.approx(5000.0)
+    assert p.threadpool_wake_ns == pytest.approx(200000.0)
+    assert p.threadpool_wake_slope == 3.0
+    host = replace(
+        load_target("host"),
+        program_overhead_ns=0.0,
+        threadpool_wake_ns=200e3,
+        threadpool_wake_slope=3.0,
+        multi_kernel_ns=0.0,
+        kernel_dispatch_ns=0.0,
+        long_call_start_ns=math.inf,
+    )
+    assert host.call_overhead_ns(4e3, wakes=True, pool_ns=10e3) == pytest.approx(30e3)
+    assert host.call_overhead_ns(4e3, wakes=True, pool_ns=1e6) == pytest.approx(200e3)
+    assert host.call_overhead_ns(4e3, wakes=True) == pytest.approx(200e3)  # pool time unknown
 
 
 def test_a_reduction_handed_to_ynnpack_wakes_the_pool_whatever_its_time() -> None:
@@ -352,11 +380,12 @@ def test_header_round_trip_and_missing_rows() -> None:
         21000.0,
         0.7,
         1.5,
+        2.5,
     )
     assert HostParams.parse(p.header()) == p
     assert p.long_call(1e9) == 9e4
     assert replace(p, long_call_cap_ns=math.nan).long_call(1e9) == 0.0  # a term unknown: none
-    ramp = replace(p, long_call_cap_ns=math.inf)
+    ramp = replace(p, long_call_cap_ns=math.inf, threadpool_wake_slope=math.inf)
     assert HostParams.parse(ramp.header()) == ramp
     assert ramp.long_call(1.15e6) == pytest.approx(3e5)
     assert HostParams.parse("bandwidth_gbps=3") is None
@@ -528,17 +557,22 @@ def test_a_loop_is_not_a_kernel_of_the_call(tmp_path: Path) -> None:
     kernel. A dot in its body is a library call, which wakes the pool whatever its size."""
     import stablehlo_perf as sp
 
-    target = _unit_cpu_with(
-        tmp_path,
-        "unit_cpu_calls",
+    calls = (
         "overhead_ns = 7.0\nthreadpool_wake_ns = 150.0\nparallel_kernel_ns = 1000.0\n"
-        "multi_kernel_ns = 40.0\nkernel_dispatch_ns = 3.0\n",
+        "multi_kernel_ns = 40.0\nkernel_dispatch_ns = 3.0\n"
     )
+    target = _unit_cpu_with(tmp_path, "unit_cpu_calls", calls)
     text = FORI_LOOP.read_text()
     rep = sp.analyze(text, target=target).report
     loop = next(o for o in rep.ops if o.name == "stablehlo.while")
     assert loop.latency_ns > 1000.0  # ten trips of the body: above the parallel threshold
     assert rep.call_overhead_ns == pytest.approx(7.0 + 150.0)  # the body's dot, no entry kernel
+    # With a slope on the wake, it is the dot's time in all ten trips that bounds it.
+    sloped_target = _unit_cpu_with(tmp_path, "sloped", calls + "threadpool_wake_slope = 0.05\n")
+    sloped = sp.analyze(text, target=sloped_target).report
+    dot = next(o for o in sloped.ops if o.name == "stablehlo.dot_general")
+    assert 0.05 * 10 * dot.latency_ns < 150.0
+    assert sloped.call_overhead_ns == pytest.approx(7.0 + 0.05 * 10 * dot.latency_ns)
     no_dot = text.replace(
         "%2 = stablehlo.dot_general %arg0, %arg1, contracting_dims = [1] x [0], "
         "precision = [DEFAULT, DEFAULT] : (tensor<32x32xf32>, tensor<32xf32>) -> tensor<32xf32>",

@@ -56,7 +56,9 @@ class Target:
     # 1-element program pays): a fixed part; on a CPU the larger of the thread pool's
     # wake-up, paid once a call runs a kernel of at least `parallel_kernel_ns`, a library
     # call (a dot, a convolution, an FFT) or a loop kernel XLA splits over threads by its
-    # HLO cost, and `multi_kernel_ns`, paid once it runs more than one kernel;
+    # HLO cost (at most `threadpool_wake_slope` times the time of the call's kernels on the
+    # pool: `analysis.host_params.wake_slope_fit`), and `multi_kernel_ns`, paid once it
+    # runs more than one kernel;
     # `kernel_dispatch_ns` per kernel of the entry function; and
     # `output_ns_per_mib` per MiB the call returns (fresh output buffers' first-touch
     # pages); a long call's ramp in its longest kernel's time
@@ -66,6 +68,7 @@ class Target:
     # a YNNPACK kernel to read, on at most `handoff_cap_bytes` of each. Zero where unknown.
     program_overhead_ns: float = 0.0
     threadpool_wake_ns: float = 0.0
+    threadpool_wake_slope: float = math.inf
     parallel_kernel_ns: float = math.inf
     multi_kernel_ns: float = 0.0
     kernel_dispatch_ns: float = 0.0
@@ -117,6 +120,7 @@ class Target:
         longest_any_ns: float = 0.0,
         rewakes: int = 0,
         handoff_bytes: float = 0.0,
+        pool_ns: float = math.inf,
     ) -> float:
         """Per-call cost beyond the kernels' own for a program whose longest kernel that can
         wake the pool by its time (`analysis.host_params.wakes_by_time`) takes this long,
@@ -125,11 +129,15 @@ class Target:
         (`analysis.host_params.wakes_pool`), whose longest kernel of any kind takes
         `longest_any_ns` (the long-call ramp's argument), and
         whose entry wakes the pool `rewakes` times more after `rewake_gap_ns` without
-        parallel work and hands `handoff_bytes` from split loop kernels to YNNPACK kernels."""
+        parallel work and hands `handoff_bytes` from split loop kernels to YNNPACK kernels;
+        its kernels on the pool take `pool_ns` in all (each run of a loop's counted), of
+        which the wake costs at most `threadpool_wake_slope` times."""
         from stablehlo_perf.analysis.host_params import long_call_ns
 
         woke = wakes or longest_kernel_ns >= self.parallel_kernel_ns
         wake = self.threadpool_wake_ns if woke else 0.0
+        if math.isfinite(self.threadpool_wake_slope):
+            wake = min(wake, self.threadpool_wake_slope * pool_ns)
         multi = self.multi_kernel_ns if kernels >= 2 else 0.0
         return (
             self.program_overhead_ns
@@ -195,6 +203,7 @@ _SCHEMA: dict[str, tuple[type | tuple[type, ...], bool]] = {
     "l2.bandwidth_gbps": ((int, float), False),
     "program.overhead_ns": ((int, float), False),
     "program.threadpool_wake_ns": ((int, float), False),
+    "program.threadpool_wake_slope": ((int, float), False),
     "program.parallel_kernel_ns": ((int, float), False),
     "program.multi_kernel_ns": ((int, float), False),
     "program.kernel_dispatch_ns": ((int, float), False),
@@ -277,6 +286,7 @@ def _from_mapping(data: Mapping[str, Any], where: str) -> Target:
         l2_bandwidth_gbps=float(flat.get("l2.bandwidth_gbps", 0.0)),
         program_overhead_ns=float(flat.get("program.overhead_ns", 0.0)),
         threadpool_wake_ns=float(flat.get("program.threadpool_wake_ns", 0.0)),
+        threadpool_wake_slope=float(flat.get("program.threadpool_wake_slope", math.inf)),
         parallel_kernel_ns=float(flat.get("program.parallel_kernel_ns", math.inf)),
         multi_kernel_ns=float(flat.get("program.multi_kernel_ns", 0.0)),
         kernel_dispatch_ns=float(flat.get("program.kernel_dispatch_ns", 0.0)),
@@ -366,6 +376,8 @@ def _calibrated_host(base: Target) -> Target:
         change["program_overhead_ns"] = params.program_overhead_ns
         change["threadpool_wake_ns"] = params.threadpool_wake_ns
         change["parallel_kernel_ns"] = params.parallel_kernel_ns
+        if math.isfinite(params.threadpool_wake_slope):
+            change["threadpool_wake_slope"] = params.threadpool_wake_slope
     if math.isfinite(params.output_ns_per_mib):
         change["output_ns_per_mib"] = params.output_ns_per_mib
     if math.isfinite(params.long_call_start_ns) and params.long_call_slope > 0.0:
