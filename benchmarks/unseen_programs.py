@@ -1,9 +1,11 @@
 """Predicted (target host) vs measured latency of 32 small JAX programs that no model or
 benchmark was fitted on: argmax, top_k, scatter, gathers, transposed and 1-D convs, FFT,
-scans, bf16 loops, loops slicing their input, ...
+scans, bf16 loops, loops slicing their input, ...; with `--set short`, 18 calls of a few
+microseconds of kernels (small dots, MLPs, convolutions, attention, sums, layer norms),
+whose time is mostly what a call costs beyond its kernels (`Target.call_overhead_ns`).
 
-    python benchmarks/unseen_programs.py [--only NAME ...] [--rounds 7] [--json F]
-        [--predict-from F]
+    python benchmarks/unseen_programs.py [--set unseen|short] [--only NAME ...]
+        [--rounds 7] [--json F] [--predict-from F]
 
 Each program is analysed by `perf_jit(...).analyze(...)`; all are then timed by the
 runtime harness in the same interleaved rounds (`--predict-from` re-scores a run saved
@@ -144,6 +146,54 @@ def programs() -> dict[str, tuple[Callable[..., Any], tuple[Any, ...]]]:
     }
 
 
+def short_calls() -> dict[str, tuple[Callable[..., Any], tuple[Any, ...]]]:
+    """name -> (function, example inputs): programs whose kernels take 1-60 us in all, most
+    of them library calls that wake XLA:CPU's thread pool (measured on the Zen 4 VM,
+    2026-12-05: 1-83 us a call, net of dispatch)."""
+
+    def mlp(x: jax.Array, *ws: jax.Array) -> jax.Array:
+        for w in ws[:-1]:
+            x = jax.nn.relu(x @ w)
+        return x @ ws[-1]
+
+    def attention(q: jax.Array, k: jax.Array, v: jax.Array) -> jax.Array:
+        return jax.nn.softmax(q @ k.T / 8.0) @ v
+
+    def layer_norm(x: jax.Array) -> jax.Array:
+        return (x - x.mean(-1, keepdims=True)) / jnp.sqrt(x.var(-1, keepdims=True) + 1e-5)
+
+    def conv_same(x: jax.Array, w: jax.Array) -> jax.Array:
+        dims = ("NHWC", "HWIO", "NHWC")
+        return lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=dims)
+
+    return {
+        "dot_16x64": (lambda x, w: x @ w, (_r(16, 64), _r(64, 64))),
+        "dot_64x128": (lambda x, w: x @ w, (_r(64, 128), _r(128, 128))),
+        "dot_128": (lambda x, w: x @ w, (_r(128, 128), _r(128, 128))),
+        "mlp2_32": (lambda x, a, b: jnp.tanh(x @ a) @ b, (_r(32, 64), _r(64, 64), _r(64, 64))),
+        "mlp2_64": (mlp, (_r(64, 128), _r(128, 128), _r(128, 64))),
+        "mlp3_16": (mlp, (_r(16, 128), _r(128, 128), _r(128, 128), _r(128, 10))),
+        "gram_tanh": (lambda x: jnp.tanh(jnp.tanh(x @ x.T) @ x), (_r(64, 64),)),
+        "conv_8": (conv_same, (_r(1, 8, 8, 16), _r(3, 3, 16, 16))),
+        "conv_16": (
+            lambda x, w: jax.nn.relu(conv_same(x, w)),
+            (_r(1, 16, 16, 16), _r(3, 3, 16, 32)),
+        ),
+        "attention_16": (attention, (_r(16, 32), _r(16, 32), _r(16, 32))),
+        "attention_64": (attention, (_r(64, 32), _r(64, 32), _r(64, 32))),
+        "rowsum_64": (lambda x: jnp.sum(x, axis=1), (_r(64, 256),)),
+        "colmean_128": (lambda x: jnp.mean(x, axis=0), (_r(128, 256),)),
+        "layer_norm_32": (layer_norm, (_r(32, 64),)),
+        "layer_norm_128": (layer_norm, (_r(128, 256),)),
+        "fft_256": (lambda x: jnp.abs(jnp.fft.fft(x)), (_r(8, 256),)),
+        "bmm_4x32": (lambda a, b: jnp.einsum("bij,bjk->bik", a, b), (_r(4, 32, 32), _r(4, 32, 32))),
+        "dot_vector": (lambda x, w: jnp.tanh(x @ w) + 1, (_r(1, 256), _r(256, 256))),
+    }
+
+
+SETS = {"unseen": programs, "short": short_calls}
+
+
 def _measure(
     names: list[str], runs: list[tuple[Callable[..., Any], tuple[Any, ...]]], rounds: int
 ) -> tuple[dict[str, dict[str, float]], float]:
@@ -159,6 +209,7 @@ def _measure(
 
 def main(argv: list[str] | None = None) -> dict[str, float]:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--set", choices=sorted(SETS), default="unseen", help="which programs")
     p.add_argument("--only", nargs="*", default=None, help="program names to run")
     p.add_argument("--rounds", type=int, default=7, help="interleaved timing rounds")
     p.add_argument("--json", type=Path, default=None, help="save the measurements here")
@@ -169,7 +220,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         help="measure nothing: score today's predictions against a run saved with --json",
     )
     a = p.parse_args(argv)
-    progs = programs()
+    progs = SETS[a.set]()
     names = a.only or list(progs)
     predicted: dict[str, float] = {}
     unmodelled: dict[str, str] = {}

@@ -83,3 +83,22 @@ def test_unseen_programs_score_a_saved_run_without_measuring(
     assert "before and after the rounds: 1.00x their time in the calibration" in out
     assert "in the rounds: 0.50x" in out
     assert "predictions x that: error factor geometric mean 1.00" in out
+
+
+def test_the_short_calls_are_modelled_and_scored_like_the_unseen(tmp_path: Path) -> None:
+    """`--set short` scores its own programs the same way: every op of each is modelled (no
+    random weights drawn inside a traced function), and a run saved at a quarter of the
+    prediction scores 4.0."""
+    from stablehlo_perf import perf_jit
+
+    unseen = benchmark_module("unseen_programs")
+    progs = unseen.short_calls()
+    assert len(progs) == 18 and not set(progs) & set(unseen.programs())
+    for name, (fn, args) in progs.items():
+        assert not perf_jit(fn, target="host").analyze(*args).to_dict().get("unmodelled"), name
+    fn, args = progs["mlp2_32"]
+    pred = perf_jit(fn, target="host").analyze(*args).predicted_ns
+    saved = tmp_path / "short.json"
+    saved.write_text(json.dumps({"measured": {"mlp2_32": {"median_ns": pred / 4, "spread": 0.1}}}))
+    ratios = unseen.main(["--set", "short", "--only", "mlp2_32", "--predict-from", str(saved)])
+    assert ratios == pytest.approx({"mlp2_32": 4.0})
