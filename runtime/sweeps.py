@@ -547,27 +547,44 @@ def op_and_inputs(
     spec: Spec, seed: int = 0
 ) -> tuple[Callable[..., jax.Array], tuple[jax.Array, ...]]:
     """`spec` as a function of its inputs, and the inputs (on the device)."""
+    fn, make = _op_and_maker(spec, seed)
+    args = make()
+    jax.block_until_ready(args)
+    return fn, args
+
+
+def op_and_shapes(
+    spec: Spec, seed: int = 0
+) -> tuple[Callable[..., jax.Array], tuple[jax.ShapeDtypeStruct, ...]]:
+    """`op_and_inputs` without the inputs, only their shapes and dtypes: enough to lower
+    the op, and no random draws compiled and run for every shape."""
+    fn, make = _op_and_maker(spec, seed)
+    return fn, jax.eval_shape(make)
+
+
+def _op_and_maker(
+    spec: Spec, seed: int
+) -> tuple[Callable[..., jax.Array], Callable[[], tuple[jax.Array, ...]]]:
+    """`spec` as a function of its inputs, and a function drawing the inputs."""
     key = jax.random.key(seed)
     dt = _JNP[spec.dtype]
     if spec.op == "dot_general":
         b, m, n, k, *layout = spec.shape
         lhs_t, rhs_t = divmod(layout[0] if layout else 0, 2)
         lhs, rhs = ("bkm" if lhs_t else "bmk"), ("bnk" if rhs_t else "bkn")
-        x, y = (
-            _random(key, tuple(dict(b=b, m=m, n=n, k=k)[c] for c in dims), dt)
-            for dims in (lhs, rhs)
-        )
         eq = f"{lhs},{rhs}->bmn"
         acc = jnp.int32 if spec.dtype == "i8" else None
-        fn: Callable[..., jax.Array] = lambda p, q: jnp.einsum(  # noqa: E731
-            eq, p, q, preferred_element_type=acc
-        )
-        args: tuple[jax.Array, ...] = (x, y)
+        fn: Callable[..., jax.Array] = lambda p, q: jnp.einsum(eq, p, q, preferred_element_type=acc)
+
+        def make() -> tuple[jax.Array, ...]:
+            return tuple(
+                _random(key, tuple({"b": b, "m": m, "n": n, "k": k}[c] for c in dims), dt)
+                for dims in (lhs, rhs)
+            )
+
     elif spec.op == "convolution":
         nb, h, w, c, kh, kw, o, stride, *grouped = spec.shape
         groups = grouped[0] if grouped else 1
-        x = jax.random.normal(key, (nb, h, w, c), dt)
-        f = jax.random.normal(key, (kh, kw, c // groups, o), dt)
 
         def fn(p: jax.Array, q: jax.Array) -> jax.Array:
             return lax.conv_general_dilated(
@@ -579,53 +596,57 @@ def op_and_inputs(
                 feature_group_count=groups,
             )
 
-        args = (x, f)
+        def make() -> tuple[jax.Array, ...]:
+            return (
+                jax.random.normal(key, (nb, h, w, c), dt),
+                jax.random.normal(key, (kh, kw, c // groups, o), dt),
+            )
+
     elif spec.op == "reduce_window":
         nb, h, w, c, k, stride = spec.shape
-        x = jax.random.normal(key, (nb, h, w, c), dt)
-        fn = lambda p: lax.reduce_window(  # noqa: E731
+        fn = lambda p: lax.reduce_window(
             p, -np.inf, lax.max, (1, k, k, 1), (1, stride, stride, 1), "SAME"
         )
-        args = (x,)
+        make = lambda: (jax.random.normal(key, (nb, h, w, c), dt),)
     elif spec.op == "cumsum":
         a, b, axis = spec.shape
-        x = jax.random.normal(key, (a, b), dt)
-        fn = lambda p: jnp.cumsum(p, axis=axis - 1)  # noqa: E731
-        args = (x,)
+        fn = lambda p: jnp.cumsum(p, axis=axis - 1)
+        make = lambda: (jax.random.normal(key, (a, b), dt),)
     elif spec.op == "top_k":
         r, n, k = spec.shape
-        x = jax.random.normal(key, (r, n), dt)
-        fn = lambda p: lax.top_k(p, k)[0]  # noqa: E731
-        args = (x,)
+        fn = lambda p: lax.top_k(p, k)[0]
+        make = lambda: (jax.random.normal(key, (r, n), dt),)
     elif spec.op == "gather":
         rows, width, n = spec.shape
-        table = jax.random.normal(key, (rows, width), dt)
-        idx = jax.random.randint(key, (n,), 0, rows, jnp.int32)
-        fn = lambda t, i: t[i]  # noqa: E731
-        args = (table, idx)
+        fn = lambda t, i: t[i]
+
+        def make() -> tuple[jax.Array, ...]:
+            table = jax.random.normal(key, (rows, width), dt)
+            return table, jax.random.randint(key, (n,), 0, rows, jnp.int32)
+
     elif spec.op == "convert":
-        x = jax.random.normal(key, spec.shape, _JNP[_other(spec.dtype)])
-        fn = lambda p: p.astype(dt)  # noqa: E731
-        args = (x,)
+        fn = lambda p: p.astype(dt)
+        make = lambda: (jax.random.normal(key, spec.shape, _JNP[_other(spec.dtype)]),)
     elif spec.op == "transpose":
         src = (*spec.shape[:-2], spec.shape[-1], spec.shape[-2])
         perm = (*range(len(src) - 2), len(src) - 1, len(src) - 2)
-        x = jax.random.normal(key, src, dt)
         # Flattened so the data really moves: inside the timing loop XLA otherwise gives the
         # carried result the transposed layout and the "transpose" becomes a plain copy
         # (64x128x256 f32, 8 MiB: 215 us per iteration that way, 1,080 us flattened, 1,700 us
         # as a program of its own; 2026-11-30, this VM). A row-major 1-D result is what
         # the transposed tensor is in memory, so the program case is unchanged.
-        fn = lambda p: lax.transpose(p, perm).reshape(-1)  # noqa: E731
-        args = (x,)
+        fn = lambda p: lax.transpose(p, perm).reshape(-1)
+        make = lambda: (jax.random.normal(key, src, dt),)
     else:
         arity, fn = _ELEMENTWISE[spec.op]
-        keys = jax.random.split(key, arity)
-        args = tuple(jax.random.normal(k, spec.shape, dt) for k in keys)
-        if spec.op in _POSITIVE_INPUTS:
-            args = tuple(jnp.abs(a) + 0.5 for a in args)
-    jax.block_until_ready(args)
-    return fn, args
+
+        def make() -> tuple[jax.Array, ...]:
+            args = tuple(jax.random.normal(k, spec.shape, dt) for k in jax.random.split(key, arity))
+            if spec.op in _POSITIVE_INPUTS:
+                args = tuple(jnp.abs(a) + 0.5 for a in args)
+            return args
+
+    return fn, make
 
 
 def _random(key: jax.Array, shape: tuple[int, ...], dt: Any) -> jax.Array:

@@ -74,11 +74,14 @@ def test_pool_and_scan_work_by_hand() -> None:
 )
 def test_calibration_rows_have_the_features_of_the_programs_they_time(spec: sweeps.Spec) -> None:
     """What the sweep measures is what the analysis later sees: the features of a
-    calibration row equal those of the op in the program it timed."""
+    calibration row equal those of the op in the program it timed. `op_and_shapes` (what
+    the CC4CS characterisation lowers, drawing no inputs) gives the inputs' shapes and types."""
     fn, args = sweeps.op_and_inputs(spec)
     (op,) = _ops(fn, *args, name=ew.ROW_OPS.get(spec.op, spec.op))
     row = ew.measurement_features([ew.Measurement(spec.op, spec.dtype, spec.shape, 1.0)])
     np.testing.assert_array_equal(ew.features([op]), row)
+    _, shapes = sweeps.op_and_shapes(spec)
+    assert [(s.shape, s.dtype) for s in shapes] == [(a.shape, a.dtype) for a in args]
 
 
 def test_a_convolutions_features_hold_its_images_and_stride() -> None:
