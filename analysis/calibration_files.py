@@ -17,23 +17,23 @@ from importlib import resources
 from pathlib import Path
 
 __all__ = [
-    "cache_dir",
-    "cpu_name",
-    "machine_fingerprint",
-    "xla_cpu_threads",
-    "nearest_machine",
-    "nearest_shipped",
-    "calibration_path",
-    "checksum_ok",
-    "training_files",
-    "shipped_file",
-    "shipped_names",
-    "header_value",
-    "has_learned_data",
     "BORROWED_KEY",
     "SENTINEL_COLUMN",
+    "cache_dir",
+    "calibration_path",
+    "checksum_ok",
+    "cpu_name",
+    "has_learned_data",
+    "header_value",
+    "machine_fingerprint",
     "median_sentinel",
+    "nearest_machine",
+    "nearest_shipped",
+    "shipped_file",
+    "shipped_names",
     "speed_factors",
+    "training_files",
+    "xla_cpu_threads",
 ]
 
 BORROWED_KEY = "borrowed"

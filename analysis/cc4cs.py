@@ -28,9 +28,9 @@ import math
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import cache
-from statistics import NormalDist
 from importlib import resources
 from pathlib import Path
+from statistics import NormalDist
 from typing import Any
 
 import numpy as np
@@ -39,7 +39,7 @@ from stablehlo_perf.analysis.service import OpCost
 from stablehlo_perf.analysis.targets import Target
 
 
-def _scipy_stats():  # noqa: ANN202 - the scipy.stats module
+def _scipy_stats():
     """scipy.stats, imported when a fit or a non-normal quantile needs it (it takes ~1 s)."""
     from scipy import stats
 

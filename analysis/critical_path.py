@@ -55,7 +55,9 @@ def longest_path(latency_ns: Sequence[float], deps: Sequence[Sequence[int]]) -> 
     n = len(latency_ns)
     for i, ds in enumerate(deps):
         if any(d >= i for d in ds):
-            raise ValueError(f"node {i} depends on a later node: nodes must be in topological order")
+            raise ValueError(
+                f"node {i} depends on a later node: nodes must be in topological order"
+            )
     start = [0.0] * n
     finish = [0.0] * n
     pred = [-1] * n

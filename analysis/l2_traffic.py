@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from stablehlo_perf.analysis.cache_predictor import Calibration, gemm_dram_traffic
 
-__all__ = ["TensorAccess", "OpTraffic", "GemmTiles", "l2_traffic"]
+__all__ = ["GemmTiles", "OpTraffic", "TensorAccess", "l2_traffic"]
 
 TILE_M, TILE_N, TILE_K = 128, 128, 64
 

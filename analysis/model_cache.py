@@ -73,7 +73,7 @@ def _load(path: Path) -> tuple[bool, object]:
         return False, None
     try:
         return True, pickle.loads(payload)
-    except Exception:  # an intact file from an incompatible pickle: refit
+    except Exception:  # noqa: BLE001 (an intact file from an incompatible pickle: refit)
         return False, None
 
 

@@ -16,7 +16,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property, lru_cache
+from functools import cache, cached_property
 from typing import Any
 
 __all__ = [
@@ -187,7 +187,7 @@ _FLOP_PER_ELEMENT = (
 )
 
 
-@lru_cache(maxsize=None)
+@cache
 def op_class(name: str) -> str:
     """Coarse class of an op: matmul, binary, compare_select, transcendental, unary,
     convert, movement, reduction, control, constant or other."""

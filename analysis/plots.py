@@ -10,7 +10,6 @@ from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
-
 from stablehlo_perf.analysis.opinfo import op_class
 from stablehlo_perf.analysis.report import Report
 from stablehlo_perf.analysis.targets import Target
@@ -31,8 +30,20 @@ def plot_report(report: Report, target: Target, path: str | Path) -> None:
     matrix = target.peak_flops("bf16", matrix=True)
     vector = target.peak_flops("f32", matrix=False)
     ai = np.logspace(-3, 4, 200)
-    ax.loglog(ai, np.minimum(ai * bw, matrix), "k-", lw=1.5, label=f"matrix peak (bf16) {matrix / 1e12:g} TFLOP/s")
-    ax.loglog(ai, np.minimum(ai * bw, vector), "k--", lw=1, label=f"vector peak (f32) {vector / 1e12:g} TFLOP/s")
+    ax.loglog(
+        ai,
+        np.minimum(ai * bw, matrix),
+        "k-",
+        lw=1.5,
+        label=f"matrix peak (bf16) {matrix / 1e12:g} TFLOP/s",
+    )
+    ax.loglog(
+        ai,
+        np.minimum(ai * bw, vector),
+        "k--",
+        lw=1,
+        label=f"vector peak (f32) {vector / 1e12:g} TFLOP/s",
+    )
     by_class: dict[str, list] = defaultdict(list)
     for o in ops:
         by_class[op_class(o.name)].append(o)

@@ -73,9 +73,7 @@ class Report:
 
     def to_dict(self) -> dict:
         d = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "ops"}
-        d["ops"] = [
-            {f: getattr(o, f) for f in _OP_FIELDS} for o in self.ops
-        ]
+        d["ops"] = [{f: getattr(o, f) for f in _OP_FIELDS} for o in self.ops]
         return d
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -89,7 +87,9 @@ class Report:
         for key, value in d.items():
             if key == "ops":
                 ops = f",\n{pad}{pad}".join(json.dumps(op) for op in value)
-                parts.append(f'{pad}"ops": [\n{pad}{pad}{ops}\n{pad}]' if value else f'{pad}"ops": []')
+                parts.append(
+                    f'{pad}"ops": [\n{pad}{pad}{ops}\n{pad}]' if value else f'{pad}"ops": []'
+                )
             else:
                 parts.append(f"{pad}{json.dumps(key)}: {json.dumps(value)}")
         return "{\n" + ",\n".join(parts) + "\n}"
@@ -148,17 +148,21 @@ class Report:
             "",
             "| total latency | critical path | work | parallelism | ops |",
             "|---:|---:|---:|---:|---:|",
-            f"| {_ns(self.total_latency_ns)} | {_ns(self.critical_path_ns)} | "
-            f"{_ns(self.work_ns)} | {self.parallelism:.2f} | "
-            f"{len(self.ops)} |",
+            (
+                f"| {_ns(self.total_latency_ns)} | {_ns(self.critical_path_ns)} | "
+                f"{_ns(self.work_ns)} | {self.parallelism:.2f} | "
+                f"{len(self.ops)} |"
+            ),
             "",
         ]
         if self.target_note:
             lines += [f"> {self.target_note}", ""]
         if self.call_overhead_ns:
             lines += [
-                f"Includes {_ns(self.call_overhead_ns)} of per-call overhead beyond the kernels "
-                "(argument handling, thread-pool wake-up; measured by the target's calibration).",
+                (
+                    f"Includes {_ns(self.call_overhead_ns)} of per-call overhead beyond the kernels "
+                    "(argument handling, thread-pool wake-up; measured by the target's calibration)."
+                ),
                 "",
             ]
         if self.contention_ns:
@@ -173,8 +177,10 @@ class Report:
         if self.module_estimate:
             m = self.module_estimate
             lines += [
-                f"Cross-check: the module-level LASSO ({m['model']}, trained on {m['trained_on']}) "
-                f"estimates {_ns(m['estimate_ns'])}.",
+                (
+                    f"Cross-check: the module-level LASSO ({m['model']}, trained on {m['trained_on']}) "
+                    f"estimates {_ns(m['estimate_ns'])}."
+                ),
                 "",
             ]
         ranked = sorted(

@@ -14,12 +14,12 @@ path that decides the total latency.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from stablehlo_perf.analysis.critical_path import Schedule, longest_path
 
-__all__ = ["UNITS", "unit_of", "ScheduledBlock", "list_schedule"]
+__all__ = ["UNITS", "ScheduledBlock", "list_schedule", "unit_of"]
 
 # Units per target kind; op classes not named run on the kind's default (first) unit.
 UNITS: dict[str, dict[str, str]] = {

@@ -25,12 +25,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from stablehlo_perf.analysis.opinfo import OpInfo
-from stablehlo_perf.analysis.service import OpCost
 from stablehlo_perf.analysis.scalesim_io import Layer
+from stablehlo_perf.analysis.service import OpCost
 from stablehlo_perf.analysis.systolic import ArrayConfig, LayerResult, simulate_gemm
 from stablehlo_perf.analysis.targets import Target
 
-__all__ = ["GemmShape", "ConvLayer", "dot_to_gemm", "conv_to_layer", "SystolicService"]
+__all__ = ["ConvLayer", "GemmShape", "SystolicService", "conv_to_layer", "dot_to_gemm"]
 
 
 @dataclass(frozen=True)
@@ -214,6 +214,8 @@ def _best_conv_split(c: ConvLayer, units: int, arr: ArrayConfig) -> tuple[LayerR
     if c.repeats >= units:
         options.append((layer.simulate(arr), math.ceil(c.repeats / units)))
     folds = math.ceil(layer.num_filters / arr.cols)
-    share = dataclasses.replace(layer, num_filters=min(layer.num_filters, math.ceil(folds / units) * arr.cols))
+    share = dataclasses.replace(
+        layer, num_filters=min(layer.num_filters, math.ceil(folds / units) * arr.cols)
+    )
     options.append((share.simulate(arr), c.repeats))
     return min(options, key=lambda o: o[0].total_cycles * o[1])

@@ -44,7 +44,9 @@ def print_summary(report: Report, file: IO[str] | None = None, top: int = 12) ->
     console.print(f"[bold]critical path[/bold] ({len(report.critical_path)} ops): {path}"
                   + (f" … (+{more})" if more > 0 else ""))  # fmt: skip
     for u in report.unmodelled:
-        console.print(f"[yellow]not modelled[/yellow] op {u['id']} {u['name']} at {u['loc']}: {u['reason']}")
+        console.print(
+            f"[yellow]not modelled[/yellow] op {u['id']} {u['name']} at {u['loc']}: {u['reason']}"
+        )
     for c in report.caveats:
         console.print(f"[yellow]caveat[/yellow] {c}")
 

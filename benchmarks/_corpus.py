@@ -11,7 +11,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def corpus_programs() -> ModuleType:
     """test_ir/corpus/programs.py: `PROGRAMS` and the `deep_transformer` factory."""
-    spec = importlib.util.spec_from_file_location("corpus_programs", ROOT / "test_ir/corpus/programs.py")
+    spec = importlib.util.spec_from_file_location(
+        "corpus_programs", ROOT / "test_ir/corpus/programs.py"
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

@@ -24,7 +24,9 @@ from _corpus import corpus_programs
 from scipy.stats import kendalltau
 from stablehlo_perf.runtime.timing import Case, device_description, time_cases
 
-UNFUSED = "builtin.module(perf-op-info,perf-annotate-cycles{target=host},perf-critical-path{target=host})"
+UNFUSED = (
+    "builtin.module(perf-op-info,perf-annotate-cycles{target=host},perf-critical-path{target=host})"
+)
 
 
 class _Ready:
@@ -73,7 +75,9 @@ def main(argv: list[str] | None = None) -> int:
 
         cases.append(Case(name, call, data))
     timings, dispatch = time_cases(cases, repeats=args.repeats)
-    print(f"device: {device_description()}; dispatch {dispatch.median_us:.1f} us per call (subtracted)")
+    print(
+        f"device: {device_description()}; dispatch {dispatch.median_us:.1f} us per call (subtracted)"
+    )
     print(f"{'program':18s} {'measured us':>11s} {'noise':>6s} {'fused us':>9s} {'err':>7s} "
           f"{'unfused us':>10s} {'err':>7s}")  # fmt: skip
     meas, fus, unf, noise = [], [], [], []
@@ -81,7 +85,11 @@ def main(argv: list[str] | None = None) -> int:
         t = timings[name]
         f, u = predicted[name]
         rounds = np.array(t.rounds_us)
-        dev = float(np.median(np.abs(rounds - t.median_us) / abs(t.median_us))) if t.median_us else 0.0
+        dev = (
+            float(np.median(np.abs(rounds - t.median_us) / abs(t.median_us)))
+            if t.median_us
+            else 0.0
+        )
         meas.append(t.median_us)
         fus.append(f)
         unf.append(u)

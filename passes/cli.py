@@ -169,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
-    except Exception as e:  # a bug of ours: one line, never a traceback, no output written
+    except Exception as e:  # noqa: BLE001 (a bug of ours: one line, never a traceback, no output)
         print(f"{PROG}: internal error: {type(e).__name__}: {e}", file=sys.stderr)
         return 2
 

@@ -225,7 +225,7 @@ def view_module(module: ir.Operation | ir.Module, filename: str) -> ModuleView:
         if fop.name != "func.func":
             continue
         name = fop.attributes["sym_name"].value
-        vis = fop.attributes["sym_visibility"] if "sym_visibility" in fop.attributes else None
+        vis = fop.attributes.get("sym_visibility", None)
         results = ir.FunctionType(ir.TypeAttr(fop.attributes["function_type"]).value).results
         fv = FuncView(
             name=name,

@@ -153,8 +153,8 @@ def _callees_first(graph: dict[str, set[str]]) -> list[str]:
 def _recursive(graph: dict[str, set[str]]) -> set[str]:
     """Functions that can reach themselves through calls."""
     out = set()
-    for start in graph:
-        seen, todo = set(), list(graph[start])
+    for start, callees in graph.items():
+        seen, todo = set(), list(callees)
         while todo:
             f = todo.pop()
             if f == start:

@@ -314,11 +314,13 @@ def header(target: str, note: str = "") -> list[str]:
         "# stablehlo-perf calibration (measured op latencies; see runtime/calibrate.py)",
         f"# target: {target}",
         *timing.provenance(),
-        f"# method: {timing.LOOP_METHOD}; median over rounds; call_us_median is the op as a"
-        f" program of its own, timed in the same rounds ({timing.METHOD}); {cf.SENTINEL_COLUMN}"
-        f" is the geometric mean in-loop time of {' '.join(s.key for s in SENTINELS)} in the"
-        " row's rounds; readers scale a row's times by the file's median sentinel_us over"
-        " the row's",
+        (
+            f"# method: {timing.LOOP_METHOD}; median over rounds; call_us_median is the op as a"
+            f" program of its own, timed in the same rounds ({timing.METHOD}); {cf.SENTINEL_COLUMN}"
+            f" is the geometric mean in-loop time of {' '.join(s.key for s in SENTINELS)} in the"
+            " row's rounds; readers scale a row's times by the file's median sentinel_us over"
+            " the row's"
+        ),
     ]
 
 

@@ -159,8 +159,10 @@ class PerfAnalysis:
         if self.kernels:
             head += [
                 "",
-                "Measured kernels (jax.profiler trace, time per call; tracing slows "
-                "multi-threaded kernels):",
+                (
+                    "Measured kernels (jax.profiler trace, time per call; tracing slows "
+                    "multi-threaded kernels):"
+                ),
                 "",
                 "| XLA kernel | traced time | launches per call |",
                 "|---|---:|---:|",

@@ -233,8 +233,8 @@ def measure_probes(repeats: int = 7, passes: int = 5, measured: str = "") -> lis
         per_iter, timed, _ = timing.time_in_loop(looped, repeats=repeats, seed=seed, extra=programs)
         for c in programs:
             program_ns[c.key].append(timed[c.key].median_us * 1e3)
-        for name in loop_ns:
-            loop_ns[name].append(per_iter[name][0].median_us * 1e3)
+        for name, times in loop_ns.items():
+            times.append(per_iter[name][0].median_us * 1e3)
     return [
         Probe(
             kind,

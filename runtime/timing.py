@@ -206,6 +206,8 @@ def provenance() -> list[str]:
         f"# machine: {machine_fingerprint()}",
         f"# device: {device_description()}",
         f"# date: {dt.datetime.now(dt.UTC).strftime('%Y-%m-%dT%H:%MZ')}",
-        f"# versions: python {platform.python_version()}, jax {jax.__version__}, "
-        f"jaxlib {jaxlib.__version__}, numpy {np.__version__}",
+        (
+            f"# versions: python {platform.python_version()}, jax {jax.__version__}, "
+            f"jaxlib {jaxlib.__version__}, numpy {np.__version__}"
+        ),
     ]

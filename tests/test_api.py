@@ -9,13 +9,12 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 import pytest
-from jaxlib.mlir import ir
-
 import stablehlo_perf as sp
 from conftest import ROOT, corpus_files
+from jaxlib.mlir import ir
+from stablehlo_perf.analysis.targets import list_targets
 from stablehlo_perf.passes.ir import InputError, parse_module
 from stablehlo_perf.passes.pipeline import PipelineError, default_pipeline, parse_pipeline
-from stablehlo_perf.analysis.targets import list_targets
 from stablehlo_perf.passes.registry import PASSES, describe_passes, pass_class
 
 OP_KEYS = {"id", "name", "loc", "cycles", "latency_ns", "flops", "bytes", "dram_bytes", "model",

@@ -227,8 +227,8 @@ def test_executed_ops_count_loop_trips_branches_and_calls():
     import jax
     import jax.numpy as jnp
     from jax import lax
-    from stablehlo_perf.passes.extract import view_module
     from stablehlo_perf.passes.executed import executed_ops
+    from stablehlo_perf.passes.extract import view_module
     from stablehlo_perf.runtime.cc4cs_host import result_features
 
     @jax.jit

@@ -11,8 +11,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from stablehlo_perf import perf_jit
-from stablehlo_perf.analysis import fused_loops as fl
 from stablehlo_perf.analysis import calibration_files as cf
+from stablehlo_perf.analysis import fused_loops as fl
 from stablehlo_perf.analysis.calibration_files import machine_fingerprint
 from stablehlo_perf.analysis.elementwise import CalibrationError
 from stablehlo_perf.runtime import calibrate, timing

@@ -1034,7 +1034,7 @@ def test_producers_fused_into_a_gather_are_priced_at_the_gathered_elements() -> 
     # Returned by the block, logp is computed in full; so is its broadcast, which logp reads.
     assert gathered_scales(b.ops, members, b.sources, live_out=[ids["logp"]]) == {}
     # Read by another op of the group too, likewise.
-    b2, ids2 = _log_softmax_gather(extra_use=True)
+    b2, _ = _log_softmax_gather(extra_use=True)
     assert gathered_scales(b2.ops, list(range(len(b2.ops))), b2.sources) == {}
 
 
@@ -1179,9 +1179,8 @@ def test_loop_state_copies_are_the_ones_xla_inserts() -> None:
 
     import jax
     import jax.numpy as jnp
-    from jax import lax
-
     import stablehlo_perf as sp
+    from jax import lax
 
     def loop(step):
         return lambda a, b: lax.fori_loop(0, 5, lambda i, c: step(*c), (a, b))
@@ -1211,9 +1210,8 @@ def test_loop_copies_are_priced_as_copy_kernels() -> None:
     counter's initial constant; each copy a kernel moving its bytes twice."""
     import jax
     import jax.numpy as jnp
-    from jax import lax
-
     import stablehlo_perf as sp
+    from jax import lax
 
     def f(a, b):
         return lax.fori_loop(0, 5, lambda i, c: (c[0] + c[1], c[0] - c[1]), (a, b))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from stablehlo_perf.analysis.aggregate import ControlNode, aggregate
 from stablehlo_perf.analysis.critical_path import longest_path, static_trip_count
 

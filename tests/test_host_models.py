@@ -608,9 +608,8 @@ def test_small_loops_are_the_ones_xla_cpu_compiles_into_one_kernel():
     `xla_cpu_small_call`; the analysis names such a loop `while(xN, one kernel)`."""
     import jax
     import jax.numpy as jnp
-    from jax import lax
-
     import stablehlo_perf as sp
+    from jax import lax
 
     def tanh_loop(x):
         return lax.fori_loop(0, 100, lambda i, v: v * 0.5 + jnp.tanh(v), x)
@@ -751,9 +750,8 @@ def test_kernels_of_a_thunked_loop_cost_one_thunk_not_the_calibration_loops_thre
     in a program's loop that XLA:CPU runs kernel by kernel the scalar test costs one, and the
     loop is its trips of body plus one more of its condition."""
     import jax.numpy as jnp
-    from jax import lax
-
     import stablehlo_perf as sp
+    from jax import lax
     from stablehlo_perf.analysis.targets import load_target
 
     host = load_target("host")
@@ -761,7 +759,7 @@ def test_kernels_of_a_thunked_loop_cost_one_thunk_not_the_calibration_loops_thre
         pytest.skip("the host target has no calibration of this machine")
 
     def newton(x):
-        body = lambda i, c: (0.5 * (c[0] + c[1] / c[0]), c[1])  # noqa: E731
+        body = lambda i, c: (0.5 * (c[0] + c[1] / c[0]), c[1])
         return lax.fori_loop(0, 50, body, (x, x + 1.0))[0]
 
     rep = sp.perf_jit(newton, target="host").analyze(jnp.full((512,), 0.7)).report

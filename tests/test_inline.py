@@ -5,10 +5,9 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import pytest
-from jaxlib.mlir import ir
-
 import stablehlo_perf as sp
 from conftest import ROOT
+from jaxlib.mlir import ir
 from stablehlo_perf.passes.inline import inline_calls
 from stablehlo_perf.passes.ir import make_context, parse_module
 from stablehlo_perf.passes.pipeline import default_pipeline

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 import stablehlo_perf as sp
 from conftest import ROOT
 from stablehlo_perf.analysis.cache_predictor import gemm_dram_traffic

@@ -25,7 +25,10 @@ def test_lit_suite_found():
 @pytest.mark.parametrize("path", LIT_FILES, ids=lambda p: str(p.relative_to(TEST_IR)))
 def test_lit(path: Path):
     proc = subprocess.run(
-        [sys.executable, "-c", "from lit.main import main; main()", "-v", str(path)], capture_output=True, text=True
+        [sys.executable, "-c", "from lit.main import main; main()", "-v", str(path)],
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
     assert "Passed: 1" in proc.stdout

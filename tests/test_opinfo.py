@@ -5,7 +5,6 @@ from __future__ import annotations
 import itertools
 
 import pytest
-
 from stablehlo_perf.analysis.opinfo import (
     OpInfo,
     TensorType,
@@ -103,7 +102,9 @@ def test_conv_flops_grouped_and_batch_grouped():
 
 def test_dynamic_and_unranked_shapes_have_no_counts():
     dyn = OpInfo.build(0, "stablehlo.add", [T(None, 4)], [T(None, 4)])
-    unranked = OpInfo.build(1, "stablehlo.add", [TensorType(None, "f32")], [TensorType(None, "f32")])
+    unranked = OpInfo.build(
+        1, "stablehlo.add", [TensorType(None, "f32")], [TensorType(None, "f32")]
+    )
     assert (dyn.flops, dyn.bytes, dyn.is_static) == (None, None, False)
     assert (unranked.flops, unranked.bytes) == (None, None)
     assert str(dyn.operands[0]) == "tensor<?x4xf32>"

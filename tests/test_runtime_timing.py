@@ -256,14 +256,14 @@ def test_a_chunk_measured_off_speed_is_measured_again(
     gauges = iter([100.0, 105.0, 200.0, again_us])
     timed: list[list[str]] = []
 
-    def chunk(part, gauges_, repeats, bar):  # noqa: ANN001, ANN202
+    def chunk(part, gauges_, repeats, bar):
         g = next(gauges)
         timed.append([s.key for s in part])
         return [[*s.key.split(","), "1", f"{g / 100:.4f}", "0.1", "1", "1", "3", f"{g:.4f}"]
                 for s in part]  # fmt: skip
 
     monkeypatch.setattr(calibrate, "_measure_chunk", chunk)
-    monkeypatch.setattr(calibrate, "sentinel_cases", lambda: [])
+    monkeypatch.setattr(calibrate, "sentinel_cases", list)
     rows = calibrate.measure(specs, tmp_path / "p.csv", chunk=2, progress=False)
     assert timed == [[s.key for s in specs[i : i + 2]] for i in (0, 2, 4)] + [
         sorted(s.key for s in specs[4:])

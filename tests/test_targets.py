@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 
 import pytest
-
 from stablehlo_perf.analysis.targets import TargetError, list_targets, load_target
 
 DESIGN_TARGETS = ["gb10", "h100", "h200", "host", "thor", "tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e"]

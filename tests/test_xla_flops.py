@@ -9,10 +9,9 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import pytest
-from jax import lax
-
 import stablehlo_perf as sp
 from conftest import corpus_programs
+from jax import lax
 
 S = jax.ShapeDtypeStruct
 
