@@ -322,12 +322,19 @@ def matmul_specs(quick: bool) -> list[Spec]:
         # 20-26; 1 -> 8, 16 at 730, 410, 1 -> 32, 64 at 27-29; 2, 4 or 6 -> 24 at 30-36),
         # and the grid's 3 -> 16 and 3 -> 32 alone had priced 3 -> 24 at a third of its
         # time and 3 -> 48 or 64 on the slow path. A few channels into 24 too, which the
-        # stems alone would leave as the slow path's (4 -> 24 priced at 9x its time).
+        # stems alone would leave as the slow path's (4 -> 24 priced at 9x its time). 3 -> 16
+        # and 3 -> 32 (the grid's own pairs) for their 7x7 stride-2 stems: a CNN's 3 -> 32
+        # stem on 64x64 images ran 3.5x the model's price, which had only 3 -> 24 (306 ps a
+        # multiply-add) and 3 -> 40 (26 ps) of that window to go by (Zen 4 VM, 2026-12-05).
         for c, o in (
-            (1, 8), (1, 32), (3, 8), (3, 24), (3, 40), (3, 48), (3, 64), (4, 24), (8, 24),
-            (24, 24),
+            (1, 8), (1, 32), (3, 8), (3, 16), (3, 24), (3, 32), (3, 40), (3, 48), (3, 64),
+            (4, 24), (8, 24), (24, 24),
         ):  # fmt: skip
-            for nb, k, stride in ((1, 3, 1), (4, 3, 1), (1, 3, 2), (1, 5, 1), (1, 7, 2)):
+            # 7x7 stride-2 stems of 4 images too: one image's rows alone priced a 3 -> 32
+            # stem of 4 and 8 images at 0.72 and 0.58 of its time (Zen 4 VM, 2026-12-05).
+            for nb, k, stride in (
+                (1, 3, 1), (4, 3, 1), (1, 3, 2), (1, 5, 1), (1, 7, 2), (4, 7, 2),
+            ):  # fmt: skip
                 if nb * hw * hw * c * o * k * k <= 2**27:
                     conv.add((nb, hw, hw, c, k, k, o, stride))
         # Depthwise and grouped layers: XLA:CPU runs them on another code path.
