@@ -61,6 +61,7 @@ def test_pool_and_scan_work_by_hand() -> None:
         sweeps.Spec("sum_axis0", "f32", (64, 128)),
         sweeps.Spec("argmax_axis0", "f32", (6, 1, 240)),
         sweeps.Spec("sum_axis1", "f32", (32, 4, 512)),
+        sweeps.Spec("transpose", "f32", (40, 96, 24)),
         sweeps.Spec("reduce", "f32", (64, 128)),
         sweeps.Spec("dot_general", "f32", (1, 64, 32, 48)),
         sweeps.Spec("dot_general", "f32", (1, 64, 32, 48, 2)),
