@@ -530,6 +530,10 @@ def op_tensor(op: OpInfo) -> TensorType:
         return op.results[0]  # reads only what it returns (a gather: its rows, not its table)
     if short == "dynamic_update_slice" and len(op.operands) >= 2:
         return op.operands[1]  # writes the update in place
+    if short == "scatter" and len(op.operands) >= 3:
+        # Reads and combines every update into its row of the operand, in place: the updates
+        # (inputs..., indices, updates...) set its time, not the operand it writes into.
+        return max(op.operands[len(op.operands) // 2 + 1 :], key=lambda t: t.num_elements or 0)
     if cls == "movement" and op.operands and op.results:
         a, b = op.operands[0], op.results[0]
         return a if (a.num_elements or 0) > (b.num_elements or 0) else b
