@@ -23,7 +23,7 @@ program), and these follow from it:
   pays for waking the pool (~0.2 ms on a 2-vCPU VM). Fitted as
   overhead = base + wake · [kernel time ≥ threshold], the threshold chosen among
   the measured kernel times by least absolute error (programs writing < 1 MiB), and a
-  woken call's share of the wake as min(slope · kernel time, 1) (`wake_slope_fit`);
+  woken call pays min(slope · kernel time, wake) of the wake (`wake_slope_fit`);
 - what a long call pays on top, growing with its kernels' time: on the Xeon VM,
   single-op programs whose in-loop kernel takes under 200 us pay a median 10-17 us
   beyond it, 200-400 us ones 58 us, 400-800 us ones 168 us, 0.8-6.4 ms ones 240-290 us
@@ -326,11 +326,11 @@ def wake_slope_fit(
     (kernels of 0-2 us), 7 (2-4), 18 (4-8), 30 (8-16), 45-48 (16-32) and the full 54 from
     32 us (Zen 4 VM, 2026-12-05); on their woken rows under 16 us the step's mean absolute
     error was 37.4 / 21.4 / 8.9 us (Zen 4 / Zen 5 / Xeon references), with k = 2.5 15.2 /
-    12.0 / 6.3, the optimum of each lying at 2.5-4. The pass applies it to the time of all
-    the call's kernels on the pool, each run of a loop's counted
-    (`passes.critical_path`): the zoo's loops of short dots and its 162-kernel transformer
-    paid the whole wake (benchmarks/end_to_end.py), which the longest kernel alone had
-    cut to 7-30 us."""
+    12.0 / 6.3 (fitted: 2.5, 4, 2.5; 5.25 on the Xeon's one-thread reference). The pass
+    applies it to the time of all the call's kernels on the pool, each run of a loop's
+    counted (`passes.critical_path`): the zoo's loops of short dots and its 162-kernel
+    transformer pay the whole wake (benchmarks/end_to_end.py), where a slope on the call's
+    longest kernel alone would charge them 7-30 us."""
     if len(kernel_us) == 0:
         return math.nan
     pred = base_us + np.minimum(_WAKE_SLOPES[:, None] * kernel_us[None, :], wake_us)

@@ -43,7 +43,8 @@ class CriticalPathPass:
     bound, `perf.work_ns` = sum of latencies). Where the target charges a call
     overhead beyond its kernels (`Target.call_overhead_ns`: a fixed part, the larger of a
     thread-pool wake-up once a kernel is long enough to be split over threads or is a
-    library call, and a
+    library call (at most a slope times the time of the call's kernels on the pool, each
+    loop trip's counted), and a
     one-off cost once the entry runs two kernels or more, a dispatch cost per entry
     kernel, a cost per MiB the entry returns, a long call's ramp in its longest kernel's
     time, and a cost per loop kernel XLA splits over threads or
