@@ -483,13 +483,18 @@ def gather_specs(dtypes: Sequence[str] = DTYPES, quick: bool = True, seed: int =
     ]
 
 
+def _by_size(shapes: set[tuple[int, ...]], cap: float = math.inf) -> list[tuple[int, ...]]:
+    """The shapes of at most `cap` elements, smallest first (ties by shape)."""
+    return sorted((s for s in shapes if math.prod(s) <= cap), key=lambda s: (math.prod(s), s))
+
+
 def wide_column_shapes() -> list[tuple[int, ...]]:
     """Column sums (`sum_axis0`) of a few rows wider than the grid's (its widest is 9,223):
     XLA:CPU sums up to 16,384 columns at 0.1-0.3 ns an element and wider ones at 2.5-5 ns
     (Zen 4 VM, 2026-12-05, in loops: 8 x 16,384 f32 37 us, 8 x 17,000 368 us, 8 x 32,768
     656 us, 8 x 65,536 2.5 ms; bf16 alike), where the model priced 8 x 32,768 at 36 us."""
     rows = {(r, w) for r in (2, 8, 32) for w in (12288, 16384, 20480, 32768, 65536)}
-    return sorted(rows | {(128, 16384), (128, 32768)}, key=lambda s: (math.prod(s), s))
+    return _by_size(rows | {(128, 16384), (128, 32768)})
 
 
 def batched_transpose_shapes() -> list[tuple[int, ...]]:
@@ -500,8 +505,7 @@ def batched_transpose_shapes() -> list[tuple[int, ...]]:
     element, priced 0.83-2.9x, error factor 1.63; the grid's 1-4M-element 2-D ones 0.43-0.75).
     Sides 24, 96 and 320, batches 6, 40 and 300: none of those fresh shapes."""
     sides = (24, 96, 320)
-    shapes = {(b, m, n) for b in (6, 40, 300) for m in sides for n in sides}
-    return sorted((s for s in shapes if math.prod(s) <= 2**22), key=lambda s: (math.prod(s), s))
+    return _by_size({(b, m, n) for b in (6, 40, 300) for m in sides for n in sides}, 2**22)
 
 
 def middle_axis_shapes() -> list[tuple[int, ...]]:
@@ -511,7 +515,7 @@ def middle_axis_shapes() -> list[tuple[int, ...]]:
     loops 4 x 8 x 32,768 took 0.35 ns an element where 8 x 32,768 summed over its rows took
     2.5 (Zen 4 VM, 2026-12-05)."""
     shapes = {(o, r, m) for o in (4, 32, 256) for r in (4, 32) for m in (64, 512, 4096, 32768)}
-    return sorted((s for s in shapes if math.prod(s) <= 2**22), key=lambda s: (math.prod(s), s))
+    return _by_size(shapes, 2**22)
 
 
 # Ops whose shapes are not tensors of the elementwise grid: their own spec builders
