@@ -42,7 +42,9 @@ XLA:CPU specifics (extra kernels in `FusionPlan.launches`): float reductions
 of 4096+ elements go to YNNPACK (take the elementwise producers all of whose
 readers they hold and a YNNPACK dot producing their input; an f32 one also
 takes `op(x, broadcast(reduce(x)))` and the single-use elementwise ops after
-it: a softmax head is one kernel); others with a reduced dimension over 32
+it: a softmax head is one kernel; a reduce of 4096+ results takes the ops on them
+too, and fusions holding all readers of a value merge: a softmax, a layer norm,
+a batched attention is one kernel); others with a reduced dimension over 32
 are split by the TreeReductionRewriter into a reduce-window kernel (which
 fuses nothing) and a reduce; a divide by a broadcast YNN reduce gets a
 reciprocal kernel; a convolution outside NHWC/HWIO layout gets a transpose
@@ -140,7 +142,8 @@ class FusionPlan:
     "free" (launches no kernel); `launches[g]` counts its kernels (0 when
     free; XLA:CPU adds a reduce-window kernel for a tree reduction and
     transposes around a non-NHWC convolution); `same_as[i]` is the earlier
-    identical op that CSE merged op i into (same group, computed once).
+    identical op that CSE merged op i into (same group, computed once); `ynn` holds the
+    groups XLA:CPU runs as one YNNPACK fusion around a reduce.
     """
 
     groups: list[int]
@@ -149,6 +152,7 @@ class FusionPlan:
     launches: list[int]
     copies: dict[int, tuple[int, ...]] = field(default_factory=dict)
     same_as: dict[int, int] = field(default_factory=dict)
+    ynn: frozenset[int] = frozenset()
 
     @property
     def num_groups(self) -> int:
@@ -681,7 +685,9 @@ class _State:
         opaque = not (f.loop or f.reduce or f.constant) and not (f.matmul and self.kind != "cpu")
         g = _Group(root=i, opaque=opaque)
         if self.kind == "cpu":
-            g.extra += _cpu_conv_layout_copies(self.ops[i]) + self._cpu_upcasts(i)
+            g.extra += _cpu_conv_layout_copies(self.ops[i])
+            if i not in self.chain_tails:  # YNNPACK reads 16-bit operands itself
+                g.extra += self._cpu_upcasts(i)
         self.groups.append(g)
         self.add(len(self.groups) - 1, i)
         return len(self.groups) - 1
@@ -735,7 +741,7 @@ class _State:
             return False
         if grp.ynn and any(not self.in_group(u, g) for u in self.users[i]):
             return False
-        if grp.ynn and not self._ynn_pointwise(i):
+        if grp.ynn and not (self._ynn_pointwise(i) and (not f.elementwise or self._preferred(i))):
             # YNNPACK takes elementwise producers only, and not every one: XLA:CPU runs a
             # gather feeding a row sum as a loop kernel writing the gathered rows (embedding
             # bag, 2048x128), a select feeding one likewise (`_YNN_ELEMENTWISE`).
@@ -783,7 +789,7 @@ class _State:
         if f.reduce_mode == "ynn" and f.short == "reduce_window":
             c = self._ynn_chain(i)
             return c, c != i
-        if f.reduce_mode != "ynn" or self.ops[i].operands[0].element_type != "f32":
+        if f.reduce_mode != "ynn" or not self._widens_in_ynn(i):
             return None
         c = self._ynn_dot_reading(i)
         if c is None:
@@ -810,24 +816,49 @@ class _State:
         `ynn_fusion`; a ReLU of 1x16x16x32's pool a kernel of its own; a pool reshaped into
         a 2x4096 @ 4096x10 dot one kernel, into 1x8192 @ 8192x10, a matrix-vector product,
         three)."""
-        c = i
+        c = last = i
         while len(self.users[c]) == 1:
             u = self.users[c][0]
             f = self.facts[u]
-            big = max(
-                (t.num_elements or 0 for t in (*self.ops[u].operands, *self.ops[u].results)),
-                default=0,
-            )
+            if f.short in ("reshape", "bitcast", "broadcast_in_dim", "broadcast"):
+                c = u
+                continue
             takes = (
-                f.short in ("reshape", "bitcast")
-                or (self._ynn_takes(u) and big >= YNN_REDUCE_MIN_ELEMENTS)
+                (self._ynn_takes(u) and self._preferred(u) and not self._small_reciprocal(u, c))
                 or (f.matmul and c in self.srcs[u][:1] and self._ynn_library(u))
                 or (f.short == "reduce_window" and f.reduce_mode == "ynn")
             )
             if not takes:
                 break
-            c = u
-        return c
+            c = last = u
+        return last
+
+    def _preferred(self, u: int) -> bool:
+        """An op with at least `YNN_REDUCE_MIN_ELEMENTS` elements in its result or an
+        operand: XLA:CPU's YNNPACK fusion takes no smaller elementwise op."""
+        op = self.ops[u]
+        return any(
+            (t.num_elements or 0) >= YNN_REDUCE_MIN_ELEMENTS for t in (*op.operands, *op.results)
+        )
+
+    def _widens_in_ynn(self, i: int) -> bool:
+        """Whether reduce i's result can start a YNN fusion's chain: an f32 one, or a 16-bit
+        one of at least `YNN_REDUCE_MIN_ELEMENTS` results (XLA:CPU computes 16-bit elementwise
+        ops in f32: the convert of a smaller result is a loop op YNNPACK does not take)."""
+        op = self.ops[i]
+        if op.operands[0].element_type == "f32":
+            return True
+        return (op.results[0].num_elements or 0) >= YNN_REDUCE_MIN_ELEMENTS
+
+    def _small_reciprocal(self, u: int, c: int) -> bool:
+        """A float divide by broadcast c of fewer than `YNN_REDUCE_MIN_ELEMENTS` elements:
+        XLA's simplifier makes it a multiply by the broadcast reciprocal, a loop kernel that
+        YNNPACK does not take (`x / x.sum(1, keepdims=True)` on 2048x256: three kernels, on
+        4096x256 one, jax 0.10.2)."""
+        if self.facts[u].short != "divide" or self.srcs[u][1:2] != [c]:
+            return False
+        src = self.ops[c].operands[0].num_elements if self.ops[c].operands else None
+        return self.facts[c].short in _BROADCASTS and (src or 0) < YNN_REDUCE_MIN_ELEMENTS
 
     def _ynn_library(self, i: int) -> bool:
         """A dot or convolution XLA:CPU's YNNPACK fusion may hold: a convolution YNNPACK
@@ -915,18 +946,26 @@ class _State:
         while j is not None and j >= 0 and self.facts[j].short in _BROADCASTS:
             widened = widened or _grows(self.ops[j])
             j = self.srcs[j][0] if self.srcs[j] else None
-        return widened and j is not None and j >= 0 and self.facts[j].reduce_mode == "ynn"
+        return (
+            widened
+            and j is not None
+            and j >= 0
+            and self.facts[j].reduce_mode == "ynn"
+            and (self.ops[j].results[0].num_elements or 0) < YNN_REDUCE_MIN_ELEMENTS
+        )
 
     def _ynn_dot_joins(self, g: int, i: int) -> bool:
         """Whether dot or convolution i joins group g on a CPU: only a YNNPACK one (not an
         Eigen dot or convolution: `_ynn_library`) read only by a YNN reduce's group
         (`(x @ w).sum(1)`, an attention head's QK dot, scale, max-reduce, subtract and exp:
         one kernel, jax 0.10.2); a pool's fusion takes one more (a convolution, ReLU, max
-        pool and the dense layer reading it: one kernel)."""
+        pool and the dense layer reading it: one kernel), and so does a fusion whose reduce's
+        chain ends in a dot (a batched attention's two dots: one kernel)."""
         grp = self.groups[g]
+        ends_in_dot = grp.root in self.chain_tails and self.facts[grp.root].matmul
         return (
             (grp.ynn or grp.root in self.tails)
-            and (not grp.has_matmul or grp.window)
+            and (not grp.has_matmul or grp.window or ends_in_dot)
             and all(self.in_group(u, g) for u in self.users[i])
             and self._ynn_library(i)
         )
@@ -942,7 +981,8 @@ class _State:
     def visit(self, i: int, live_out: set[int]) -> None:
         """Place op i, all of whose consumers are already placed."""
         f = self.facts[i]
-        if i in self.tails:  # a YNN fusion's last op: its reduce and producers join it
+        if i in self.tails and not self._tail_merges(i):
+            # a YNN fusion's last op: its reduce and producers join it
             self.group_of[i] = g = self.new_group(i)
             self.groups[g].opaque = False  # a dot too: its reduce joins it
             if i in self.chain_tails:  # what lies between it and its reduce joins it too
@@ -975,6 +1015,17 @@ class _State:
             self.copies[i] = ok
             for g in ok:
                 self.add(g, i)
+
+    def _tail_merges(self, i: int) -> bool:
+        """Whether YNN tail i joins the YNN fusion holding all its readers rather than ending
+        one of its own: in a softmax of 4096+ rows the fusion grown from the sum holds both
+        readers of `exp(x - max(x))` (the sum, the multiply by its reciprocal), and the
+        max's fusion merges into it (one kernel, jax 0.10.2)."""
+        groups = {self.group_of[u] for u in self.users[i]}
+        if len(groups) != 1 or any(len(self.holding(u)) > 1 for u in self.users[i]):
+            return False
+        g = groups.pop()
+        return self.groups[g].ynn and self._ynn_pointwise(i)
 
     def join(self, i: int, targets: list[int]) -> None:
         """Put op i in the group of its first consumer and copy it into the other targets."""
@@ -1070,6 +1121,7 @@ def _renumber(state: _State, same_as: dict[int, int]) -> FusionPlan:
         launches=launches,
         copies=copies,
         same_as=same_as,
+        ynn=frozenset(g for old, g in order.items() if state.groups[old].ynn),
     )
 
 

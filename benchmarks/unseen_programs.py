@@ -2,9 +2,11 @@
 benchmark was fitted on: argmax, top_k, scatter, gathers, transposed and 1-D convs, FFT,
 scans, bf16 loops, loops slicing their input, ...; with `--set short`, 18 calls of a few
 microseconds of kernels (small dots, MLPs, convolutions, attention, sums, layer norms),
-whose time is mostly what a call costs beyond its kernels (`Target.call_overhead_ns`).
+whose time is mostly what a call costs beyond its kernels (`Target.call_overhead_ns`);
+with `--set rows`, 16 softmaxes, layer norms, attention and a cross-entropy over 1024-16384
+rows (4096+: one YNNPACK fusion each on XLA:CPU).
 
-    python benchmarks/unseen_programs.py [--set unseen|short] [--only NAME ...]
+    python benchmarks/unseen_programs.py [--set unseen|short|rows] [--only NAME ...]
         [--rounds 7] [--json F] [--predict-from F]
 
 Each program is analysed by `perf_jit(...).analyze(...)`; all are then timed by the
@@ -191,7 +193,53 @@ def short_calls() -> dict[str, tuple[Callable[..., Any], tuple[Any, ...]]]:
     }
 
 
-SETS = {"unseen": programs, "short": short_calls}
+def many_rows() -> dict[str, tuple[Callable[..., Any], tuple[Any, ...]]]:
+    """name -> (function, example inputs): softmaxes, layer norms, attention and a
+    cross-entropy whose reduces have 4096+ results, which XLA:CPU runs as one YNNPACK
+    fusion each (jax 0.10.2), and three of 1024-2048 rows, which it does not."""
+
+    def layer_norm(x: jax.Array) -> jax.Array:
+        m = x.mean(-1, keepdims=True)
+        return (x - m) * lax.rsqrt(((x - m) ** 2).mean(-1, keepdims=True) + 1e-5)
+
+    def attention(q: jax.Array, k: jax.Array, v: jax.Array, causal: bool = False) -> jax.Array:
+        s = jnp.einsum("...qd,...kd->...qk", q, k) / 8.0
+        if causal:
+            n = s.shape[-1]
+            s = jnp.where(jnp.tril(jnp.ones((n, n), bool)), s, -1e9)
+        return jnp.einsum("...qk,...kd->...qd", jax.nn.softmax(s, axis=-1), v)
+
+    def xent(x: jax.Array, y: jax.Array) -> jax.Array:
+        return -(jax.nn.log_softmax(x, -1) * y).sum(-1).mean()
+
+    bf16 = jnp.bfloat16
+    return {
+        "attention_8192": (attention, (_r(4, 8, 256, 64),) * 3),
+        "attention_8192_bf16": (attention, (_r(4, 8, 256, 64, dtype=bf16),) * 3),
+        "attention_4096_d32": (attention, (_r(16, 256, 32),) * 3),
+        "attention_4096x128": (attention, (_r(4096, 64), _r(128, 64), _r(128, 64))),
+        "causal_attention_8192": (lambda *a: attention(*a, causal=True), (_r(4, 8, 256, 64),) * 3),
+        "layer_norm_4096": (layer_norm, (_r(4096, 256),)),
+        "layer_norm_8192x512": (layer_norm, (_r(8192, 512),)),
+        "scaled_norm_bf16": (
+            lambda x, g: layer_norm(x) * g + 1.0,
+            (_r(4096, 512, dtype=bf16), _r(512, dtype=bf16)),
+        ),
+        "residual_norm": (lambda x, w: layer_norm(x + x @ w), (_r(4096, 256), _r(256, 256))),
+        "softmax_4096": (lambda x: jax.nn.softmax(x, -1), (_r(4096, 256),)),
+        "softmax_8192_bf16": (lambda x: jax.nn.softmax(x, -1), (_r(8192, 128, dtype=bf16),)),
+        "cross_entropy_4096": (xent, (_r(4096, 1000), _r(4096, 1000))),
+        "rms_norm_16384": (
+            lambda x: x * lax.rsqrt((x * x).mean(-1, keepdims=True) + 1e-6),
+            (_r(16384, 128),),
+        ),
+        "layer_norm_2048": (layer_norm, (_r(2048, 256),)),
+        "softmax_2048": (lambda x: jax.nn.softmax(x, -1), (_r(2048, 512),)),
+        "attention_1024": (attention, (_r(4, 4, 128, 64),) * 3),
+    }
+
+
+SETS = {"unseen": programs, "short": short_calls, "rows": many_rows}
 
 
 def _measure(

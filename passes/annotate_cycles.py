@@ -15,9 +15,10 @@ from stablehlo_perf.analysis.aggregate import (
     branch_shares,
 )
 from stablehlo_perf.analysis.cc4cs import intervals_for
+from stablehlo_perf.analysis.fusion import ELEMENTWISE_CLASSES, FusionPlan, GroupTraffic
 from stablehlo_perf.analysis.fusion_cost import GroupCost, price_groups, unmeasured
-from stablehlo_perf.analysis.opinfo import OpInfo
-from stablehlo_perf.analysis.service import OpCost, default_registry
+from stablehlo_perf.analysis.opinfo import OpInfo, TensorType
+from stablehlo_perf.analysis.service import OpCost, Registry, default_registry
 from stablehlo_perf.analysis.targets import DEFAULT_TARGET, Target, load_target
 from stablehlo_perf.passes.base import AnalysisCache
 from stablehlo_perf.passes.extract import BRANCH_WEIGHTS, CONTROL_OPS, ModuleView
@@ -92,7 +93,7 @@ class AnnotateCyclesPass:
         ]
         registry = default_registry()
         unfused = registry.price(infos, target)
-        costs = _fused_costs(unfused, infos, cache, target) if cache.fusion else unfused
+        costs = _fused_costs(unfused, infos, cache, target, registry) if cache.fusion else unfused
         loops = cache.one_kernel_loops = small_loops(view, cache) if target.kind == "cpu" else {}
         costs = small_loop_costs(costs, unfused, infos, loops, target, registry)
         if target.kind == "cpu" and target.calibrated:
@@ -145,7 +146,11 @@ class AnnotateCyclesPass:
 
 
 def _fused_costs(
-    costs: list[OpCost], infos: list[OpInfo], cache: AnalysisCache, target: Target
+    costs: list[OpCost],
+    infos: list[OpInfo],
+    cache: AnalysisCache,
+    target: Target,
+    registry: Registry,
 ) -> list[OpCost]:
     """Each op's share of its fusion group's kernel; unfused ops keep their own cost. On the
     host, loop kernels the fused-chain model covers are priced by it (looked up once)."""
@@ -157,9 +162,12 @@ def _fused_costs(
         fused = model_for_host()
     for bf in cache.fusion.values():
         ops = [infos[i] for i in bf.ids]
-        groups, latency, dram = price_groups(
-            ops, bf.plan, bf.traffic, [costs[i] for i in bf.ids], target, fused
-        )
+        members, member_costs, traffic = ops, [costs[i] for i in bf.ids], bf.traffic
+        if target.kind == "cpu" and bf.plan.ynn:
+            members, member_costs, traffic = _widened_in_ynn(
+                ops, member_costs, bf.plan, bf.traffic, registry, target
+            )
+        groups, latency, dram = price_groups(members, bf.plan, traffic, member_costs, target, fused)
         bf.costs = groups
         sizes = [0] * bf.plan.num_groups
         for g in bf.plan.groups:
@@ -187,6 +195,64 @@ def _fused_costs(
                 extra=costs[i].extra,
             )
     return out
+
+
+_HALF = ("bf16", "f16")
+
+
+def _widened_in_ynn(
+    ops: list[OpInfo],
+    costs: list[OpCost],
+    plan: FusionPlan,
+    traffic: list[GroupTraffic],
+    registry: Registry,
+    target: Target,
+) -> tuple[list[OpInfo], list[OpCost], list[GroupTraffic]]:
+    """Members and traffic of YNNPACK fusions of 16-bit floats as YNNPACK runs them: in f32.
+    An elementwise member is priced as its f32 twin, a convert computes nothing, and the
+    group moves its tensors as f32. XLA:CPU's own bf16 loops widen and round per op; a
+    YNNPACK fusion ran as fast as its f32 twin (layer norms of 4096x256: 265 us in bf16,
+    246 in f32; 4096x512: 445 and 445; a bf16 softmax of 8192x128 333 us where its members'
+    own bf16 times summed to 859; timed in loops, jax 0.10.2)."""
+    ops, costs, traffic = list(ops), list(costs), list(traffic)
+    twins: dict[int, OpInfo] = {}
+    widened: set[int] = set()
+    for k, op in enumerate(ops):
+        g = plan.groups[k]
+        if g not in plan.ynn or op.op_class not in ELEMENTWISE_CLASSES:
+            continue
+        if not any(t.element_type in _HALF for t in (*op.operands, *op.results)):
+            continue
+        widened.add(g)
+        if op.short_name == "convert":
+            ops[k] = _as_f32(op)
+            costs[k] = dataclasses.replace(costs[k], latency_ns=target.launch_overhead_ns)
+        else:
+            twins[k] = _as_f32(op)
+    if twins:
+        priced = registry.price(list(twins.values()), target)
+        for (k, twin), cost in zip(twins.items(), priced, strict=True):
+            ops[k], costs[k] = twin, cost
+    for g in widened:
+        t = traffic[g]
+        traffic[g] = dataclasses.replace(
+            t, input_bytes=2 * t.input_bytes, output_bytes=2 * t.output_bytes
+        )
+    return ops, costs, traffic
+
+
+def _as_f32(op: OpInfo) -> OpInfo:
+    """op with its 16-bit float operands and results in f32."""
+
+    def widen(t: TensorType) -> TensorType:
+        return TensorType(t.shape, "f32") if t.element_type in _HALF else t
+
+    return dataclasses.replace(
+        op,
+        operands=tuple(widen(t) for t in op.operands),
+        results=tuple(widen(t) for t in op.results),
+        bytes=None if op.bytes is None else 2 * op.bytes,
+    )
 
 
 def _model_input(

@@ -102,3 +102,25 @@ def test_the_short_calls_are_modelled_and_scored_like_the_unseen(tmp_path: Path)
     saved.write_text(json.dumps({"measured": {"mlp2_32": {"median_ns": pred / 4, "spread": 0.1}}}))
     ratios = unseen.main(["--set", "short", "--only", "mlp2_32", "--predict-from", str(saved)])
     assert ratios == pytest.approx({"mlp2_32": 4.0})
+
+
+def test_the_many_rows_programs_are_modelled_and_one_kernel_past_4096_rows() -> None:
+    """`--set rows`: every op of each program is modelled, and the plan of each whose
+    reduces have 4096+ results is one kernel (XLA:CPU's YNNPACK fusion, jax 0.10.2), beside
+    the call's free ops; the causal mask's select and the cross-entropy's mean over the
+    rows stand apart, and the three programs of 1024-2048 rows keep 3-5 groups."""
+    from stablehlo_perf import perf_jit
+
+    unseen = benchmark_module("unseen_programs")
+    progs = unseen.many_rows()
+    assert len(progs) == 16 and not set(progs) & (
+        set(unseen.programs()) | set(unseen.short_calls())
+    )
+    kernels = {}
+    for name, (fn, args) in progs.items():
+        res = perf_jit(fn, target="host").analyze(*args)
+        assert not res.to_dict().get("unmodelled"), name
+        kernels[name] = sum(g["kind"] != "free" for g in res.report.fusion_groups)
+    apart = {"causal_attention_8192": 3, "cross_entropy_4096": 3}
+    small = {"layer_norm_2048": 5, "softmax_2048": 3, "attention_1024": 4}
+    assert kernels == {n: apart.get(n, small.get(n, 1)) for n in progs}

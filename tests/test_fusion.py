@@ -540,11 +540,70 @@ def test_ynn_fusions_take_what_xla_cpu_fuses_into_a_reduce(
     assert _cpu_kernel_counts(fn, [shape]) == (kernels, kernels), name
 
 
-def _cpu_kernel_counts(fn: object, shapes: list[tuple[int, ...]]) -> tuple[int, int]:
-    """(XLA:CPU's kernels, ours) for `fn` of f32 arguments of these shapes; XLA's constant
-    broadcasts (`wrapped_broadcast`), which we count as free, left out."""
+def _layer_norm(x: jax.Array) -> jax.Array:
+    m = x.mean(-1, keepdims=True)
+    return (x - m) * jax.lax.rsqrt(((x - m) ** 2).mean(-1, keepdims=True) + 1e-5)
+
+
+def _attention(q: jax.Array, k: jax.Array, v: jax.Array, causal: bool = False) -> jax.Array:
+    s = jax.numpy.einsum("...qd,...kd->...qk", q, k) / 8.0
+    if causal:
+        n = s.shape[-1]
+        s = jax.numpy.where(jax.numpy.tril(jax.numpy.ones((n, n), bool)), s, -1e9)
+    return jax.numpy.einsum("...qk,...kd->...qd", jax.nn.softmax(s, axis=-1), v)
+
+
+@pytest.mark.parametrize(
+    ("name", "fn", "shapes", "dtype", "kernels"),
+    # XLA:CPU's own counts (jax 0.10.2): once a reduce has 4096+ results, the ops on them
+    # are ones YNNPACK takes, and its fusion grows through them to the ops after them and to
+    # the producers all of whose readers it then holds: a softmax, a layer norm (the residual
+    # dot and add before it, the dot after it), a whole attention of 8192 query rows is one
+    # kernel; of 2048 rows, four, five and five. A select (the causal mask) ends the fusion.
+    [
+        ("softmax of 4096", lambda x: jax.nn.softmax(x, -1), [(4096, 256)], "f32", 1),
+        ("softmax of 2048", lambda x: jax.nn.softmax(x, -1), [(2048, 256)], "f32", 4),
+        ("softmax of columns", lambda x: jax.nn.softmax(x, 0), [(256, 4096)], "f32", 1),
+        ("x / sum(x) of 4096", lambda x: x / x.sum(1, keepdims=True), [(4096, 256)], "f32", 1),
+        ("layer norm of 4096", _layer_norm, [(4096, 256)], "f32", 1),
+        ("layer norm of 2048", _layer_norm, [(2048, 256)], "f32", 5),
+        ("layer norm of 4096 bf16", _layer_norm, [(4096, 256)], "bf16", 1),
+        (
+            "norm(x + x @ w)",
+            lambda x, w: _layer_norm(x + x @ w),
+            [(4096, 256), (256, 256)],
+            "f32",
+            1,
+        ),
+        ("norm(x) @ w", lambda x, w: _layer_norm(x) @ w, [(4096, 256), (256, 256)], "f32", 1),
+        ("y * sum(x) of 16", lambda x, y: y * x.sum(1, keepdims=True), [(16, 256)] * 2, "f32", 1),
+        ("attention of 8192", _attention, [(4, 8, 256, 64)] * 3, "f32", 1),
+        ("attention of 8192 bf16", _attention, [(4, 8, 256, 64)] * 3, "bf16", 1),
+        ("attention of 4096 x 128", _attention, [(4096, 64), (128, 64), (128, 64)], "f32", 1),
+        ("attention of 1024", _attention, [(2, 4, 128, 64)] * 3, "f32", 5),
+        (
+            "causal attention",
+            lambda q, k, v: _attention(q, k, v, True),
+            [(4, 8, 256, 64)] * 3,
+            "f32",
+            3,
+        ),
+    ],
+)
+def test_ynn_fusions_take_a_reduce_of_4096_results_and_its_neighbours(
+    name: str, fn: object, shapes: list[tuple[int, ...]], dtype: str, kernels: int
+) -> None:
+    assert _cpu_kernel_counts(fn, shapes, dtype) == (kernels, kernels), name
+
+
+def _cpu_kernel_counts(
+    fn: object, shapes: list[tuple[int, ...]], dtype: str = "f32"
+) -> tuple[int, int]:
+    """(XLA:CPU's kernels, ours) for `fn` of arguments of these shapes (f32 or bf16); XLA's
+    constant broadcasts (`wrapped_broadcast`), which we count as free, left out."""
     xk = benchmark_module("_xla_kernels")
-    lowered = jax.jit(fn).lower(*(jax.ShapeDtypeStruct(s, jax.numpy.float32) for s in shapes))
+    element = {"f32": jax.numpy.float32, "bf16": jax.numpy.bfloat16}[dtype]
+    lowered = jax.jit(fn).lower(*(jax.ShapeDtypeStruct(s, element) for s in shapes))
     xla = [
         k
         for k in xk.xla_kernels(lowered.compile().as_text()).kernels
