@@ -141,6 +141,12 @@ def default_registry() -> Registry:
     # tpu-v4 elementwise data, the shipped host reference (ops timed inside loops on the
     # project's machine; the report says when this machine is another), and any
     # calibration measured with stablehlo-perf-calibrate, which takes precedence.
+    # LAPACK custom calls (jnp.linalg on a CPU): this machine's measured calls by FLOPs.
+    registry.register(
+        _lazy("stablehlo_perf.analysis.lapack", "LapackModel"),
+        kinds=("cpu",),
+        applies=lambda op: op.name == "stablehlo.custom_call",
+    )
     learned = "stablehlo_perf.analysis.elementwise", "LearnedLatencyModel"
     registry.register(_lazy(*learned, available=_has_data()), kinds=("tpu", "gpu", "cpu"))
     # Measured per-class distributions (CC4CS) where a TPU target has them; host

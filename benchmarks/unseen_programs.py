@@ -4,9 +4,10 @@ scans, bf16 loops, loops slicing their input, ...; with `--set short`, 18 calls 
 microseconds of kernels (small dots, MLPs, convolutions, attention, sums, layer norms),
 whose time is mostly what a call costs beyond its kernels (`Target.call_overhead_ns`);
 with `--set rows`, 16 softmaxes, layer norms, attention and a cross-entropy over 1024-16384
-rows (4096+: one YNNPACK fusion each on XLA:CPU).
+rows (4096+: one YNNPACK fusion each on XLA:CPU); with `--set linalg`, 14 jnp.linalg calls
+(LAPACK: solves, factorisations, eigen- and singular values).
 
-    python benchmarks/unseen_programs.py [--set unseen|short|rows] [--only NAME ...]
+    python benchmarks/unseen_programs.py [--set unseen|short|rows|linalg] [--only NAME ...]
         [--rounds 7] [--json F] [--predict-from F]
 
 Each program is analysed by `perf_jit(...).analyze(...)`; all are then timed by the
@@ -239,7 +240,33 @@ def many_rows() -> dict[str, tuple[Callable[..., Any], tuple[Any, ...]]]:
     }
 
 
-SETS = {"unseen": programs, "short": short_calls, "rows": many_rows}
+def linear_algebra() -> dict[str, tuple[Callable[..., Any], tuple[Any, ...]]]:
+    """name -> (function, example inputs): jnp.linalg calls (LAPACK on XLA:CPU), most of
+    sizes between those `runtime/lapack_sweep.py` measured."""
+
+    def spd(n: int, batch: tuple[int, ...] = ()) -> jax.Array:
+        a = _r(*batch, n, n)
+        return a @ jnp.swapaxes(a, -1, -2) + n * jnp.eye(n)
+
+    return {
+        "solve_200": (jnp.linalg.solve, (_r(200, 200), _r(200, 16))),
+        "solve_1000": (jnp.linalg.solve, (_r(1000, 1000), _r(1000, 4))),
+        "cholesky_300": (jnp.linalg.cholesky, (spd(300),)),
+        "cholesky_16x48": (jnp.linalg.cholesky, (spd(48, (16,)),)),
+        "inv_160": (jnp.linalg.inv, (_r(160, 160),)),
+        "qr_384x96": (lambda x: jnp.linalg.qr(x)[0], (_r(384, 96),)),
+        "eigh_96": (lambda x: jnp.linalg.eigh(x)[0], (spd(96),)),
+        "eigh_320": (jnp.linalg.eigh, (spd(320),)),
+        "svd_values_224": (lambda x: jnp.linalg.svd(x, compute_uv=False), (_r(224, 224),)),
+        "svd_160": (lambda x: jnp.linalg.svd(x, full_matrices=False), (_r(160, 160),)),
+        "det_384": (jnp.linalg.det, (_r(384, 384),)),
+        "slogdet_256": (lambda x: jnp.linalg.slogdet(x)[1], (_r(256, 256),)),
+        "eigvals_96": (jnp.linalg.eigvals, (_r(96, 96),)),
+        "pinv_112": (jnp.linalg.pinv, (_r(112, 112),)),
+    }
+
+
+SETS = {"unseen": programs, "short": short_calls, "rows": many_rows, "linalg": linear_algebra}
 
 
 def _measure(

@@ -282,7 +282,7 @@ def _opinfo(rid: int, op: ir.Operation, func: str, filename: str, types: _TypeCa
         trips = _while_trip_count(op)
         attrs["trip_count"] = trips
     elif op.name == "stablehlo.constant" and (types[op.results[0].type].num_elements or 0) == 1:
-        attrs["scalar"] = str(op.attributes["value"])  # a reduce's init, for fusion's CSE
+        attrs["scalar"] = _scalar_text(op)  # a reduce's init, for fusion's CSE
     elif len(op.operands) == 2 and op_class(op.name) in _SPLAT_AWARE:
         splats = sum(_is_splat(v, types) for v in op.operands)
         if splats:
@@ -337,7 +337,7 @@ def _is_splat(v: ir.Value, types: _TypeCache) -> bool:
     if owner.name == "stablehlo.constant":
         if (types[v.type].num_elements or 0) <= 1:
             return True
-        value = owner.attributes["value"]
+        value = _constant_value(owner)
         return isinstance(value, ir.DenseElementsAttr) and value.is_splat
     if owner.name == "stablehlo.broadcast_in_dim":
         return (types[owner.operands[0].type].num_elements or 0) <= 1
@@ -372,6 +372,21 @@ def _reducer(region: ir.Region) -> str | None:
     if len(args) != 2 or {_block_arg_index(v, blocks[0]) for v in ops[0].operands} != {0, 1}:
         return None
     return ops[0].name.split(".", 1)[-1]
+
+
+def _constant_value(op: ir.Operation) -> ir.Attribute | None:
+    """A constant's value attribute; None where the bindings cannot read it (a complex
+    constant: jnp.linalg.eigvals' NaN fill)."""
+    try:
+        return op.attributes["value"]
+    except TypeError:
+        return None
+
+
+def _scalar_text(op: ir.Operation) -> str:
+    """A one-element constant's value as text (the op's own text where unreadable)."""
+    value = _constant_value(op)
+    return str(op) if value is None else str(value)
 
 
 def _attrs(op: ir.Operation) -> dict[str, Any]:
@@ -440,7 +455,7 @@ def _const_int(value: ir.Value) -> int | None:
     owner = owner.operation
     if owner.name != "stablehlo.constant":
         return None
-    dense = owner.attributes["value"]
+    dense = _constant_value(owner)
     if not isinstance(dense, ir.DenseIntElementsAttr):
         return None
     if not dense.is_splat and len(dense) != 1:

@@ -124,3 +124,18 @@ def test_the_many_rows_programs_are_modelled_and_one_kernel_past_4096_rows() -> 
     apart = {"causal_attention_8192": 3, "cross_entropy_4096": 3}
     small = {"layer_norm_2048": 5, "softmax_2048": 3, "attention_1024": 4}
     assert kernels == {n: apart.get(n, small.get(n, 1)) for n in progs}
+
+
+def test_the_linear_algebra_programs_are_priced_by_measured_lapack_calls() -> None:
+    """`--set linalg`: each program's LAPACK calls are priced by the host's measured calls
+    (`lapack-host`), none left to the fallback, and each program makes at least one."""
+    from stablehlo_perf import perf_jit
+
+    unseen = benchmark_module("unseen_programs")
+    progs = unseen.linear_algebra()
+    assert len(progs) == 14
+    for name, (fn, args) in progs.items():
+        res = perf_jit(fn, target="host").analyze(*args)
+        assert not res.to_dict().get("unmodelled"), name
+        calls = [o for o in res.report.ops if o.name == "stablehlo.custom_call"]
+        assert calls and all(o.model.endswith("lapack-host") for o in calls), name

@@ -1,0 +1,138 @@
+"""LAPACK calls (jnp.linalg on a CPU): what each computes, by hand, and the host model's
+interpolation between measured calls."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import pytest
+import stablehlo_perf as sp
+from conftest import op_infos
+from stablehlo_perf.analysis.lapack import (
+    COLUMNS,
+    LapackCall,
+    LapackModel,
+    lapack_call,
+    lapack_flops,
+    read_rows,
+)
+from stablehlo_perf.analysis.targets import load_target
+
+
+def _calls(fn, *shapes, dtype=jnp.float32) -> list[LapackCall]:
+    args = [jax.ShapeDtypeStruct(s, dtype) for s in shapes]
+    return [c for c in map(lapack_call, op_infos(jax.jit(fn).lower(*args).as_text())) if c]
+
+
+def test_jnp_linalg_calls_are_read_from_the_lowered_custom_calls() -> None:
+    """The routine, element type, batch, sizes and vectors option of jax 0.10.2's lowering."""
+    solve = _calls(jnp.linalg.solve, (256, 256), (256, 16))
+    assert solve == [
+        LapackCall("getrf", "f32", 1, 256, 256),
+        LapackCall("trsm", "f32", 1, 256, 16, 256),
+        LapackCall("trsm", "f32", 1, 256, 16, 256),
+    ]
+    assert _calls(lambda x: jnp.linalg.eigh(x)[0], (4, 64, 64)) == [
+        LapackCall("syevd", "f32", 4, 64, 64)
+    ]
+    assert _calls(lambda x: jnp.linalg.svd(x, compute_uv=False), (32, 48)) == [
+        LapackCall("gesdd", "f32", 1, 32, 48, vectors=False)
+    ]
+    assert _calls(lambda x: jnp.linalg.qr(x)[0], (512, 128)) == [
+        LapackCall("geqrf", "f32", 1, 512, 128),
+        LapackCall("orgqr", "f32", 1, 512, 128, 128),
+    ]
+    assert _calls(jnp.linalg.eigvals, (16, 16)) == [
+        LapackCall("geev", "f32", 1, 16, 16, vectors=False)
+    ]
+    assert _calls(jnp.linalg.cholesky, (3, 8, 8), dtype=jnp.complex64) == [
+        LapackCall("potrf", "c64", 3, 8, 8)
+    ]
+
+
+def test_flops_by_hand() -> None:
+    """LAWN 41's leading terms (multiplications plus additions); a complex FLOP is four."""
+    n = 256.0
+    assert lapack_flops(LapackCall("getrf", "f32", 1, 256, 256)) == pytest.approx(4 * n**3 / 3)
+    assert lapack_flops(LapackCall("potrf", "f64", 1, 256, 256)) == pytest.approx(n**3 / 3)
+    assert lapack_flops(LapackCall("potrf", "c64", 1, 256, 256)) == pytest.approx(4 * n**3 / 3)
+    assert lapack_flops(LapackCall("trsm", "f32", 1, 256, 16, 256)) == 256 * 256 * 16
+    qr = 2 * 512 * 128**2 - 2 * 128**3 / 3
+    assert lapack_flops(LapackCall("geqrf", "f32", 1, 512, 128)) == pytest.approx(qr)
+    # Forming Q of 512 x 128 from 128 reflectors: 4mnk - 2(m+n)k^2 + 4k^3/3.
+    q = 4 * 512 * 128 * 128 - 2 * 640 * 128**2 + 4 * 128**3 / 3
+    assert lapack_flops(LapackCall("orgqr", "f32", 1, 512, 128, 128)) == pytest.approx(q)
+    assert lapack_flops(LapackCall("syevd", "f32", 1, 64, 64)) == 9 * 64**3
+    assert lapack_flops(LapackCall("gesdd", "f32", 1, 32, 48, vectors=False)) == pytest.approx(
+        4 * 48 * 32**2 - 4 * 32**3 / 3
+    )
+    assert lapack_flops(LapackCall("gbtrf", "f32", 1, 8, 8)) == 0.0
+
+
+def _rows(path: Path, rows: list[str]) -> Path:
+    path.write_text("# machine: test\n" + ",".join(COLUMNS) + "\n" + "\n".join(rows) + "\n")
+    return path
+
+
+def test_model_interpolates_in_log_log_and_scales_past_its_rows(tmp_path: Path) -> None:
+    """Two getrf rows, n = 64 (10 us) and 256 (640 us: 64x the FLOPs, 64x the time): n = 128
+    (8x the FLOPs of 64) lands at 10 x 8 = 80 us; n = 512, 8x past the largest, at 8 x 640;
+    a batch of 4 at 4x; a routine without rows is not this model's."""
+    csv = _rows(
+        tmp_path / "l.csv", ["getrf,f32,1,64,64,0,1,10,100", "getrf,f32,2,256,256,0,1,1280,100"]
+    )
+    model = LapackModel(csv)
+    assert model.per_matrix_ns(LapackCall("getrf", "f32", 1, 128, 128)) == pytest.approx(80e3)
+    assert model.per_matrix_ns(LapackCall("getrf", "f32", 1, 512, 512)) == pytest.approx(5120e3)
+    small = model.per_matrix_ns(LapackCall("getrf", "f32", 1, 8, 8))
+    assert small == pytest.approx(10e3)
+    (op,) = [o for o in op_infos(jax.jit(lambda x: jax.lax.linalg.lu(x)[0]).lower(
+        jax.ShapeDtypeStruct((4, 128, 128), jnp.float32)).as_text()) if lapack_call(o)]  # fmt: skip
+    host = load_target("host")
+    assert model.supports(op, host)
+    (cost,) = model.predict([op], host)
+    assert cost.latency_ns == pytest.approx(4 * 80e3) and cost.model == "lapack-host"
+    assert cost.extra["lapack_flops"] == pytest.approx(4 * 4 * 128**3 / 3)
+    (potrf,) = [o for o in op_infos(jax.jit(jnp.linalg.cholesky).lower(
+        jax.ShapeDtypeStruct((8, 8), jnp.float32)).as_text()) if lapack_call(o)]  # fmt: skip
+    assert not model.supports(potrf, host)
+
+
+def test_a_bad_row_is_a_clear_error(tmp_path: Path) -> None:
+    csv = _rows(
+        tmp_path / "bad.csv", ["getrf,f32,1,64,64,0,1,10,100", "getrf,f32,one,8,8,0,1,2,100"]
+    )
+    with pytest.raises(ValueError, match=r"bad\.csv:4: bad LAPACK row"):
+        read_rows(csv)
+    (tmp_path / "cols.csv").write_text("routine,us\n")
+    with pytest.raises(ValueError, match="expected the columns"):
+        read_rows(tmp_path / "cols.csv")
+
+
+def test_the_host_prices_jnp_linalg_by_its_measured_calls() -> None:
+    """On the host target every LAPACK call of a solve is priced by the shipped measurements
+    (none is left to the roofline fallback), at what the model says for its call."""
+    a, b = (
+        jax.ShapeDtypeStruct((256, 256), jnp.float32),
+        jax.ShapeDtypeStruct((256, 16), jnp.float32),
+    )
+    res = sp.perf_jit(jnp.linalg.solve, target="host").analyze(a, b)
+    assert not res.to_dict().get("unmodelled")
+    lapack = [o for o in res.report.ops if o.name == "stablehlo.custom_call"]
+    assert [o.model.split(":")[-1] for o in lapack] == ["lapack-host"] * 3
+    model = LapackModel()
+    expected = [model.per_matrix_ns(c) for c in _calls(jnp.linalg.solve, (256, 256), (256, 16))]
+    # A call is a kernel of its own: its latency is the model's.
+    assert [o.latency_ns for o in lapack] == pytest.approx(expected)
+    assert math.isfinite(res.predicted_ns) and res.predicted_ns > sum(expected)
+
+
+def test_a_program_with_a_complex_constant_is_analysed() -> None:
+    """jnp.linalg.eigvals fills failed rows with a complex NaN constant, an attribute the MLIR
+    bindings cannot read: the analysis reads around it."""
+    x = jax.ShapeDtypeStruct((16, 16), jnp.float32)
+    res = sp.perf_jit(jnp.linalg.eigvals, target="host").analyze(x)
+    assert not res.partial and res.predicted_ns > 0
