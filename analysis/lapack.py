@@ -43,12 +43,13 @@ __all__ = [
     "LapackModel",
     "lapack_call",
     "lapack_flops",
+    "lapack_path",
     "read_rows",
 ]
 
 SHIPPED = ("host_lapack_zen4.csv",)
 """Measured LAPACK calls shipped in analysis/data, one file per machine
-(`runtime/lapack_sweep.py`)."""
+(`runtime/lapack_sweep.py`); a host calibration's own (`lapack_path`) comes first."""
 
 COLUMNS = ("routine", "dtype", "batch", "m", "n", "k", "vectors", "us", "sentinel_us")
 """A measurement row: the call (`LapackCall`'s fields), its time in microseconds per call in
@@ -146,6 +147,11 @@ def lapack_flops(call: LapackCall) -> float:
     return max(flops, 1.0) * (4.0 if call.dtype.startswith("c") else 1.0)
 
 
+def lapack_path(calibration: Path) -> Path:
+    """Where `stablehlo-perf-calibrate` writes the LAPACK calls it measures with a calibration."""
+    return calibration.with_name(calibration.stem + ".lapack.csv")
+
+
 def read_rows(path: Path) -> list[tuple[LapackCall, float]]:
     """(call, microseconds per call) rows of a measurement CSV (`COLUMNS`; `#` lines are its
     header); a malformed row is a ValueError naming the file and line."""
@@ -182,10 +188,17 @@ class LapackModel:
         if path is None:
             from stablehlo_perf.analysis import calibration_files as cf
 
-            found = cf.nearest_shipped(SHIPPED)
-            if found is None:
-                return
-            path, self.same_machine = found
+            mine = lapack_path(cf.calibration_path("host"))
+            found = (
+                cf.nearest_machine([cf.header_value(mine, "machine")]) if mine.is_file() else None
+            )
+            if found is not None and found[1]:
+                path = mine
+            else:
+                shipped = cf.nearest_shipped(SHIPPED)
+                if shipped is None:
+                    return
+                path, self.same_machine = shipped
         self.source = path.name
         self.fit(read_rows(path))
 

@@ -16,7 +16,9 @@ chains of elementwise ops fused into one loop kernel and chains that end in a su
 runs with them (`runtime.fused_chains`,
 written beside the calibration as `analysis.fused_loops.chains_path`,
 `QUICK_CHAINS_PER_SHAPE` of each per training shape with --quick, three times as many
-without, and a third as many loop chains per shape on `fused_chains.LARGE_SHAPES`).
+without, and a third as many loop chains per shape on `fused_chains.LARGE_SHAPES`) and
+LAPACK calls (`runtime.lapack_sweep`, beside it as `analysis.lapack.lapack_path`; 88 calls
+with --quick, ~2 min, 160 without).
 Each interleaved chunk is appended to a partial CSV, so an interrupted run resumes
 where it stopped. The finished calibration goes to the user's cache
 (`analysis.calibration_files.calibration_path`) with a header naming machine, device,
@@ -43,6 +45,7 @@ from stablehlo_perf.analysis import calibration_files as cf
 from stablehlo_perf.analysis import elementwise as ew
 from stablehlo_perf.analysis import fused_loops
 from stablehlo_perf.analysis.host_params import HOST_PARAMS_KEY, fit_host_params
+from stablehlo_perf.analysis.lapack import lapack_path
 from stablehlo_perf.analysis.small_loops import (
     LATENCY_KEY,
     THUNKED_KEY,
@@ -54,6 +57,7 @@ from stablehlo_perf.runtime import (
     contention_probes,
     fused_chains,
     fused_probes,
+    lapack_sweep,
     program_probes,
     small_loop_probes,
     sweeps,
@@ -824,6 +828,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         chains += fused_chains.draw(fused_chains.LARGE_SHAPES, max(1, per_shape // 3), seed=0)
         measured = fused_chains.measure(chains, args.repeats)
         fused_chains.write_csv(measured, fused_loops.chains_path(path), args.note)
+        sizes = lapack_sweep.QUICK_SIZES if args.quick else lapack_sweep.SIZES
+        lapack_sweep.write_csv(lapack_path(path), sizes, min(args.repeats, 5), args.note)
     head = earlier + [ln for ln in header(args.target, args.note) if ln not in earlier]
     # A dot and the kernels after it, on the host's thread pools (~35 s).
     contention = (

@@ -26,7 +26,7 @@ import numpy as np
 from jax import lax
 from jax._src.lax import linalg as lax_linalg
 
-__all__ = ["Case", "cases", "main", "measure"]
+__all__ = ["QUICK_SIZES", "SIZES", "Case", "cases", "main", "measure", "write_csv"]
 
 SIZES = (8, 16, 32, 64, 128, 256, 512, 1024)
 _SLOW = frozenset({"syevd", "gesdd", "gesdd_n", "geev", "geev_n"})
@@ -51,7 +51,8 @@ class Case:
 
 def cases(sizes: tuple[int, ...] = SIZES, dtypes: tuple[str, ...] = ("f32", "f64")) -> list[Case]:
     """The sweep: every routine at every size (the slow drivers to `_SLOW_MAX`), triangular
-    solves of 16 and n right-hand sides, and batches of 8 at 32 and 128 for LU and Cholesky."""
+    solves of 16 and n right-hand sides, and batches of 8 at 32 and 128 (where swept) for LU
+    and Cholesky."""
     out = []
     for dtype in dtypes:
         for n in sizes:
@@ -59,7 +60,7 @@ def cases(sizes: tuple[int, ...] = SIZES, dtypes: tuple[str, ...] = ("f32", "f64
                 if r not in _SLOW or n <= _SLOW_MAX:
                     out.append(Case(r, dtype, n))
             out += [Case("trsm", dtype, n, rhs=16), Case("trsm", dtype, n, rhs=n)]
-        for n in (32, 128):
+        for n in sorted({32, 128} & set(sizes)):
             out += [Case("getrf", dtype, n, batch=8), Case("potrf", dtype, n, batch=8)]
     return out
 
@@ -139,20 +140,20 @@ def measure(chosen: list[Case], repeats: int = 5) -> Iterator[tuple[Any, float, 
         yield calls[0], max(per[case.key][0].median_us - rest, 0.01), sentinel_time(per, gauges)
 
 
-def main(argv: list[str] | None = None) -> int:
+QUICK_SIZES = (8, 32, 128, 512)
+"""The sizes `stablehlo-perf-calibrate --quick` measures (`SIZES` without it)."""
+
+
+def write_csv(path: Path, sizes: tuple[int, ...] = SIZES, repeats: int = 5, note: str = "") -> int:
+    """Measure the sweep at `sizes` (f32 and f64: 64-bit types on for its duration only) and
+    write it to `path` (`analysis.lapack.COLUMNS` under a provenance header), replacing it
+    once complete; the number of rows."""
     from stablehlo_perf.analysis.lapack import COLUMNS
     from stablehlo_perf.runtime import timing
 
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--out", type=Path, required=True, help="CSV to write")
-    p.add_argument("--sizes", type=int, nargs="*", default=list(SIZES))
-    p.add_argument("--repeats", type=int, default=5, help="interleaved timing rounds")
-    p.add_argument("--note", default="", help="a `# note:` line for the header")
-    a = p.parse_args(argv)
-    jax.config.update("jax_enable_x64", True)
-    chosen = cases(tuple(a.sizes))
+    chosen = cases(sizes)
     lines = [
-        *([f"# note: {a.note}"] if a.note else []),
+        *([f"# note: {note}"] if note else []),
         "# stablehlo-perf LAPACK calls (runtime/lapack_sweep.py)",
         *timing.provenance(),
         "# method: the call inside a while loop, per trip ("
@@ -160,11 +161,11 @@ def main(argv: list[str] | None = None) -> int:
         + "), median over rounds, less the pipeline's price for the program's other ops",
         ",".join(COLUMNS),
     ]
-    a.out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = a.out.with_suffix(".tmp")
-    with tmp.open("w") as f:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    with jax.enable_x64(True), tmp.open("w") as f:
         f.write("\n".join(lines) + "\n")
-        for i, (call, us, sentinel) in enumerate(measure(chosen, a.repeats), 1):
+        for i, (call, us, sentinel) in enumerate(measure(chosen, repeats), 1):
             f.write(
                 f"{call.routine},{call.dtype},{call.batch},{call.m},{call.n},{call.k},"
                 f"{int(call.vectors)},{us:.4f},{sentinel:.4f}\n"
@@ -172,7 +173,18 @@ def main(argv: list[str] | None = None) -> int:
             f.flush()
             print(f"[{i}/{len(chosen)}] {call.routine} {call.dtype} {call.batch}x{call.m}x{call.n}"
                   f" k={call.k}: {us:,.1f} us", file=sys.stderr)  # fmt: skip
-    tmp.replace(a.out)
+    tmp.replace(path)
+    return len(chosen)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--out", type=Path, required=True, help="CSV to write")
+    p.add_argument("--sizes", type=int, nargs="*", default=list(SIZES))
+    p.add_argument("--repeats", type=int, default=5, help="interleaved timing rounds")
+    p.add_argument("--note", default="", help="a `# note:` line for the header")
+    a = p.parse_args(argv)
+    write_csv(a.out, tuple(a.sizes), a.repeats, a.note)
     return 0
 
 

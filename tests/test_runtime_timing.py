@@ -18,6 +18,7 @@ from stablehlo_perf.analysis import calibration_files as cf
 from stablehlo_perf.analysis import elementwise as ew
 from stablehlo_perf.analysis import fused_loops
 from stablehlo_perf.analysis.host_params import HOST_PARAMS_KEY, HostParams, fit_host_params
+from stablehlo_perf.analysis.lapack import LapackModel, lapack_path, read_rows
 from stablehlo_perf.analysis.opinfo import OpInfo, TensorType
 from stablehlo_perf.analysis.small_loops import LATENCY_KEY, parse_latencies
 from stablehlo_perf.analysis.targets import l1_data_mib, load_target
@@ -27,6 +28,7 @@ from stablehlo_perf.runtime import (
     contention_probes,
     fused_chains,
     fused_probes,
+    lapack_sweep,
     program_probes,
     remeasure,
     small_loop_probes,
@@ -328,6 +330,8 @@ def test_calibrate_cli_end_to_end_and_corrupted_cache(
     monkeypatch.setattr(thunked_loop_probes, "SIZES", sizes)
     monkeypatch.setattr(fused_chains, "TRAINING_SHAPES", ((64, 16), (1024,), (64, 64)))
     monkeypatch.setattr(fused_chains, "LARGE_SHAPES", ((128, 64),))
+    two = [lapack_sweep.Case("potrf", "f32", 8), lapack_sweep.Case("getrf", "f64", 8)]
+    monkeypatch.setattr(lapack_sweep, "cases", lambda sizes: two)
     first = ["--target", "host", "--quick", "--repeats", "3", "--no-progress"]
     assert calibrate.main([*first, "--note", "first run"]) == 0
     path = cf.calibration_path("host")
@@ -395,6 +399,15 @@ def test_calibrate_cli_end_to_end_and_corrupted_cache(
     assert "# machine: " + cf.machine_fingerprint() in chains.read_text()
     fused = fused_loops.model_for_host()
     assert fused.source == chains.name and fused.reduce_regressor is not None
+    # So were LAPACK calls (here two: a Cholesky in f32, an LU in f64), and the host's LAPACK
+    # model reads them, not the shipped ones.
+    calls = read_rows(lapack_path(path))
+    assert [(c.routine, c.dtype, c.n) for c, _ in calls] == [
+        ("potrf", "f32", 8),
+        ("getrf", "f64", 8),
+    ]
+    assert all(us > 0 for _, us in calls)
+    assert LapackModel().source == lapack_path(path).name
     # Corrupt one value: detected, reported, re-measured.
     assert "\nadd,f32,4096,4096," in text
     path.write_text(text.replace("\nadd,f32,4096,4096,", "\nadd,f32,4096,4097,", 1))
