@@ -789,7 +789,7 @@ class _State:
         if f.reduce_mode == "ynn" and f.short == "reduce_window":
             c = self._ynn_chain(i)
             return c, c != i
-        if f.reduce_mode != "ynn" or not self._widens_in_ynn(i):
+        if f.reduce_mode != "ynn" or not self._starts_ynn_chain(i):
             return None
         c = self._ynn_dot_reading(i)
         if c is None:
@@ -841,7 +841,7 @@ class _State:
             (t.num_elements or 0) >= YNN_REDUCE_MIN_ELEMENTS for t in (*op.operands, *op.results)
         )
 
-    def _widens_in_ynn(self, i: int) -> bool:
+    def _starts_ynn_chain(self, i: int) -> bool:
         """Whether reduce i's result can start a YNN fusion's chain: an f32 one, or a 16-bit
         one of at least `YNN_REDUCE_MIN_ELEMENTS` results (XLA:CPU computes 16-bit elementwise
         ops in f32: the convert of a smaller result is a loop op YNNPACK does not take)."""

@@ -137,16 +137,16 @@ def default_registry() -> Registry:
         applies=lambda op: op.name == "stablehlo.dot_general",
     )  # fmt: skip
     registry.register(SystolicService(), kinds=("tpu",))
-    # Learned latency models (histogram gradient boosting) where a target has measurements:
-    # tpu-v4 elementwise data, the shipped host reference (ops timed inside loops on the
-    # project's machine; the report says when this machine is another), and any
-    # calibration measured with stablehlo-perf-calibrate, which takes precedence.
     # LAPACK custom calls (jnp.linalg on a CPU): this machine's measured calls by FLOPs.
     registry.register(
         _lazy("stablehlo_perf.analysis.lapack", "LapackModel"),
         kinds=("cpu",),
         applies=lambda op: op.name == "stablehlo.custom_call",
     )
+    # Learned latency models (histogram gradient boosting) where a target has measurements:
+    # tpu-v4 elementwise data, the shipped host reference (ops timed inside loops on the
+    # project's machine; the report says when this machine is another), and any
+    # calibration measured with stablehlo-perf-calibrate, which takes precedence.
     learned = "stablehlo_perf.analysis.elementwise", "LearnedLatencyModel"
     registry.register(_lazy(*learned, available=_has_data()), kinds=("tpu", "gpu", "cpu"))
     # Measured per-class distributions (CC4CS) where a TPU target has them; host

@@ -177,8 +177,8 @@ def _referenced(module: ir.Operation) -> set[str]:
     def visit(op: ir.Operation) -> ir.WalkResult:
         if op.name != "func.func":
             for key in op.attributes:
-                if key == "value":  # a constant's payload names nothing (and a complex one
-                    continue  # is an attribute the bindings cannot read)
+                if key == "value":
+                    continue  # a constant's payload: names nothing, unreadable if complex
                 attr = op.attributes[key]
                 if isinstance(attr, ir.FlatSymbolRefAttr):
                     names.add(attr.value)

@@ -136,3 +136,24 @@ def test_a_program_with_a_complex_constant_is_analysed() -> None:
     x = jax.ShapeDtypeStruct((16, 16), jnp.float32)
     res = sp.perf_jit(jnp.linalg.eigvals, target="host").analyze(x)
     assert not res.partial and res.predicted_ns > 0
+
+
+def test_a_broken_calibration_of_lapack_calls_is_named_and_not_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A host calibration's LAPACK file with a bad row: a warning naming it, and the shipped
+    measurements answer instead (no traceback in the user's analysis)."""
+    from stablehlo_perf.analysis import calibration_files as cf
+    from stablehlo_perf.analysis.lapack import lapack_path
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    mine = lapack_path(cf.calibration_path("host"))
+    mine.parent.mkdir(parents=True)
+    mine.write_text(
+        f"# machine: {cf.machine_fingerprint()}\n"
+        + ",".join(COLUMNS)
+        + "\ngetrf,f32,x,8,8,0,1,2,1\n"
+    )
+    with pytest.warns(UserWarning, match=r"lapack\.csv:3: bad LAPACK row"):
+        model = LapackModel()
+    assert model.source == "host_lapack_zen4.csv"
