@@ -44,7 +44,8 @@ readers they hold and a YNNPACK dot producing their input; an f32 one also
 takes `op(x, broadcast(reduce(x)))` and the single-use elementwise ops after
 it: a softmax head is one kernel; a reduce of 4096+ results takes the ops on them
 too, and fusions holding all readers of a value merge: a softmax, a layer norm,
-a batched attention is one kernel); others with a reduced dimension over 32
+a batched attention is one kernel; a reduce of its result alone by the same
+computation merges into it); others with a reduced dimension over 32
 are split by the TreeReductionRewriter into a reduce-window kernel (which
 fuses nothing) and a reduce; a divide by a broadcast YNN reduce gets a
 reciprocal kernel; a convolution outside NHWC/HWIO layout gets a transpose
@@ -708,7 +709,7 @@ class _State:
         grp, f = self.groups[g], self.facts[i]
         grp.has_matmul |= f.matmul
         grp.has_reduce |= f.reduce
-        grp.extra += f.reduce_mode == "tree"
+        grp.extra += f.reduce_mode == "tree" and not self._merged_into_ynn(i)
         if self.kind == "cpu" and i not in self.reciprocals and self._divides_by_broadcast(i):
             self.reciprocals.add(i)
             grp.extra += 1
@@ -827,11 +828,36 @@ class _State:
                 (self._ynn_takes(u) and self._preferred(u) and not self._small_reciprocal(u, c))
                 or (f.matmul and c in self.srcs[u][:1] and self._ynn_library(u))
                 or (f.short == "reduce_window" and f.reduce_mode == "ynn")
+                or self._merges_reduce(u, c)
             )
             if not takes:
                 break
             c = last = u
         return last
+
+    def _merges_reduce(self, u: int, c: int) -> bool:
+        """A reduce of reduce c's result alone, by the same computation: XLA's simplifier
+        makes the two one reduce (a cross-entropy's row sums then their mean: one YNNPACK
+        fusion with the rows' log-softmax, the scalar's scaling a loop of its own; jax
+        0.10.2)."""
+        a, b = self.ops[u], self.ops[c]
+        return (
+            self.facts[u].short == "reduce" == self.facts[c].short
+            and self.srcs[u][:1] == [c]
+            and len(a.operands) == len(b.operands) == 2
+            and a.attrs.get("reducer") == b.attrs.get("reducer") is not None
+        )
+
+    def _merged_into_ynn(self, i: int) -> bool:
+        """A reduce XLA merges into the YNN reduce producing its input (`_merges_reduce`): no
+        tree-reduction kernel of its own."""
+        c = self.srcs[i][0] if self.srcs[i] else None
+        return (
+            c is not None
+            and c >= 0
+            and self.facts[c].reduce_mode == "ynn"
+            and self._merges_reduce(i, c)
+        )
 
     def _preferred(self, u: int) -> bool:
         """An op with at least `YNN_REDUCE_MIN_ELEMENTS` elements in its result or an

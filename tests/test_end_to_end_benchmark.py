@@ -107,8 +107,8 @@ def test_the_short_calls_are_modelled_and_scored_like_the_unseen(tmp_path: Path)
 def test_the_many_rows_programs_are_modelled_and_one_kernel_past_4096_rows() -> None:
     """`--set rows`: every op of each program is modelled, and the plan of each whose
     reduces have 4096+ results is one kernel (XLA:CPU's YNNPACK fusion, jax 0.10.2), beside
-    the call's free ops; the causal mask's select and the cross-entropy's mean over the
-    rows stand apart, and the three programs of 1024-2048 rows keep 3-5 groups."""
+    the call's free ops; the causal mask's select and the scaling of the cross-entropy's
+    mean stand apart, and the three programs of 1024-2048 rows keep 3-5 groups."""
     from stablehlo_perf import perf_jit
 
     unseen = benchmark_module("unseen_programs")
@@ -121,7 +121,7 @@ def test_the_many_rows_programs_are_modelled_and_one_kernel_past_4096_rows() -> 
         res = perf_jit(fn, target="host").analyze(*args)
         assert not res.to_dict().get("unmodelled"), name
         kernels[name] = sum(g["kind"] != "free" for g in res.report.fusion_groups)
-    apart = {"causal_attention_8192": 3, "cross_entropy_4096": 3}
+    apart = {"causal_attention_8192": 3, "cross_entropy_4096": 2}
     small = {"layer_norm_2048": 5, "softmax_2048": 3, "attention_1024": 4}
     assert kernels == {n: apart.get(n, small.get(n, 1)) for n in progs}
 

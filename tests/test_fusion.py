@@ -545,6 +545,10 @@ def _layer_norm(x: jax.Array) -> jax.Array:
     return (x - m) * jax.lax.rsqrt(((x - m) ** 2).mean(-1, keepdims=True) + 1e-5)
 
 
+def _cross_entropy(x: jax.Array, y: jax.Array) -> jax.Array:
+    return -(jax.nn.log_softmax(x, -1) * y).sum(-1).mean()
+
+
 def _attention(q: jax.Array, k: jax.Array, v: jax.Array, causal: bool = False) -> jax.Array:
     s = jax.numpy.einsum("...qd,...kd->...qk", q, k) / 8.0
     if causal:
@@ -588,6 +592,9 @@ def _attention(q: jax.Array, k: jax.Array, v: jax.Array, causal: bool = False) -
             "f32",
             3,
         ),
+        # XLA's simplifier makes a reduce of a reduce (the mean of the rows' losses) one reduce.
+        ("cross-entropy of 4096", _cross_entropy, [(4096, 256)] * 2, "f32", 2),
+        ("cross-entropy of 2048", _cross_entropy, [(2048, 256)] * 2, "f32", 5),
     ],
 )
 def test_ynn_fusions_take_a_reduce_of_4096_results_and_its_neighbours(
