@@ -375,14 +375,21 @@ def price_groups(
         bandwidth = target.memory_bandwidth
         # The reduce of an input fusion: its root, or the YNN reduce heading the chain of ops
         # on its result that ends in the root (`fusion._ynn_chain`: a row norm's square root;
-        # not `op(x, broadcast(reduce(x)))`, which moves x's elements, not the reduce's).
+        # not `op(x, broadcast(reduce(x)))`, which moves x's elements, not the reduce's), or
+        # the one whose result a root reduce merges into (`fusion._merges_reduce`: a mean of
+        # row sums).
         head = plan.roots[g]
-        if kind == "input" and not library_reduce(root):
+        fed = root.operands[0].num_elements if root.operands else None
+        if kind == "input":
             head = next(
                 (
                     i
                     for i in members[g]
-                    if library_reduce(ops[i]) and _elements(ops[i]) == _elements(root)
+                    if library_reduce(ops[i])
+                    and (
+                        (not library_reduce(root) and _elements(ops[i]) == _elements(root))
+                        or (library_reduce(root) and i != head and _elements(ops[i]) == fed)
+                    )
                 ),
                 head,
             )
