@@ -4,7 +4,7 @@ scans, bf16 loops, loops slicing their input, ...; with `--set short`, 18 calls 
 microseconds of kernels (small dots, MLPs, convolutions, attention, sums, layer norms),
 whose time is mostly what a call costs beyond its kernels (`Target.call_overhead_ns`);
 with `--set rows`, 16 softmaxes, layer norms, attention and a cross-entropy over 1024-16384
-rows (4096+: one YNNPACK fusion each on XLA:CPU); with `--set linalg`, 14 jnp.linalg calls
+rows (4096+: one YNNPACK fusion each on XLA:CPU); with `--set linalg`, 15 jnp.linalg calls
 (LAPACK: solves, factorisations, eigen- and singular values).
 
     python benchmarks/unseen_programs.py [--set unseen|short|rows|linalg] [--only NAME ...]
@@ -262,6 +262,7 @@ def linear_algebra() -> dict[str, tuple[Callable[..., Any], tuple[Any, ...]]]:
         "det_384": (jnp.linalg.det, (_r(384, 384),)),
         "slogdet_256": (lambda x: jnp.linalg.slogdet(x)[1], (_r(256, 256),)),
         "eigvals_96": (jnp.linalg.eigvals, (_r(96, 96),)),
+        "eig_80": (lambda x: jnp.linalg.eig(x)[1], (_r(80, 80),)),
         "pinv_112": (jnp.linalg.pinv, (_r(112, 112),)),
     }
 

@@ -17,8 +17,8 @@ runs with them (`runtime.fused_chains`,
 written beside the calibration as `analysis.fused_loops.chains_path`,
 `QUICK_CHAINS_PER_SHAPE` of each per training shape with --quick, three times as many
 without, and a third as many loop chains per shape on `fused_chains.LARGE_SHAPES`) and
-LAPACK calls (`runtime.lapack_sweep`, beside it as `analysis.lapack.lapack_path`; 88 calls
-with --quick, ~2 min, 160 without).
+LAPACK calls (`runtime.lapack_sweep`, beside it as `analysis.lapack.lapack_path`; 96 calls
+with --quick, ~2 min, 174 without).
 Each interleaved chunk is appended to a partial CSV, so an interrupted run resumes
 where it stopped. The finished calibration goes to the user's cache
 (`analysis.calibration_files.calibration_path`) with a header naming machine, device,

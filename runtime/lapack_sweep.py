@@ -1,7 +1,7 @@
 """Measure LAPACK calls on this machine for `analysis.lapack.LapackModel`.
 
 Each case is a `jax.lax.linalg` call (LU, Cholesky, triangular solve, QR's two halves,
-symmetric eigendecomposition, SVD with and without vectors, nonsymmetric eigenvalues) of one
+symmetric eigendecomposition, SVD and nonsymmetric eigenvalues with and without vectors) of one
 size and element type, compiled inside a while loop and timed by the runtime harness
 (`runtime.timing.time_in_loop`, interleaved rounds, the calibration's sentinel ops beside
 them). A row is the call alone: the loop's time per trip less what the pipeline prices the
@@ -56,7 +56,17 @@ def cases(sizes: tuple[int, ...] = SIZES, dtypes: tuple[str, ...] = ("f32", "f64
     out = []
     for dtype in dtypes:
         for n in sizes:
-            for r in ("getrf", "potrf", "geqrf", "orgqr", "syevd", "gesdd", "gesdd_n", "geev_n"):
+            for r in (
+                "getrf",
+                "potrf",
+                "geqrf",
+                "orgqr",
+                "syevd",
+                "gesdd",
+                "gesdd_n",
+                "geev",
+                "geev_n",
+            ):
                 if r not in _SLOW or n <= _SLOW_MAX:
                     out.append(Case(r, dtype, n))
             out += [Case("trsm", dtype, n, rhs=16), Case("trsm", dtype, n, rhs=n)]
@@ -97,6 +107,8 @@ def program(case: Case) -> tuple[Callable[..., Any], tuple[jax.Array, ...]]:
     if r in ("gesdd", "gesdd_n"):
         uv = r == "gesdd"
         return (lambda a: lax.linalg.svd(a, full_matrices=False, compute_uv=uv)), (x,)
+    if r == "geev":
+        return jnp.linalg.eig, (x,)
     if r == "geev_n":
         return jnp.linalg.eigvals, (x,)
     raise ValueError(f"unknown LAPACK case {r!r}")

@@ -133,7 +133,7 @@ def test_the_linear_algebra_programs_are_priced_by_measured_lapack_calls() -> No
 
     unseen = benchmark_module("unseen_programs")
     progs = unseen.linear_algebra()
-    assert len(progs) == 14
+    assert len(progs) == 15
     for name, (fn, args) in progs.items():
         res = perf_jit(fn, target="host").analyze(*args)
         assert not res.to_dict().get("unmodelled"), name
