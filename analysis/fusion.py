@@ -825,7 +825,7 @@ class _State:
                 c = u
                 continue
             takes = (
-                (self._ynn_takes(u) and self._preferred(u) and not self._small_reciprocal(u, c))
+                (self._ynn_takes(u) and self._preferred(u) and not self._reciprocal_of(u, c))
                 or (f.matmul and c in self.srcs[u][:1] and self._ynn_library(u))
                 or (f.short == "reduce_window" and f.reduce_mode == "ynn")
                 or self._merges_reduce(u, c)
@@ -876,15 +876,12 @@ class _State:
             return True
         return (op.results[0].num_elements or 0) >= YNN_REDUCE_MIN_ELEMENTS
 
-    def _small_reciprocal(self, u: int, c: int) -> bool:
-        """A float divide by broadcast c of fewer than `YNN_REDUCE_MIN_ELEMENTS` elements:
-        XLA's simplifier makes it a multiply by the broadcast reciprocal, a loop kernel that
-        YNNPACK does not take (`x / x.sum(1, keepdims=True)` on 2048x256: three kernels, on
-        4096x256 one, jax 0.10.2)."""
-        if self.facts[u].short != "divide" or self.srcs[u][1:2] != [c]:
-            return False
-        src = self.ops[c].operands[0].num_elements if self.ops[c].operands else None
-        return self.facts[c].short in _BROADCASTS and (src or 0) < YNN_REDUCE_MIN_ELEMENTS
+    def _reciprocal_of(self, u: int, c: int) -> bool:
+        """Whether u divides by c, a broadcast of a YNN reduce of fewer than
+        `YNN_REDUCE_MIN_ELEMENTS` results (`_divides_by_broadcast`): XLA's reciprocal is then
+        a loop kernel YNNPACK does not take, which ends the chain (`x / x.sum(1,
+        keepdims=True)` on 2048x256: three kernels, on 4096x256 one, jax 0.10.2)."""
+        return self.srcs[u][1:2] == [c] and self._divides_by_broadcast(u)
 
     def _ynn_library(self, i: int) -> bool:
         """A dot or convolution XLA:CPU's YNNPACK fusion may hold: a convolution YNNPACK

@@ -31,10 +31,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
+from stablehlo_perf.analysis.service import OpCost
 
 if TYPE_CHECKING:
     from stablehlo_perf.analysis.opinfo import OpInfo
-    from stablehlo_perf.analysis.service import OpCost
     from stablehlo_perf.analysis.targets import Target
 
 __all__ = [
@@ -236,8 +236,6 @@ class LapackModel:
         return math.exp(float(ys[-1]) + (x - float(xs[-1])))
 
     def predict(self, ops: Sequence[OpInfo], target: Target) -> list[OpCost]:
-        from stablehlo_perf.analysis.service import OpCost
-
         out = []
         for op in ops:
             call = lapack_call(op)

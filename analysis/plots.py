@@ -30,20 +30,12 @@ def plot_report(report: Report, target: Target, path: str | Path) -> None:
     matrix = target.peak_flops("bf16", matrix=True)
     vector = target.peak_flops("f32", matrix=False)
     ai = np.logspace(-3, 4, 200)
-    ax.loglog(
-        ai,
-        np.minimum(ai * bw, matrix),
-        "k-",
-        lw=1.5,
-        label=f"matrix peak (bf16) {matrix / 1e12:g} TFLOP/s",
-    )
-    ax.loglog(
-        ai,
-        np.minimum(ai * bw, vector),
-        "k--",
-        lw=1,
-        label=f"vector peak (f32) {vector / 1e12:g} TFLOP/s",
-    )
+    for peak, style, width, what in (
+        (matrix, "k-", 1.5, "matrix peak (bf16)"),
+        (vector, "k--", 1.0, "vector peak (f32)"),
+    ):
+        label = f"{what} {peak / 1e12:g} TFLOP/s"
+        ax.loglog(ai, np.minimum(ai * bw, peak), style, lw=width, label=label)
     by_class: dict[str, list] = defaultdict(list)
     for o in ops:
         by_class[op_class(o.name)].append(o)

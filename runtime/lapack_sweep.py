@@ -120,14 +120,11 @@ def _rest_us(fn: Callable[..., Any], args: tuple[jax.Array, ...]) -> tuple[list[
     import stablehlo_perf as sp
     from stablehlo_perf.analysis.lapack import lapack_call
     from stablehlo_perf.passes.extract import view_module
-    from stablehlo_perf.passes.ir import make_context, parse_module
 
-    lowered = jax.jit(fn).lower(*args)
-    context = make_context()
-    with context:
-        view = view_module(parse_module(lowered.as_text(), "<lapack>", context), "<lapack>")
+    result = sp.analyze(jax.jit(fn).lower(*args), target="host")
+    view = view_module(result.module, "<lapack>")
     calls = [c for c in (lapack_call(r.info) for r in view.records) if c is not None]
-    report = sp.analyze(lowered, target="host").report
+    report = result.report
     own = sum(o.latency_ns for o in report.ops if o.name == "stablehlo.custom_call")
     return calls, max(report.total_latency_ns - report.call_overhead_ns - own, 0.0) / 1e3
 
