@@ -50,6 +50,7 @@ from stablehlo_perf.analysis.calibration_files import (
 )
 from stablehlo_perf.analysis.opinfo import (
     READS_PART,
+    SPECIAL_FUNCTIONS,
     OpInfo,
     TensorType,
     element_bytes,
@@ -107,6 +108,7 @@ CLASSES = (
     "compare_select",
     "transcendental",
     "trigonometric",
+    "special",
     "unary",
     "convert",
     "movement",
@@ -144,9 +146,15 @@ CLASSES = (
 # cosine reduce their argument's range first: 4.6-5.5 ns per element on standard normal
 # f32 against 0.5-1 for tanh (Xeon reference); fitted in the transcendental model, they
 # moved its other ops' predictions by up to a quarter (log of 64x512 f32: 27.1 -> 33.5 us).
+# CHLO's special functions (`opinfo.SPECIAL_FUNCTIONS`, and atan2) are XLA's polynomial and
+# rational expansions, at rates of their own (256x256 f32 in a loop on the Zen 4 VM,
+# 2026-12-05: erf 16 us, tanh 19, erfc 43, erf_inv 110, lgamma 322, digamma 361, atan 473;
+# the transcendental model had priced erf at 81, the roofline erf_inv at 18): a model of
+# their own, each op by its code, one without rows (polygamma, sinh, ...) as the missing code.
 _OWN_MODEL = {
     "sine": "trigonometric",
     "cosine": "trigonometric",
+    **dict.fromkeys(SPECIAL_FUNCTIONS | {"atan2"}, "special"),
     "convolution": "convolution",
     "transpose": "transpose",
     "sort": "sort",
@@ -176,6 +184,7 @@ NEAREST: Mapping[str, tuple[str, ...]] = {
     "unary": ("compare_select", "binary"),
     "transcendental": ("unary", "compare_select", "binary"),
     "trigonometric": ("transcendental", "unary", "compare_select", "binary"),
+    "special": ("transcendental", "unary", "compare_select", "binary"),
     "convert": ("unary", "compare_select", "binary"),
     "movement": ("convert",),
     "transpose": ("movement", "convert"),
@@ -392,7 +401,7 @@ OP_CODES = (
     "clamp", "exponential", "log", "tanh", "logistic", "rsqrt", "sqrt", "negate", "abs",
     "convert", "transpose", "broadcast_in_dim", "reshape", "concatenate", "slice", "pad",
     "copy", "reduce", "dot_general", "convolution", "sort", "reduce_window", "argmax", "top_k",
-    "fft", "gather", "sine", "cosine",
+    "fft", "gather", "sine", "cosine", "erf", "erf_inv", "erfc", "lgamma", "digamma", "atan",
 )  # fmt: skip
 _OP_CODE = {op: float(i) for i, op in enumerate(OP_CODES)}
 # Column subsets compared by the ablation; "tile+op" is the shipped default, "conv" the
@@ -444,8 +453,12 @@ def _lane_padded(shape: Sequence[int]) -> float:
     return float(min((_round_up(n // d, 8) * _round_up(d, 128) for d in shape if d > 0), default=0))
 
 
+# XLA expands atan(x) as atan2(x, 1): the two-input op is priced by atan's rows.
+_CODE_ALIASES = {"atan2": "atan"}
+
+
 def _op_code(op: str) -> float:
-    return _OP_CODE.get(op, math.nan)
+    return _OP_CODE.get(_CODE_ALIASES.get(op, op), math.nan)
 
 
 # A row whose last dim is not a whole number of vector registers leaves a tail XLA:CPU's
@@ -472,7 +485,16 @@ def _lanes(elem_bytes: float) -> int:
 # 1.16 / 1.82 -> 1.17 / 1.51. Elementwise loop classes only: the reductions, FFTs and
 # transposes whose kernels are other loops fit worse with them.
 _ROW_TAIL_CLASSES = frozenset(
-    {"binary", "compare_select", "convert", "transcendental", "trigonometric", "unary", "movement"}
+    {
+        "binary",
+        "compare_select",
+        "convert",
+        "transcendental",
+        "trigonometric",
+        "special",
+        "unary",
+        "movement",
+    }
 )
 
 

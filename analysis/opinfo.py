@@ -22,6 +22,7 @@ from typing import Any
 __all__ = [
     "READS_PART",
     "READS_WHAT_IT_RETURNS",
+    "SPECIAL_FUNCTIONS",
     "OpInfo",
     "TensorType",
     "conv_valid_positions",
@@ -155,6 +156,14 @@ class OpInfo:
         return "f32"
 
 
+# CHLO's special functions (erf_inv for jax.random.normal, erfc for the exact GELU, lgamma and
+# digamma for distributions, ...): XLA expands each into a polynomial or rational
+# approximation, elementwise work that fuses like any transcendental.
+SPECIAL_FUNCTIONS = frozenset({
+    "erf", "erf_inv", "erfc", "lgamma", "digamma", "polygamma", "zeta", "bessel_i1e",
+    "sinh", "cosh", "asin", "acos", "atan", "asinh", "atanh",
+})  # fmt: skip
+
 # Op classes shared by the models; XLA's HloCostAnalysis decides which count as flops.
 _BINARY = {
     "add", "subtract", "multiply", "divide", "remainder", "power", "atan2", "and", "or",
@@ -164,6 +173,7 @@ _COMPARE_SELECT = {"maximum", "minimum", "compare", "select", "clamp"}
 _TRANSCENDENTAL = {
     "exponential", "exponential_minus_one", "log", "log_plus_one", "logistic", "tanh",
     "sqrt", "rsqrt", "cbrt", "sine", "cosine", "tan", "power", "atan2", "erf", "acosh",
+    *SPECIAL_FUNCTIONS,
 }  # fmt: skip
 _UNARY = {
     "abs", "negate", "sign", "floor", "ceil", "round_nearest_afz", "round_nearest_even",

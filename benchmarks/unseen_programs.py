@@ -5,9 +5,10 @@ microseconds of kernels (small dots, MLPs, convolutions, attention, sums, layer 
 whose time is mostly what a call costs beyond its kernels (`Target.call_overhead_ns`);
 with `--set rows`, 16 softmaxes, layer norms, attention and a cross-entropy over 1024-16384
 rows (4096+: one YNNPACK fusion each on XLA:CPU); with `--set linalg`, 15 jnp.linalg calls
-(LAPACK: solves, factorisations, eigen- and singular values).
+(LAPACK: solves, factorisations, eigen- and singular values); with `--set special`, 12
+programs of CHLO special functions (random normals, the exact GELU, log-densities, angles).
 
-    python benchmarks/unseen_programs.py [--set unseen|short|rows|linalg] [--only NAME ...]
+    python benchmarks/unseen_programs.py [--set unseen|short|rows|linalg|special] [--only NAME ...]
         [--rounds 7] [--json F] [--predict-from F]
 
 Each program is analysed by `perf_jit(...).analyze(...)`; all are then timed by the
@@ -267,7 +268,47 @@ def linear_algebra() -> dict[str, tuple[Callable[..., Any], tuple[Any, ...]]]:
     }
 
 
-SETS = {"unseen": programs, "short": short_calls, "rows": many_rows, "linalg": linear_algebra}
+def special_functions() -> dict[str, tuple[Callable[..., Any], tuple[Any, ...]]]:
+    """name -> (function, example inputs): programs that use CHLO's special functions
+    (random normals and initialisers: erf_inv; the exact GELU: erfc; log-densities: lgamma,
+    digamma; angles: atan), at sizes and in compositions the sweep's single ops were not."""
+    key = jax.random.PRNGKey(1)
+
+    def gamma_logpdf(x: jax.Array, a: jax.Array) -> jax.Array:
+        return (a - 1) * jnp.log(x) - x - lax.lgamma(a)
+
+    def beta_grad(a: jax.Array, b: jax.Array) -> jax.Array:
+        return lax.digamma(a) - lax.digamma(a + b)
+
+    return {
+        "normal_512": (lambda k: jax.random.normal(k, (512, 512)), (key,)),
+        "trunc_normal_init": (
+            lambda k: jax.random.truncated_normal(k, -2.0, 2.0, (768, 768)) * 0.02,
+            (key,),
+        ),
+        "noise_add": (lambda k, x: x + 0.1 * jax.random.normal(k, x.shape), (key, _r(64, 4096))),
+        "gelu_exact": (lambda x: jax.nn.gelu(x, approximate=False), (_r(128, 1024),)),
+        "mlp_gelu_exact": (
+            lambda x, w: jax.nn.gelu(x @ w, approximate=False),
+            (_r(256, 256), _r(256, 1024)),
+        ),
+        "erf_300x200": (lambda x: lax.erf(x) * 0.5 + 0.5, (_r(300, 200),)),
+        "erfinv_1d": (lambda x: lax.erf_inv(jnp.tanh(x)), (_r(100_000),)),
+        "gamma_logpdf": (gamma_logpdf, (jnp.abs(_r(200, 300)) + 0.1, jnp.abs(_r(200, 300)) + 1)),
+        "lgamma_bf16": (lambda x: lax.lgamma(x), (jnp.abs(_r(1000, 96, dtype=jnp.bfloat16)) + 1,)),
+        "beta_grad": (beta_grad, (jnp.abs(_r(64, 777)) + 1, jnp.abs(_r(64, 777)) + 1)),
+        "angle": (lambda x, y: jnp.arctan2(y, x), (_r(384, 384), _r(384, 384))),
+        "atan_small": (lambda x: jnp.arctan(x) * 2.0, (_r(37, 64),)),
+    }
+
+
+SETS = {
+    "unseen": programs,
+    "short": short_calls,
+    "rows": many_rows,
+    "linalg": linear_algebra,
+    "special": special_functions,
+}
 
 
 def _measure(

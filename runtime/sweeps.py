@@ -106,6 +106,15 @@ _ELEMENTWISE: dict[str, tuple[int, Callable[..., jax.Array]]] = {
     "sum_axis1": (1, lambda x: jnp.sum(x, axis=1)),
     # stablehlo.fft (RFFT of the last axis): a library call, priced by nothing else.
     "fft": (1, lambda x: jnp.fft.rfft(x, axis=-1)),
+    # CHLO's special functions (`analysis.opinfo.SPECIAL_FUNCTIONS`): erf_inv of the
+    # standard normal clamped into (-1, 1) (jax.random.normal's own use of it), lgamma and
+    # digamma on positive inputs (`_POSITIVE_INPUTS`: away from the poles).
+    "erf": (1, lax.erf),
+    "erf_inv": (1, lambda x: lax.erf_inv(jnp.clip(x, -0.99, 0.99))),
+    "erfc": (1, lax.erfc),
+    "lgamma": (1, lax.lgamma),
+    "digamma": (1, lax.digamma),
+    "atan": (1, lax.atan),
 }
 OPS = (*_ELEMENTWISE, "dot_general", "convolution", "reduce_window", "cumsum", "top_k", "gather")
 QUICK_SORT_MAX = 2**20
@@ -117,7 +126,7 @@ _CAPPED = frozenset({"sort", "argmax", "argmax_axis0", "fft"})
 _FIRST_DTYPE_ONLY = frozenset({"argmax", "argmax_axis0", "fft"})
 _RANK_2 = frozenset({"transpose", "sum_axis0", "argmax_axis0"})
 _NARROW_GEMM = ("bf16", "i8")
-_POSITIVE_INPUTS = frozenset({"rsqrt", "sqrt", "log"})
+_POSITIVE_INPUTS = frozenset({"rsqrt", "sqrt", "log", "lgamma", "digamma"})
 _QUICK_OPS = (
     "add",
     "maximum",
