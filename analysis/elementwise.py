@@ -34,7 +34,7 @@ import math
 import os
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -1381,25 +1381,60 @@ class LearnedLatencyModel:
                     out[i] = OpCost(c.cycles, c.latency_ns, c.dram_bytes, label, c.extra)
                 continue
             model = models[plan.source]
+            complex_products = np.array([_complex_product(op) for op in batch])
+            if complex_products.any():
+                batch = [_real_twin(op) if c else op for op, c in zip(batch, complex_products)]
             X = features(batch)
             label = f"{prefix}-{plan.source}"
             if plan.one_read:
                 X[:, _IDX["op_code"]] = _OP_CODE["maximum"]
                 label = f"{label}(one tensor read)"
-            lat_ns = model.predict(X) * 1e3
+            lat_ns = model.predict(X) * 1e3 * np.where(complex_products, COMPLEX_PRODUCTS, 1)
             if plan.scaled:
                 lat_ns = lat_ns * _roofline_ratio(batch, plan.source, target, roofline)
                 label = f"{label}→{plan.cls}(scaled)"
             extrap = model.extrapolated(X)
             for j, i in enumerate(idx):
+                name = label + _ELEMENTAL if ops[i].attrs.get("elemental_gather") else label
                 out[i] = OpCost(
                     cycles=round(lat_ns[j] * target.clock_ghz),
                     latency_ns=float(lat_ns[j]),
                     dram_bytes=int(ops[i].bytes or 0),
-                    model=label + _ELEMENTAL if ops[i].attrs.get("elemental_gather") else label,
+                    model=name + _COMPLEX if complex_products[j] else name,
                     extra={"extrapolated": bool(extrap[j]), "same_machine": same_machine},
                 )
         return out  # type: ignore[return-value]
+
+
+COMPLEX_PRODUCTS = 4
+"""Real products a complex dot or convolution costs: (a + bi)(c + di) takes four real
+multiplies and their adds. XLA:CPU's complex64 dots in a loop ran 3.6-5.6x the f32 dot of
+the same dims (64^3 to 256^3, skinny and batched-row shapes; Zen 4 VM, 2026-12-05), priced
+at 0.77-1.16x their time as four f32 dots, at 0.19-0.29x as one."""
+_COMPLEX = f"(complex: {COMPLEX_PRODUCTS} real products)"
+
+
+def _complex_product(op: OpInfo) -> bool:
+    """Whether a dot or convolution multiplies complex numbers (priced as its real twin's
+    `COMPLEX_PRODUCTS` products)."""
+    return op.op_class == "matmul" and any(
+        t.element_type.startswith("complex<") for t in op.operands
+    )
+
+
+def _real_twin(op: OpInfo) -> OpInfo:
+    """op with its complex<fN> operands and results as fN (same shapes)."""
+
+    def real(t: TensorType) -> TensorType:
+        if t.element_type.startswith("complex<"):
+            return TensorType(t.shape, t.element_type[len("complex<") : -1])
+        return t
+
+    return replace(
+        op,
+        operands=tuple(real(t) for t in op.operands),
+        results=tuple(real(t) for t in op.results),
+    )
 
 
 def _roofline_ratio(
