@@ -827,6 +827,29 @@ def test_special_functions_are_priced_by_their_own_rows_and_borrow_without_them(
     assert borrowed.model == "hgb-host-transcendental→special(scaled)"
 
 
+def test_a_transposed_convolution_keeps_its_kernels_input_channels() -> None:
+    """A stride-2 transposed convolution (lhs_dilation 2) meets real inputs with 2.25 of its
+    3x3 taps: K counts those (8 channels x 2.25 = 18), and the channels slot holds the
+    kernel's 8, not K over the window's 9 (2, the slow path of 1-3 channel stems)."""
+    import jax
+    import jax.numpy as jnp
+    from conftest import op_infos
+    from jax import lax
+
+    def up(x: jax.Array, w: jax.Array) -> jax.Array:
+        return lax.conv_transpose(x, w, (2, 2), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+
+    x, w = (
+        jax.ShapeDtypeStruct((2, 16, 16, 8), jnp.float32),
+        jax.ShapeDtypeStruct((3, 3, 8, 4), jnp.float32),
+    )
+    (conv,) = [
+        o for o in op_infos(jax.jit(up).lower(x, w).as_text()) if o.short_name == "convolution"
+    ]
+    assert ew._gemm_dims(conv) == (1, 2 * 32 * 32, 4, 18)
+    assert ew.features([conv])[0, ew.FEATURE_NAMES.index(ew._CHANNELS_SLOT)] == 8
+
+
 def test_a_complex_dot_costs_four_real_products() -> None:
     """(a + bi)(c + di) takes four real multiplies: a complex64 dot is priced as four f32 dots
     of its dims (XLA:CPU ran them at 3.6-5.6x the f32 dot; priced as one, 0.19-0.29x), a
