@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "COLUMNS",
+    "COMPLEX_AS_REAL",
     "SHIPPED",
     "LapackCall",
     "LapackModel",
@@ -59,6 +60,17 @@ a loop, and the calibration's sentinel ops' time around it."""
 _TARGET = re.compile(r"^lapack_([sdcz])([a-z]+?)(?:_ffi)?$")
 _DTYPES = {"s": "f32", "d": "f64", "c": "c64", "z": "c128"}
 _SAME = {"ungqr": "orgqr", "heevd": "syevd", "hetrd": "sytrd", "unmqr": "ormqr"}
+_REAL = {"c64": "f32", "c128": "f64"}
+"""The real type whose measured calls price a complex call without rows of its own, at the
+complex call's FLOPs (`lapack_flops`: four real ones per complex one). Zen 4 VM, 2026-12-05,
+9 complex jnp.linalg programs in a loop (solve, inv, cholesky, qr, eigh, svd, eigvals of
+64-256): priced by the roofline fallback at 0.00-0.31x their time (error factor 26)."""
+COMPLEX_AS_REAL = 2.5
+"""How many times the real call's FLOPs a complex call costs at the real type's rate: its
+arithmetic is four real FLOPs per complex one (`lapack_flops`), but those 9 programs ran
+at 0.50-0.67x the real curve read at 4x (median 0.63: loads, stores and the
+factorisations' bookkeeping do not quadruple), i.e. at the real type's time for ~2.5x."""
+_BORROWED = f"(complex: the real type's calls at {COMPLEX_AS_REAL}x FLOPs)"
 
 
 @dataclass(frozen=True)
@@ -223,14 +235,27 @@ class LapackModel:
             self._fits[key] = xs, np.array([float(np.median(by_size[x])) for x in xs])
         return self
 
+    def _fit_of(self, call: LapackCall) -> tuple[np.ndarray, np.ndarray] | None:
+        """The curve that prices `call`: its own, or for a complex type without rows the real
+        type's (`_REAL`), read at the complex call's FLOPs (four real ones each)."""
+        found = self._fits.get(call.key)
+        if found is None and call.dtype in _REAL:
+            found = self._fits.get((call.routine, _REAL[call.dtype], call.vectors))
+        return found
+
     def supports(self, op: OpInfo, target: Target) -> bool:
         call = lapack_call(op)
-        return target.name == "host" and call is not None and call.key in self._fits
+        return target.name == "host" and call is not None and self._fit_of(call) is not None
 
     def per_matrix_ns(self, call: LapackCall) -> float:
         """Predicted nanoseconds for one matrix of `call` (its routine must have rows)."""
-        xs, ys = self._fits[call.key]
-        x = math.log(max(lapack_flops(call), 1.0))
+        found = self._fit_of(call)
+        assert found is not None
+        xs, ys = found
+        flops = lapack_flops(call)
+        if call.key not in self._fits:
+            flops *= COMPLEX_AS_REAL / 4.0
+        x = math.log(max(flops, 1.0))
         if x <= xs[-1] or len(xs) == 1:
             return math.exp(float(np.interp(x, xs, ys)))
         return math.exp(float(ys[-1]) + (x - float(xs[-1])))
@@ -249,7 +274,7 @@ class LapackModel:
                     cycles=round(ns * target.clock_ghz),
                     latency_ns=ns,
                     dram_bytes=int(op.bytes or 0),
-                    model=self.name,
+                    model=self.name if call.key in self._fits else f"{self.name}{_BORROWED}",
                     extra=extra,
                 )
             )

@@ -21,6 +21,7 @@ from stablehlo_perf.analysis.lapack import (
     lapack_flops,
     read_rows,
 )
+from stablehlo_perf.analysis.opinfo import OpInfo
 from stablehlo_perf.analysis.targets import load_target
 
 
@@ -101,6 +102,32 @@ def test_model_interpolates_in_log_log_and_scales_past_its_rows(tmp_path: Path) 
     (potrf,) = [o for o in op_infos(jax.jit(jnp.linalg.cholesky).lower(
         jax.ShapeDtypeStruct((8, 8), jnp.float32)).as_text()) if lapack_call(o)]  # fmt: skip
     assert not model.supports(potrf, host)
+
+
+def test_a_complex_call_borrows_the_real_types_calls(tmp_path: Path) -> None:
+    """A c64 getrf without rows of its own is priced on the f32 curve at COMPLEX_AS_REAL (2.5)
+    times the real call's FLOPs: the rows below put f32 n = 64 at 10 us and 256 at 640 (64x
+    the FLOPs, 64x the time), so c64 n = 64 reads the curve at 2.5x: 25 us; a c128 call
+    borrows f64's rows, of which there are none here; the model name says it borrowed."""
+    csv = _rows(
+        tmp_path / "l.csv", ["getrf,f32,1,64,64,0,1,10,100", "getrf,f32,1,256,256,0,1,640,100"]
+    )
+    model = LapackModel(csv)
+    assert model.per_matrix_ns(LapackCall("getrf", "c64", 1, 64, 64)) == pytest.approx(25e3)
+
+    def lu(dtype: object) -> OpInfo:
+        spec = jax.ShapeDtypeStruct((64, 64), dtype)
+        text = jax.jit(lambda x: jax.lax.linalg.lu(x)[0]).lower(spec).as_text()
+        return next(o for o in op_infos(text) if lapack_call(o))
+
+    host = load_target("host")
+    c64 = lu(jnp.complex64)
+    assert lapack_call(c64).dtype == "c64" and model.supports(c64, host)
+    (cost,) = model.predict([c64], host)
+    assert cost.latency_ns == pytest.approx(25e3)
+    assert cost.model == "lapack-host(complex: the real type's calls at 2.5x FLOPs)"
+    with jax.enable_x64(True):
+        assert not model.supports(lu(jnp.complex128), host)
 
 
 def test_a_bad_row_is_a_clear_error(tmp_path: Path) -> None:
