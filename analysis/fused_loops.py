@@ -82,6 +82,12 @@ _TYPES = frozenset({"f32", "i1"})
 _WORDS = frozenset({"f32", "i32", "ui32"})
 """A convert between these counts as one op of the composition (XLA:CPU emits one vector
 instruction per vector of elements for it, as for a round): the chains ran no converts."""
+_NARROW_INTS = frozenset({"ui8", "i8", "ui16", "i16"})
+"""Integer inputs a convert to f32 widens as one op too (an image's uint8 pixels): priced by
+the convert model instead, whose rows are f32 and bf16 converts, `x.astype(f32) / 127.5 - 1`
+on uint8 images of 8x64x64x3, 32768x3, 98304, 4248x7 and 64x127 ran 0.7-4.8 us in a loop
+(Zen 4 VM, 2026-12-05) and was priced 2.4-9.9x that; the same chain on f32, which this
+model prices, 1.0-1.5x."""
 _FREE = frozenset({"broadcast_in_dim", "reshape", "constant", "reverse", "slice"})
 """Members a fused loop computes as index arithmetic, no work of their own. A reverse reads
 its operand's elements in the other order: `x[:, ::-1] + 1` on 256-2048 x 512 f32 took
@@ -197,13 +203,26 @@ def reduce_kind(op: OpInfo) -> int:
     return 2 if rank > 1 and dims == tuple(range(rank - 1)) else 0
 
 
-def group_composition(members: Sequence[OpInfo], input_bytes: float) -> Composition | None:
+def _widens_to_f32(op: OpInfo) -> bool:
+    """Whether an op converts a narrow integer tensor (`_NARROW_INTS`) to f32."""
+    return (
+        bool(op.operands and op.results)
+        and op.operands[0].element_type in _NARROW_INTS
+        and op.results[0].element_type == "f32"
+    )
+
+
+def group_composition(
+    members: Sequence[OpInfo], input_bytes: float, widening: bool = False
+) -> Composition | None:
     """The composition of a fused group's members reading `input_bytes` (its distinct inputs,
     `fusion.GroupTraffic`), or None where the model does not answer for it: a member other
     than f32 (and boolean) ops the chains ran (`_TRAINED`), free index moves and scalar
-    work (XLA hoists it), or no elementwise op. A broadcast counts where it makes a
-    full-size tensor of a non-scalar (JAX broadcasts a row vector in two steps, 16 -> 1x16
-    -> 16384x16)."""
+    work (XLA hoists it), or no elementwise op; with `widening`, a convert of a narrow
+    integer input to f32 counts as one op (loop kernels: `_NARROW_INTS`; a YNNPACK sum of
+    uint8 channels ran 70 us where the sums' model, which saw f32 inputs only, said 168). A
+    broadcast counts where it makes a full-size tensor of a non-scalar (JAX broadcasts a row
+    vector in two steps, 16 -> 1x16 -> 16384x16)."""
     work = [
         op
         for op in members
@@ -214,7 +233,7 @@ def group_composition(members: Sequence[OpInfo], input_bytes: float) -> Composit
         return None
     for op in work:
         types = {t.element_type for t in (*op.operands, *op.results)}
-        if op.short_name == "convert" and op.results and types <= _WORDS:
+        if op.short_name == "convert" and (types <= _WORDS or (widening and _widens_to_f32(op))):
             continue
         if op.short_name not in _TRAINED or not op.results or not types <= _TYPES:
             return None

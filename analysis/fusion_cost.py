@@ -296,7 +296,8 @@ def _learned_group_ns(
             continue
         if kind == "loop":
             shape = root.results[0].shape
-            comp = group_composition([ops[i] for i in members[g]], traffic[g].input_bytes)
+            kernel = [ops[i] for i in members[g]]
+            comp = group_composition(kernel, traffic[g].input_bytes, widening=True)
             if comp is not None and shape is not None:
                 loops.append((g, tuple(shape), comp))
         elif kind == "input" and library_reduce(root) and reduce_kind(root):

@@ -118,9 +118,11 @@ def test_a_group_with_an_op_the_chains_never_ran_is_left_to_the_member_rule(monk
     assert "hgb-host-fused" not in res.result.report.fusion_groups[0]["model"]
 
 
-def test_a_convert_between_32_bit_words_counts_as_one_op_of_the_loop(monkeypatch) -> None:
-    """An int32 product scaled to f32 (a quantised matmul's epilogue) is a two-op loop; a
-    convert from int8 (other widths) is not one the chains' ops stand for."""
+def test_a_convert_of_words_or_narrow_integers_counts_as_one_op_of_the_loop(monkeypatch) -> None:
+    """An int32 product scaled to f32 (a quantised matmul's epilogue) is a two-op loop, and so
+    is an int8 one (`fl._NARROW_INTS`: uint8 image pixels); a YNNPACK sum of converted int8
+    is not one the sums' chains stand for (they read f32 only), while the same sum of f32
+    is."""
     spy = Spy()
     monkeypatch.setattr(fl, "model_for_host", lambda: spy)
     q = jnp.ones((64, 128), jnp.int32)
@@ -128,7 +130,17 @@ def test_a_convert_between_32_bit_words_counts_as_one_op_of_the_loop(monkeypatch
     assert spy.seen == [((64, 128), fl.Composition(2, 0, 0, 0, 0, 1, 0))]
     spy.seen.clear()
     perf_jit(lambda q: q.astype(jnp.float32) * 0.01, target="host").analyze(q.astype(jnp.int8))
-    assert spy.seen == []
+    assert spy.seen == [((64, 128), fl.Composition(2, 0, 0, 0, 0, 1, 0))]
+
+    def channel_sums(x):
+        return (x.astype(jnp.float32) * 2.0).sum(axis=(0, 1))
+
+    x = jnp.ones((64, 512, 3), jnp.float32)
+    perf_jit(channel_sums, target="host").analyze(x)
+    assert len(spy.sums) == 1
+    spy.sums.clear()
+    perf_jit(channel_sums, target="host").analyze(x.astype(jnp.uint8))
+    assert spy.sums == []
 
 
 def test_a_reversed_operand_is_index_arithmetic_of_the_loop(monkeypatch) -> None:
