@@ -1395,7 +1395,10 @@ class LearnedLatencyModel:
             model = models[plan.source]
             complex_products = np.array([_complex_product(op) for op in batch])
             if complex_products.any():
-                batch = [_real_twin(op) if c else op for op, c in zip(batch, complex_products)]
+                batch = [
+                    _real_twin(op) if c else op
+                    for op, c in zip(batch, complex_products, strict=True)
+                ]
             X = features(batch)
             label = f"{prefix}-{plan.source}"
             if plan.one_read:

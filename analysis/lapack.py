@@ -61,8 +61,8 @@ _TARGET = re.compile(r"^lapack_([sdcz])([a-z]+?)(?:_ffi)?$")
 _DTYPES = {"s": "f32", "d": "f64", "c": "c64", "z": "c128"}
 _SAME = {"ungqr": "orgqr", "heevd": "syevd", "hetrd": "sytrd", "unmqr": "ormqr"}
 _REAL = {"c64": "f32", "c128": "f64"}
-"""The real type whose measured calls price a complex call without rows of its own, at the
-complex call's FLOPs (`lapack_flops`: four real ones per complex one). Zen 4 VM, 2026-12-05,
+"""The real type whose measured calls price a complex call without rows of its own (at
+`COMPLEX_AS_REAL` times the real call's FLOPs). Zen 4 VM, 2026-12-05,
 9 complex jnp.linalg programs in a loop (solve, inv, cholesky, qr, eigh, svd, eigvals of
 64-256): priced by the roofline fallback at 0.00-0.31x their time (error factor 26)."""
 COMPLEX_AS_REAL = 2.5
@@ -237,7 +237,7 @@ class LapackModel:
 
     def _fit_of(self, call: LapackCall) -> tuple[np.ndarray, np.ndarray] | None:
         """The curve that prices `call`: its own, or for a complex type without rows the real
-        type's (`_REAL`), read at the complex call's FLOPs (four real ones each)."""
+        type's (`_REAL`, read at `COMPLEX_AS_REAL` times the real call's FLOPs)."""
         found = self._fits.get(call.key)
         if found is None and call.dtype in _REAL:
             found = self._fits.get((call.routine, _REAL[call.dtype], call.vectors))
