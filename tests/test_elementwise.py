@@ -850,6 +850,43 @@ def test_a_transposed_convolution_keeps_its_kernels_input_channels() -> None:
     assert ew.features([conv])[0, ew.FEATURE_NAMES.index(ew._CHANNELS_SLOT)] == 8
 
 
+def test_a_depthwise_row_is_priced_near_itself_beside_a_larger_input() -> None:
+    """The Zen 4 reference's 4x32x32x32 depthwise row (3692 us) and its 4x56x56x32 neighbour
+    (15236 us: 1.6 MB of input, past the L2, 1.3x the time per pixel) differ in the grouped
+    model's columns by their size alone without M x K: the trees priced the first 4314 in
+    sample; with the implicit GEMM's M x K among them, within 5% of its row."""
+    import jax
+    import jax.numpy as jnp
+    from conftest import op_infos
+    from jax import lax
+
+    def depthwise(x: jax.Array, w: jax.Array) -> jax.Array:
+        return lax.conv_general_dilated(
+            x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"),
+            feature_group_count=32,
+        )  # fmt: skip
+
+    x, w = (
+        jax.ShapeDtypeStruct((4, 32, 32, 32), jnp.float32),
+        jax.ShapeDtypeStruct((3, 3, 1, 32), jnp.float32),
+    )
+    (conv,) = [
+        o
+        for o in op_infos(jax.jit(depthwise).lower(x, w).as_text())
+        if o.short_name == "convolution"
+    ]
+    data = Path(ew.__file__).resolve().parent / "data"
+    zen4 = data / "host_reference_zen4.csv"
+    (row,) = [
+        r.latency_us
+        for r in ew.load_measurements(zen4)
+        if r.shape == (4, 32, 32, 32, 3, 3, 32, 1, 32)
+    ]
+    (cost,) = ew.LearnedLatencyModel(data={"host": zen4}).predict([conv], load_target("host"))
+    assert cost.model == "hgb-host-grouped_conv"
+    assert cost.latency_ns / 1e3 == pytest.approx(row, rel=0.05)
+
+
 def test_a_complex_dot_costs_four_real_products() -> None:
     """(a + bi)(c + di) takes four real multiplies: a complex64 dot is priced as four f32 dots
     of its dims (XLA:CPU ran them at 3.6-5.6x the f32 dot; priced as one, 0.19-0.29x), a
