@@ -65,6 +65,7 @@ from threadpoolctl import threadpool_limits
 
 __all__ = [
     "CLASSES",
+    "COMPLEX_PRODUCTS",
     "FEATURE_NAMES",
     "FEATURE_SETS",
     "NEAREST",
@@ -75,6 +76,7 @@ __all__ = [
     "LearnedLatencyModel",
     "Measurement",
     "calibrated_dispatch_ns",
+    "collapsed_reduce",
     "conv_features",
     "features",
     "fft_features",
@@ -848,9 +850,33 @@ def reduce_axis(in_shape: Sequence[int], dims: Sequence[int]) -> float:
     return 0.5 if before else 0.0
 
 
+def collapsed_reduce(
+    in_shape: Sequence[int], dims: Sequence[int]
+) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """A reduce's input shape and reduced dims with dims of 1 dropped and neighbouring dims
+    merged where both are reduced or both kept, as XLA normalises a reduction before it
+    emits it: a sum of all of 256x256x3 is one of 196,608 elements (0.05 ns an element in a
+    loop on the Zen 4 VM, as the 1-D sum), not 65,536 rows of 3."""
+    shape: list[int] = []
+    reduced: list[bool] = []
+    for d, n in enumerate(in_shape):
+        if n == 1:
+            continue
+        r = d in dims
+        if reduced and reduced[-1] == r:
+            shape[-1] *= n
+        else:
+            shape.append(n)
+            reduced.append(r)
+    if not shape:
+        return (1,), (0,)
+    return tuple(shape), tuple(i for i, r in enumerate(reduced) if r)
+
+
 def reduce_features(in_shape: Sequence[int], dims: Sequence[int], elem_bytes: float) -> list[float]:
-    """A reduce (or argmax): `shape_features` of its input with `reduce_axis` in
-    `_AXIS_SLOT` and its output count in `units`."""
+    """A reduce (or argmax): `shape_features` of its input (`collapsed_reduce`) with
+    `reduce_axis` in `_AXIS_SLOT` and its output count in `units`."""
+    in_shape, dims = collapsed_reduce(in_shape, dims)
     row = shape_features(in_shape, elem_bytes)
     row[_IDX[_AXIS_SLOT]] = reduce_axis(in_shape, dims)
     row[_IDX["units"]] = math.prod(in_shape) / max(math.prod(in_shape[d] for d in dims), 1)
