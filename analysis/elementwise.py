@@ -34,7 +34,7 @@ import math
 import os
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -56,6 +56,7 @@ from stablehlo_perf.analysis.opinfo import (
     element_bytes,
     moves_minor_axis,
     op_class,
+    real_part,
 )
 from stablehlo_perf.analysis.roofline import RooflineModel
 from stablehlo_perf.analysis.scans import scan_axis
@@ -1437,7 +1438,7 @@ class LearnedLatencyModel:
             complex_products = np.array([_complex_product(op) for op in batch])
             if complex_products.any():
                 batch = [
-                    _real_twin(op) if c else op
+                    op.retyped(real_part) if c else op
                     for op, c in zip(batch, complex_products, strict=True)
                 ]
             X = features(batch)
@@ -1474,22 +1475,7 @@ def _complex_product(op: OpInfo) -> bool:
     """Whether a dot or convolution multiplies complex numbers (priced as its real twin's
     `COMPLEX_PRODUCTS` products)."""
     return op.op_class == "matmul" and any(
-        t.element_type.startswith("complex<") for t in op.operands
-    )
-
-
-def _real_twin(op: OpInfo) -> OpInfo:
-    """op with its complex<fN> operands and results as fN (same shapes)."""
-
-    def real(t: TensorType) -> TensorType:
-        if t.element_type.startswith("complex<"):
-            return TensorType(t.shape, t.element_type[len("complex<") : -1])
-        return t
-
-    return replace(
-        op,
-        operands=tuple(real(t) for t in op.operands),
-        results=tuple(real(t) for t in op.results),
+        real_part(t.element_type) != t.element_type for t in op.operands
     )
 
 

@@ -235,13 +235,16 @@ class LapackModel:
             self._fits[key] = xs, np.array([float(np.median(by_size[x])) for x in xs])
         return self
 
-    def _fit_of(self, call: LapackCall) -> tuple[np.ndarray, np.ndarray] | None:
-        """The curve that prices `call`: its own, or for a complex type without rows the real
-        type's (`_REAL`, read at `COMPLEX_AS_REAL` times the real call's FLOPs)."""
-        found = self._fits.get(call.key)
-        if found is None and call.dtype in _REAL:
-            found = self._fits.get((call.routine, _REAL[call.dtype], call.vectors))
-        return found
+    def _fit_of(self, call: LapackCall) -> tuple[np.ndarray, np.ndarray, float] | None:
+        """The curve that prices `call` and the factor on its FLOPs where the curve is read:
+        its own (1), or for a complex type without rows the real type's (`_REAL`, at
+        `COMPLEX_AS_REAL` times the real call's FLOPs)."""
+        if call.key in self._fits:
+            return (*self._fits[call.key], 1.0)
+        real = (call.routine, _REAL.get(call.dtype, ""), call.vectors)
+        if real in self._fits:
+            return (*self._fits[real], COMPLEX_AS_REAL / 4.0)
+        return None
 
     def supports(self, op: OpInfo, target: Target) -> bool:
         call = lapack_call(op)
@@ -251,11 +254,8 @@ class LapackModel:
         """Predicted nanoseconds for one matrix of `call` (its routine must have rows)."""
         found = self._fit_of(call)
         assert found is not None
-        xs, ys = found
-        flops = lapack_flops(call)
-        if call.key not in self._fits:
-            flops *= COMPLEX_AS_REAL / 4.0
-        x = math.log(max(flops, 1.0))
+        xs, ys, scale = found
+        x = math.log(max(lapack_flops(call) * scale, 1.0))
         if x <= xs[-1] or len(xs) == 1:
             return math.exp(float(np.interp(x, xs, ys)))
         return math.exp(float(ys[-1]) + (x - float(xs[-1])))

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from functools import cache, cached_property
 from typing import Any
 
@@ -32,11 +32,19 @@ __all__ = [
     "element_bytes",
     "moves_minor_axis",
     "op_class",
+    "real_part",
     "transpose_read_stride_bytes",
 ]
 
 _INT_RE = re.compile(r"^(u?i|si)(\d+)$")
 _FLOAT_BITS = {"f16": 16, "bf16": 16, "f32": 32, "f64": 64, "tf32": 32, "f4E2M1FN": 4}
+
+
+def real_part(element_type: str) -> str:
+    """The element type of a `complex<fN>`'s two parts (fN); any other type itself."""
+    if element_type.startswith("complex<") and element_type.endswith(">"):
+        return element_type[len("complex<") : -1]
+    return element_type
 
 
 def element_bytes(element_type: str) -> float:
@@ -46,8 +54,8 @@ def element_bytes(element_type: str) -> float:
     PRED/S4 arrays; `complex<fN>` is two fN.
     """
     t = element_type
-    if t.startswith("complex<") and t.endswith(">"):
-        return 2 * element_bytes(t[len("complex<") : -1])
+    if real_part(t) != t:
+        return 2 * element_bytes(real_part(t))
     if t in _FLOAT_BITS:
         return max(1, _FLOAT_BITS[t] // 8)
     if t.startswith(("f8", "f6", "f4")):
@@ -133,6 +141,19 @@ class OpInfo:
             flops=count_flops(name, ops, res, at),
             transcendentals=count_transcendentals(name, res),
             bytes=count_bytes(ops, res, name),
+        )
+
+    def retyped(self, element_type: Callable[[str], str]) -> OpInfo:
+        """This op with every operand's and result's element type mapped by `element_type`
+        (same shapes, counts kept): a twin a model prices in its place."""
+
+        def twin(t: TensorType) -> TensorType:
+            return TensorType(t.shape, element_type(t.element_type))
+
+        return replace(
+            self,
+            operands=tuple(twin(t) for t in self.operands),
+            results=tuple(twin(t) for t in self.results),
         )
 
     @property

@@ -17,7 +17,7 @@ from stablehlo_perf.analysis.aggregate import (
 from stablehlo_perf.analysis.cc4cs import intervals_for
 from stablehlo_perf.analysis.fusion import ELEMENTWISE_CLASSES, FusionPlan, GroupTraffic
 from stablehlo_perf.analysis.fusion_cost import GroupCost, price_groups, unmeasured
-from stablehlo_perf.analysis.opinfo import OpInfo, TensorType
+from stablehlo_perf.analysis.opinfo import OpInfo
 from stablehlo_perf.analysis.service import OpCost, Registry, default_registry
 from stablehlo_perf.analysis.targets import DEFAULT_TARGET, Target, load_target
 from stablehlo_perf.passes.base import AnalysisCache
@@ -244,15 +244,8 @@ def _widened_in_ynn(
 def _as_f32(op: OpInfo) -> OpInfo:
     """op with its 16-bit float operands and results in f32."""
 
-    def widen(t: TensorType) -> TensorType:
-        return TensorType(t.shape, "f32") if t.element_type in _HALF else t
-
-    return dataclasses.replace(
-        op,
-        operands=tuple(widen(t) for t in op.operands),
-        results=tuple(widen(t) for t in op.results),
-        bytes=None if op.bytes is None else 2 * op.bytes,
-    )
+    twin = op.retyped(lambda t: "f32" if t in _HALF else t)
+    return dataclasses.replace(twin, bytes=None if op.bytes is None else 2 * op.bytes)
 
 
 def _model_input(

@@ -20,6 +20,8 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from stablehlo_perf.analysis.opinfo import real_part
+
 if TYPE_CHECKING:
     from stablehlo_perf.analysis.host_params import HostParams
 
@@ -175,8 +177,8 @@ def _dtype_key(element_type: str) -> str:
         return "f8"
     if t in ("i8", "ui8", "si8", "i4", "ui4"):
         return "int8"
-    if t.startswith("complex<"):
-        return t[len("complex<") : -1]
+    if real_part(t) != t:
+        return real_part(t)
     if re.fullmatch(r"u?i\d+|si\d+", t):
         return "int32"
     return t
