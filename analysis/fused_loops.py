@@ -40,6 +40,7 @@ from stablehlo_perf.analysis import calibration_files as cf
 from stablehlo_perf.analysis import model_cache
 from stablehlo_perf.analysis.elementwise import (
     CalibrationError,
+    collapsed_reduce,
     lad_line,
     residual_trees,
     shape_features,
@@ -48,6 +49,7 @@ from stablehlo_perf.analysis.opinfo import OpInfo
 from threadpoolctl import threadpool_limits
 
 __all__ = [
+    "SUM_ABSORBS",
     "Composition",
     "FusedLoopModel",
     "FusedLoopRegressor",
@@ -57,7 +59,7 @@ __all__ = [
     "load_chains",
     "model_for_host",
     "reduce_features",
-    "reduce_kind",
+    "summed_shape",
 ]
 
 SHIPPED = ("host_fused_xeon.csv", "host_fused_zen5.csv", "host_fused_zen4.csv")
@@ -177,10 +179,20 @@ def chain_composition(ops: Sequence[str], shape: Sequence[int]) -> Composition:
     )
 
 
+SUM_ABSORBS = ("sq", "neg")
+"""Chain steps that are no step of a sum's kernel where they feed the sum (as
+`fusion_cost.sum_absorbs` finds them in a fused group): YNNPACK sums squares itself, and XLA
+moves a negate past the sum."""
+
+
 def split_reduce(ops: Sequence[str]) -> tuple[tuple[str, ...], int]:
-    """A chain's elementwise steps and its sum's `REDUCE_KINDS` value (0: a loop chain)."""
+    """A chain's elementwise steps (less a last one the sum absorbs: `SUM_ABSORBS`) and its
+    sum's `REDUCE_KINDS` value (0: a loop chain)."""
     if ops and ops[-1] in REDUCE_KINDS:
-        return tuple(ops[:-1]), REDUCE_KINDS[ops[-1]]
+        steps = tuple(ops[:-1])
+        if steps and steps[-1] in SUM_ABSORBS:
+            steps = steps[:-1]
+        return steps, REDUCE_KINDS[ops[-1]]
     return tuple(ops), 0
 
 
@@ -190,17 +202,23 @@ def rows_shape(shape: Sequence[int]) -> tuple[int, int]:
     return (math.prod(shape[:-1]), shape[-1]) if shape else (1, 1)
 
 
-def reduce_kind(op: OpInfo) -> int:
-    """`REDUCE_KINDS` of a one-input reduce: 1 over the last dimension (all of a 1-D
-    tensor), 2 over all the others; 0 for any other reduce."""
+def summed_shape(op: OpInfo) -> tuple[tuple[int, ...], int]:
+    """A one-input reduce's input as XLA normalises it (`elementwise.collapsed_reduce`) and
+    its `REDUCE_KINDS` value there: 1 over the last dimension (all of a 1-D tensor), 2 over
+    all the others; 0 for any other reduce. A sum of all of a tensor is the 1-D sum of its
+    elements: on 104 held-out sums of all with steps before them (losses, means of scaled
+    pixels, 13 shapes of 2-4 dimensions; `.cal/s45/fullset.py`, two runs, their own spread
+    1.10) the error factor went 2.81 / 2.73 (priced as the plain sum's bytes) -> 1.41 / 1.38;
+    as (rows, last dimension) with 378 chains timed as sums of all of matrices, 1.65 / 1.59
+    (Zen 4 VM, 2026-12-05: XLA runs a few of them row by row, `(x * 0.5).sum()` of 65536x3
+    at 4x its time on 196608, but most not)."""
     src = op.operands[0] if op.operands else None
-    rank = len(src.shape) if src is not None and src.shape is not None else 0
-    dims = tuple(sorted(op.attrs.get("dimensions") or ()))
-    if op.short_name != "reduce" or len(op.operands) != 2 or rank == 0:
-        return 0
-    if dims == (rank - 1,):
-        return 1
-    return 2 if rank > 1 and dims == tuple(range(rank - 1)) else 0
+    if op.short_name != "reduce" or len(op.operands) != 2 or src is None or not src.shape:
+        return (), 0
+    shape, dims = collapsed_reduce(src.shape, op.attrs.get("dimensions") or ())
+    if dims == (len(shape) - 1,):
+        return shape, 1
+    return shape, 2 if len(shape) > 1 and dims == tuple(range(len(shape) - 1)) else 0
 
 
 def _widens_to_f32(op: OpInfo) -> bool:
@@ -213,7 +231,7 @@ def _widens_to_f32(op: OpInfo) -> bool:
 
 
 def group_composition(
-    members: Sequence[OpInfo], input_bytes: float, widening: bool = False
+    members: Sequence[OpInfo], input_bytes: float, widening: bool = False, absorbed: bool = False
 ) -> Composition | None:
     """The composition of a fused group's members reading `input_bytes` (its distinct inputs,
     `fusion.GroupTraffic`), or None where the model does not answer for it: a member other
@@ -222,7 +240,9 @@ def group_composition(
     integer input to f32 counts as one op (loop kernels: `_NARROW_INTS`; a YNNPACK sum of
     uint8 channels ran 70 us where the sums' model, which saw f32 inputs only, said 168). A
     broadcast counts where it makes a full-size tensor of a non-scalar (JAX broadcasts a row
-    vector in two steps, 16 -> 1x16 -> 16384x16)."""
+    vector in two steps, 16 -> 1x16 -> 16384x16). With `absorbed` (a sum took in the op
+    that fed it, left out of `members`: `fusion_cost.sum_absorbs`), no other work is the
+    composition of no steps, as `chain_composition` gives it."""
     work = [
         op
         for op in members
@@ -230,7 +250,7 @@ def group_composition(
         and any((t.num_elements or 0) > 1 for t in (*op.operands, *op.results))
     ]
     if not work:
-        return None
+        return Composition(0, 0, 0, 0, 0, 1, 0) if absorbed else None
     for op in work:
         types = {t.element_type for t in (*op.operands, *op.results)}
         if op.short_name == "convert" and (types <= _WORDS or (widening and _widens_to_f32(op))):

@@ -280,13 +280,15 @@ def _learned_group_ns(
     plan: FusionPlan,
     members: Sequence[Sequence[int]],
     traffic: Sequence[GroupTraffic],
+    sources: Sequence[Sequence[int | None]] | None = None,
 ) -> dict[int, tuple[float, str]]:
     """Groups' times and model names from the host's fused-chain model
     (`analysis.fused_loops`), by group: loop groups, and input groups whose root is a
-    YNNPACK sum over the last or the leading dimensions of what elementwise members compute
-    (`hgb-host-fused-reduce`); groups it does not answer for (members or sizes its chains
-    did not cover) left out."""
-    from stablehlo_perf.analysis.fused_loops import group_composition, reduce_kind
+    YNNPACK sum over the last or the leading dimensions (as XLA collapses it) of what
+    elementwise members compute (`hgb-host-fused-reduce`), less the op the sum takes in
+    (`sum_absorbs`, with `sources`: each op's operands' producers); groups it does not
+    answer for (members or sizes its chains did not cover) left out."""
+    from stablehlo_perf.analysis.fused_loops import group_composition, summed_shape
 
     loops: list[tuple[int, tuple[int, ...], Composition]] = []
     sums: list[tuple[int, tuple[int, ...], Composition, int]] = []
@@ -300,29 +302,52 @@ def _learned_group_ns(
             comp = group_composition(kernel, traffic[g].input_bytes, widening=True)
             if comp is not None and shape is not None:
                 loops.append((g, tuple(shape), comp))
-        elif kind == "input" and library_reduce(root) and reduce_kind(root):
+        elif kind == "input" and library_reduce(root) and summed_shape(root)[1]:
             # What the kernel computes on the summed tensor's elements: side work on fewer (a
             # layer norm's mean divided by the row length, on its vector) is not the chains'.
             src = root.operands[0]
+            taken = sum_absorbs(ops, plan.roots[g], sources) if sources else None
             before = [
                 ops[i]
                 for i in members[g]
-                if i != plan.roots[g] and ops[i].results
+                if i not in (plan.roots[g], taken) and ops[i].results
                 and ops[i].results[0].num_elements == src.num_elements
             ]  # fmt: skip
-            comp = group_composition(before, traffic[g].input_bytes)
-            if comp is not None and src.shape is not None and src.element_type == "f32":
-                sums.append((g, tuple(src.shape), comp, reduce_kind(root)))
+            comp = group_composition(before, traffic[g].input_bytes, absorbed=taken is not None)
+            if comp is not None and src.element_type == "f32":
+                sums.append((g, *summed_shape(root), comp))
     out = {}
     times = model.predict_us([(shape, comp) for _, shape, comp in loops])
     for (g, _, _), us in zip(loops, times, strict=True):
         if us is not None:
             out[g] = (us * 1e3, "hgb-host-fused")
-    times = model.predict_reduce_us([(shape, comp, k) for _, shape, comp, k in sums])
+    times = model.predict_reduce_us([(shape, comp, k) for _, shape, k, comp in sums])
     for (g, _, _, _), us in zip(sums, times, strict=True):
         if us is not None:
             out[g] = (us * 1e3, "hgb-host-fused-reduce")
     return out
+
+
+def sum_absorbs(
+    ops: Sequence[OpInfo], reduce: int, sources: Sequence[Sequence[int | None]]
+) -> int | None:
+    """The op feeding a sum (`reduce`) that XLA:CPU does not run as a step of its own: a
+    square (CHLO's, or a multiply of a value by itself), which YNNPACK sums as squares, or a negate, which XLA's simplifier moves past the
+    sum (jax 0.10.2: `-x` summed over rows is the rows' sum, then a negate of the sums).
+    In a loop on the Zen 4 VM, 1024x1024 f32: `x.sum(-1)` 35 us, `(x * x).sum(-1)` 35,
+    `(x * 0.5).sum()` 112; the Zen 4 chains' `neg` then a row sum 0.05-0.11 ns an element,
+    `abs` then a sum 0.14-0.15, and a square after a `max0` costs what the `max0` alone
+    does (0.116 and 0.111 at 1M)."""
+    root = ops[reduce]
+    if root.attrs.get("reducer") != "add" or not sources[reduce]:
+        return None
+    p = sources[reduce][0]
+    if p is None or p < 0:
+        return None
+    op = ops[p]
+    square = op.short_name == "multiply" and len(sources[p]) == 2
+    square = square and sources[p][0] is not None and sources[p][0] == sources[p][1]
+    return p if square or op.short_name in ("square", "negate") else None
 
 
 def price_groups(
@@ -332,6 +357,7 @@ def price_groups(
     costs: Sequence[OpCost],
     target: Target,
     fused: FusedLoopModel | None = None,
+    sources: Sequence[Sequence[int | None]] | None = None,
 ) -> tuple[list[GroupCost], list[float], list[int]]:
     """Group costs, and each op's share of its group's latency and DRAM bytes. Producers
     fused into a gather are priced at the gathered elements only (`GroupTraffic.gathered`);
@@ -341,7 +367,7 @@ def price_groups(
     members: list[list[int]] = [[] for _ in plan.kinds]
     for i, g in enumerate(plan.groups):
         members[g].append(i)
-    learned = _learned_group_ns(fused, ops, plan, members, traffic) if fused else {}
+    learned = _learned_group_ns(fused, ops, plan, members, traffic, sources) if fused else {}
     costs = list(costs)
     for g, t in enumerate(traffic):
         for i, share in t.gathered.items():

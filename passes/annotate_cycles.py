@@ -167,7 +167,9 @@ def _fused_costs(
             members, member_costs, traffic = _widened_in_ynn(
                 ops, member_costs, bf.plan, bf.traffic, registry, target
             )
-        groups, latency, dram = price_groups(members, bf.plan, traffic, member_costs, target, fused)
+        groups, latency, dram = price_groups(
+            members, bf.plan, traffic, member_costs, target, fused, bf.sources
+        )
         bf.costs = groups
         sizes = [0] * bf.plan.num_groups
         for g in bf.plan.groups:
