@@ -13,8 +13,9 @@ multiplicative residual from the output's shape features (`elementwise.shape_fea
 and the kernel's composition (`Composition`).
 
 It answers for f32 loop kernels whose members are the chains' ops (`_TRAINED`: arithmetic,
-maximum, minimum, abs, round, compare and select, tanh, exp, log, rsqrt, sine) and the
-index moves a loop does for free (broadcasts, reshapes), with no more of each kind than
+maximum, minimum, abs, round, compare and select, tanh, exp, log, rsqrt, sine), uint32 ones
+(`_INTEGER`: a random generator's adds, xors, ors and shifts) and the index moves a loop does
+for free (broadcasts, reshapes), with no more of each kind than
 the training chains had, on the machine the chains were measured on
 (`calibration_files.nearest_machine`); anything else keeps the member rule. A second
 regressor, fitted on the file's chains that end in a sum (`reduce_features`), answers
@@ -66,7 +67,8 @@ SHIPPED = ("host_fused_xeon.csv", "host_fused_zen5.csv", "host_fused_zen4.csv")
 """The shipped chains (`analysis/data`), one file per machine the project measured them on:
 its Xeon VM (765 loop chains, nine per training shape), its Zen 5 VM (1020 loop chains on the
 training shapes, 144 on `runtime.fused_chains.LARGE_SHAPES`, 786 that end in a sum) and its
-Zen 4 VM (765, 144 and 786)."""
+Zen 4 VM (765, 144 and 786, and 170 of 17-48 steps and 170 of uint32 steps: `draw_long`,
+`draw_ints`)."""
 
 _TRAINED = frozenset(
     {
@@ -78,6 +80,11 @@ _TRAINED = frozenset(
 """Elementwise ops the training chains run (`runtime.fused_chains.VOCAB`; a subtract costs
 what an add does, a square what a multiply does: XLA emits it as one). The composition counts kinds of ops, not which: a sine fused with a
 multiply on 512x256 f32 takes ~700 us, a tanh 90, so it answers for no op it did not see."""
+_INTEGER = frozenset(
+    {"add", "subtract", "multiply", "xor", "or", "and", "shift_left", "shift_right_logical"}
+)
+"""Ops on uint32 tensors the training's integer chains run (`runtime.fused_chains.INT_VOCAB`:
+a counter-based generator's rounds; a subtract costs what an add does)."""
 _TRIGONOMETRIC = frozenset({"sine"})
 _SELECTS = frozenset({"compare", "select"})
 _TYPES = frozenset({"f32", "i1"})
@@ -90,13 +97,16 @@ the convert model instead, whose rows are f32 and bf16 converts, `x.astype(f32) 
 on uint8 images of 8x64x64x3, 32768x3, 98304, 4248x7 and 64x127 ran 0.7-4.8 us in a loop
 (Zen 4 VM, 2026-12-05) and was priced 2.4-9.9x that; the same chain on f32, which this
 model prices, 1.0-1.5x."""
-_FREE = frozenset({"broadcast_in_dim", "reshape", "constant", "reverse", "slice"})
+_FREE = frozenset(
+    {"broadcast_in_dim", "reshape", "constant", "reverse", "slice", "bitcast_convert"}
+)
 """Members a fused loop computes as index arithmetic, no work of their own. A reverse reads
 its operand's elements in the other order: `x[:, ::-1] + 1` on 256-2048 x 512 f32 took
 7.5 / 12.5 / 26.9 / 61.7 us in a loop where `x + 1` took 6.8 / 13.2 / 28.4 / 57.5 (Zen 5 VM,
 2026-12-02), and was priced 3.8-4.7x that by its bytes at the target's bandwidth. A slice
 reads part of its operand: `z[:n] + z[n:2n]` (n = 512 x 512) took 20-24 us, priced 84.7 by
-its bytes, 33.9 as the two-input add it is (two separate inputs' add: 44-65 us)."""
+its bytes, 33.9 as the two-input add it is (two separate inputs' add: 44-65 us). A
+bitcast_convert reinterprets its operand's bits (a uniform sample's uint32 as f32)."""
 
 
 @dataclass(frozen=True)
@@ -104,7 +114,7 @@ class Composition:
     """What a fused loop kernel computes, beyond its output's shape: elementwise ops (on more
     than one element), of which transcendentals (sine apart), sines, divides and compares or
     selects; inputs of the output's size and broadcast vectors (each broadcast of a
-    non-scalar to the output's size counted)."""
+    non-scalar to the output's size counted); of the ops, those on uint32 (`_INTEGER`)."""
 
     ops: int
     transcendental: int
@@ -113,33 +123,45 @@ class Composition:
     selects: int
     full_inputs: int
     broadcasts: int
+    integer: int = 0
 
 
-# Per `runtime.fused_chains.VOCAB` step: (ops, transcendental, sine, divide, compare/select,
-# reads y, row vector, column vector); a column's compare is counted by `chain_composition`.
+# Per `runtime.fused_chains.VOCAB` and `INT_VOCAB` step: (ops, transcendental, sine, divide,
+# compare/select, reads y, row vector, column vector, uint32 ops); a column's compare is
+# counted by `chain_composition`.
 _STEP = {
-    "add_c": (1, 0, 0, 0, 0, 0, 0, 0),
-    "mul_c": (1, 0, 0, 0, 0, 0, 0, 0),
-    "max0": (1, 0, 0, 0, 0, 0, 0, 0),
-    "min_c": (1, 0, 0, 0, 0, 0, 0, 0),
-    "neg": (1, 0, 0, 0, 0, 0, 0, 0),
-    "abs": (1, 0, 0, 0, 0, 0, 0, 0),
-    "round": (1, 0, 0, 0, 0, 0, 0, 0),
-    "clip": (2, 0, 0, 0, 0, 0, 0, 0),
-    "add_y": (1, 0, 0, 0, 0, 1, 0, 0),
-    "mul_y": (1, 0, 0, 0, 0, 1, 0, 0),
-    "div_y": (1, 0, 0, 1, 0, 1, 0, 0),
-    "where_y": (2, 0, 0, 0, 2, 1, 0, 0),
-    "mul_row": (1, 0, 0, 0, 0, 0, 1, 0),
-    "sub_col": (1, 0, 0, 0, 0, 0, 0, 1),
-    "where_col": (1, 0, 0, 0, 1, 0, 0, 1),
-    "tanh": (1, 1, 0, 0, 0, 0, 0, 0),
-    "exp": (1, 1, 0, 0, 0, 0, 0, 0),
-    "log": (1, 1, 0, 0, 0, 0, 0, 0),
-    "rsqrt": (1, 1, 0, 0, 0, 0, 0, 0),
-    "sigmoid": (4, 1, 0, 1, 0, 0, 0, 0),
-    "sin": (1, 0, 1, 0, 0, 0, 0, 0),
-    "sq": (1, 0, 0, 0, 0, 0, 0, 0),
+    "add_c": (1, 0, 0, 0, 0, 0, 0, 0, 0),
+    "mul_c": (1, 0, 0, 0, 0, 0, 0, 0, 0),
+    "max0": (1, 0, 0, 0, 0, 0, 0, 0, 0),
+    "min_c": (1, 0, 0, 0, 0, 0, 0, 0, 0),
+    "neg": (1, 0, 0, 0, 0, 0, 0, 0, 0),
+    "abs": (1, 0, 0, 0, 0, 0, 0, 0, 0),
+    "round": (1, 0, 0, 0, 0, 0, 0, 0, 0),
+    "clip": (2, 0, 0, 0, 0, 0, 0, 0, 0),
+    "add_y": (1, 0, 0, 0, 0, 1, 0, 0, 0),
+    "mul_y": (1, 0, 0, 0, 0, 1, 0, 0, 0),
+    "div_y": (1, 0, 0, 1, 0, 1, 0, 0, 0),
+    "where_y": (2, 0, 0, 0, 2, 1, 0, 0, 0),
+    "mul_row": (1, 0, 0, 0, 0, 0, 1, 0, 0),
+    "sub_col": (1, 0, 0, 0, 0, 0, 0, 1, 0),
+    "where_col": (1, 0, 0, 0, 1, 0, 0, 1, 0),
+    "tanh": (1, 1, 0, 0, 0, 0, 0, 0, 0),
+    "exp": (1, 1, 0, 0, 0, 0, 0, 0, 0),
+    "log": (1, 1, 0, 0, 0, 0, 0, 0, 0),
+    "rsqrt": (1, 1, 0, 0, 0, 0, 0, 0, 0),
+    "sigmoid": (4, 1, 0, 1, 0, 0, 0, 0, 0),
+    "sin": (1, 0, 1, 0, 0, 0, 0, 0, 0),
+    "sq": (1, 0, 0, 0, 0, 0, 0, 0, 0),
+    "iadd_y": (1, 0, 0, 0, 0, 1, 0, 0, 1),
+    "ixor_y": (1, 0, 0, 0, 0, 1, 0, 0, 1),
+    "ior_y": (1, 0, 0, 0, 0, 1, 0, 0, 1),
+    "iadd_c": (1, 0, 0, 0, 0, 0, 0, 0, 1),
+    "imul_c": (1, 0, 0, 0, 0, 0, 0, 0, 1),
+    "iand_c": (1, 0, 0, 0, 0, 0, 0, 0, 1),
+    "shl_c": (1, 0, 0, 0, 0, 0, 0, 0, 1),
+    "shr_c": (1, 0, 0, 0, 0, 0, 0, 0, 1),
+    "rotl": (3, 0, 0, 0, 0, 0, 0, 0, 3),
+    "ixor_row": (1, 0, 0, 0, 0, 0, 1, 0, 1),
 }
 REDUCE_KINDS = {"sum_rows": 1, "sum_lead": 2}
 """A reduce chain's last step (`runtime.fused_chains.REDUCES`) as the reduce model's
@@ -176,6 +198,7 @@ def chain_composition(ops: Sequence[str], shape: Sequence[int]) -> Composition:
         selects=sum(s[4] for s in steps) + compares,
         full_inputs=full,
         broadcasts=rows * row_broadcast + cols * col_broadcast,
+        integer=sum(s[8] for s in steps),
     )
 
 
@@ -255,6 +278,8 @@ def group_composition(
         types = {t.element_type for t in (*op.operands, *op.results)}
         if op.short_name == "convert" and (types <= _WORDS or (widening and _widens_to_f32(op))):
             continue
+        if types == {"ui32"} and op.short_name in _INTEGER:
+            continue
         if op.short_name not in _TRAINED or not op.results or not types <= _TYPES:
             return None
     out = max(op.results[0].num_elements or 0 for op in work)
@@ -280,6 +305,7 @@ def group_composition(
         selects=sum(op.short_name in _SELECTS for op in work),
         full_inputs=max(1, int(input_bytes // out_bytes)),
         broadcasts=broadcasts,
+        integer=sum({t.element_type for t in op.results} == {"ui32"} for op in work),
     )
 
 

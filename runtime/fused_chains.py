@@ -34,12 +34,16 @@ from stablehlo_perf.runtime import sweeps, timing
 
 __all__ = [
     "COLUMNS",
+    "INT_VOCAB",
     "LARGE_SHAPES",
+    "LONG_STEPS",
     "TRAINING_SHAPES",
     "VOCAB",
     "Chain",
     "build",
     "draw",
+    "draw_ints",
+    "draw_long",
     "draw_reduces",
     "main",
     "measure",
@@ -76,6 +80,22 @@ VOCAB: dict[str, Step] = {
 `_row` / `_col` with a broadcast vector, the rest unary (`clip` a maximum and a minimum,
 `sigmoid` a negate, exp, add and divide, `where_*` a compare and a select, `sq` a square)."""
 
+INT_VOCAB: dict[str, Step] = {
+    "iadd_y": lambda v, a: v + a["y"],
+    "ixor_y": lambda v, a: v ^ a["y"],
+    "ior_y": lambda v, a: v | a["y"],
+    "iadd_c": lambda v, a: v + jnp.uint32(0x9E3779B9),
+    "imul_c": lambda v, a: v * jnp.uint32(0x85EBCA6B),
+    "iand_c": lambda v, a: v & jnp.uint32(0x007FFFFF),
+    "shl_c": lambda v, a: v << jnp.uint32(13),
+    "shr_c": lambda v, a: v >> jnp.uint32(17),
+    "rotl": lambda v, a: (v << jnp.uint32(13)) | (v >> jnp.uint32(19)),
+    "ixor_row": lambda v, a: v ^ a["row"],
+}
+"""Chain steps on uint32 tensors (`Chain.dtype` "u32"): what a counter-based random number
+generator's rounds do (JAX's threefry: adds, rotations, xors of two words, keys broadcast
+from scalars); `rotl` is a shift left, a logical shift right and an or."""
+
 LOOP_STEPS = tuple(sorted(set(VOCAB) - {"sq"}))
 """The steps `draw` picks loop chains from (the vocabulary the shipped chains' seeds drew)."""
 
@@ -87,6 +107,16 @@ REDUCES: dict[str, Callable[[jax.Array], jax.Array]] = {
 variance, a softmax's denominator) or over all the others (a bias gradient, a batch norm's
 statistics). XLA:CPU runs an f32 sum of 4096+ elements as one YNNPACK kernel with the
 elementwise steps before it (`analysis.fusion._YNN_ELEMENTWISE`)."""
+
+LONG_STEPS = (
+    "abs", "add_c", "add_y", "max0", "min_c", "mul_c", "mul_row", "mul_y", "neg", "round",
+    "sigmoid", "sub_col", "tanh",
+)  # fmt: skip
+"""The steps `draw_long` picks: those whose values stay finite and normal however many follow
+one another (no exp, log, rsqrt or divide). A fused loop of 100-odd dependent steps runs at
+their latency, not the bytes it moves: 5 x 4 rounds of `x + y; y = max(y * 0.5, 0.1) - 0.2x;
+y * x` (115 f32 ops, one kernel) on 256x256 took 146 us in a loop (Zen 4 VM, 2026-12-05),
+where the member rule, for want of chains that long, priced 23."""
 
 REDUCE_STEPS = tuple(s for s in sorted(VOCAB) if s not in ("clip", "sin", "where_col", "where_y"))
 """The steps `draw_reduces` picks from: those YNNPACK's fusion takes into a sum's kernel
@@ -125,8 +155,8 @@ model with 144 of them (seed 10, four a shape) 1.29."""
 
 @dataclass(frozen=True)
 class Chain:
-    """Ops from `VOCAB` applied in order to x of `shape`, the last one possibly a sum
-    (`REDUCES`)."""
+    """Ops from `VOCAB` (`INT_VOCAB` for a "u32" chain) applied in order to x of `shape`, the
+    last one possibly a sum (`REDUCES`)."""
 
     ops: tuple[str, ...]
     shape: tuple[int, ...]
@@ -143,10 +173,29 @@ def draw(
     per_shape: int,
     seed: int,
     lengths: tuple[int, int] = (1, 8),
+    steps: Sequence[str] = LOOP_STEPS,
 ) -> list[Chain]:
-    """`per_shape` different chains of `lengths` (inclusive) ops on every shape, the same for
-    a seed (a chain drawn twice for a shape is drawn again)."""
-    return _draw([(tuple(s), ()) for s in shapes], LOOP_STEPS, per_shape, seed, lengths)
+    """`per_shape` different chains of `lengths` (inclusive) ops from `steps` on every shape,
+    the same for a seed (a chain drawn twice for a shape is drawn again)."""
+    return _draw([(tuple(s), ()) for s in shapes], steps, per_shape, seed, lengths)
+
+
+def draw_long(shapes: Sequence[tuple[int, ...]], per_shape: int, seed: int) -> list[Chain]:
+    """`per_shape` chains of 17-48 steps from `LONG_STEPS` on every shape, the same for a
+    seed."""
+    return draw(shapes, per_shape, seed, (17, 48), LONG_STEPS)
+
+
+def draw_ints(
+    shapes: Sequence[tuple[int, ...]],
+    per_shape: int,
+    seed: int,
+    lengths: tuple[int, int] = (1, 40),
+) -> list[Chain]:
+    """`per_shape` different uint32 chains of `lengths` (inclusive) steps from `INT_VOCAB` on
+    every shape, the same for a seed: long ones too, as a threefry kernel's 50-100 ops."""
+    chains = _draw([(tuple(s), ()) for s in shapes], sorted(INT_VOCAB), per_shape, seed, lengths)
+    return [Chain(c.ops, c.shape, "u32") for c in chains]
 
 
 def reduce_shapes(shapes: Sequence[tuple[int, ...]]) -> list[tuple[tuple[int, ...], str]]:
@@ -200,19 +249,26 @@ def _draw(
 
 
 def build(chain: Chain) -> tuple[Callable[..., jax.Array], tuple[jax.Array, ...]]:
-    """The chain as a function of (x, y, row, col) and standard normal inputs."""
+    """The chain as a function of (x, y, row, col) and standard normal inputs (random bits
+    for a uint32 chain)."""
     key = jax.random.key(0)
-    dt = {"f32": jnp.float32, "bf16": jnp.bfloat16}[chain.dtype]
     shape = chain.shape
-    x, y = (jax.random.normal(jax.random.fold_in(key, i), shape, dt) for i in (1, 2))
-    row = jax.random.normal(jax.random.fold_in(key, 3), shape[-1:], dt)
-    col = jax.random.normal(jax.random.fold_in(key, 4), (*shape[:-1], 1), dt)
+
+    def draw(i: int, shape: tuple[int, ...]) -> jax.Array:
+        k = jax.random.fold_in(key, i)
+        if chain.dtype == "u32":
+            return jax.random.bits(k, shape, jnp.uint32)
+        return jax.random.normal(k, shape, {"f32": jnp.float32, "bf16": jnp.bfloat16}[chain.dtype])
+
+    x, y = draw(1, shape), draw(2, shape)
+    row, col = draw(3, shape[-1:]), draw(4, (*shape[:-1], 1))
+    steps = INT_VOCAB if chain.dtype == "u32" else VOCAB
 
     def fn(x: jax.Array, y: jax.Array, row: jax.Array, col: jax.Array) -> jax.Array:
         args = {"y": y, "row": row, "col": col}
         v = x
         for op in chain.ops:
-            v = REDUCES[op](v) if op in REDUCES else VOCAB[op](v, args)
+            v = REDUCES[op](v) if op in REDUCES else steps[op](v, args)
         return v
 
     return fn, (x, y, row, col)
@@ -273,9 +329,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--note", default="", help="a line of provenance for the header")
     p.add_argument("--reduces", action="store_true", help="chains that end in a sum (draw_reduces)")
     p.add_argument("--large", action="store_true", help="loop chains on LARGE_SHAPES")
+    p.add_argument("--ints", action="store_true", help="uint32 loop chains (draw_ints)")
+    p.add_argument("--long", action="store_true", help="loop chains of 17-48 steps (draw_long)")
     a = p.parse_args(argv)
     if a.large:
         chains = draw(LARGE_SHAPES, a.per_shape, a.seed)
+    elif a.ints:
+        chains = draw_ints(TRAINING_SHAPES, a.per_shape, a.seed)
+    elif a.long:
+        chains = draw_long(TRAINING_SHAPES, a.per_shape, a.seed)
     else:
         pick = draw_reduces if a.reduces else draw
         chains = pick(TRAINING_SHAPES, a.per_shape, a.seed)
