@@ -50,6 +50,7 @@ from stablehlo_perf.analysis.opinfo import OpInfo
 from threadpoolctl import threadpool_limits
 
 __all__ = [
+    "SHORT_STEPS",
     "SUM_ABSORBS",
     "Composition",
     "FusedLoopModel",
@@ -377,16 +378,27 @@ class FusedLoopRegressor(RegressorMixin, BaseEstimator):
         return size & np.all((X[:, c] >= lo[c]) & (X[:, c] <= hi[c]), axis=1)
 
 
-def load_chains(path: Path, reduces: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """(features, us) of a fused-chain CSV's loop chains (`runtime.fused_chains.write_csv`),
-    or with `reduces` of its chains that end in a sum (`reduce_features`); rows at the
-    median machine speed of the file's loop chains by their `sentinel_us`."""
-    return _select(_read_chains(path), reduces, path)
+def load_chains(
+    path: Path, reduces: bool = False, extended: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
+    """(features, us) of a fused-chain CSV's short f32 loop chains
+    (`runtime.fused_chains.write_csv`), with `extended` of all its loop chains (uint32 ones
+    and ones longer than `SHORT_STEPS` too), or with `reduces` of its chains that end in a
+    sum (`reduce_features`); rows at the median machine speed of the file's short loop
+    chains by their `sentinel_us`."""
+    return _select(_read_chains(path), reduces, path, extended)
 
+
+SHORT_STEPS = 8
+"""The most steps of the f32 loop chains the model's first regressor is fitted on (those of
+`runtime.fused_chains.draw`). Longer ones and uint32 ones (`draw_long`, `draw_ints`) fit a
+second, with them, that answers for kernels the first does not cover: fitted all in one,
+they moved the short chains' line and so every loop's price (the zoo's `sin(x) * 2` on
+512x256 by -14%)."""
 
 # A chain row: its shape, its composition before any sum, the sum's kind (0: a loop chain),
-# its time (us) and its sentinels' time (us).
-_Row = tuple[tuple[int, ...], Composition, int, float, float]
+# its time (us), its sentinels' time (us) and whether it is a uint32 or a long loop chain.
+_Row = tuple[tuple[int, ...], Composition, int, float, float, bool]
 
 
 def _read_chains(path: Path) -> list[_Row]:
@@ -405,19 +417,23 @@ def _read_chains(path: Path) -> list[_Row]:
         if not (math.isfinite(t) and t > 0):
             raise CalibrationError(f"{path}: row {k}: time {t!r} is not a positive number")
         steps, kind = split_reduce(ops)
-        out.append((shape, chain_composition(steps, shape), kind, t, s))
+        extended = not kind and (r.get("dtype") == "u32" or len(steps) > SHORT_STEPS)
+        out.append((shape, chain_composition(steps, shape), kind, t, s, extended))
     return out
 
 
-def _select(rows: Sequence[_Row], reduces: bool, path: Path) -> tuple[np.ndarray, np.ndarray]:
-    """`load_chains` of already read rows. The loop chains set the file's speed (the sum chains
-    were measured later, beside them)."""
-    loops = [s for _, _, kind, _, s in rows if not kind]
-    factors = cf.speed_factors([s for *_, s in rows], cf.median_sentinel(loops))
+def _select(
+    rows: Sequence[_Row], reduces: bool, path: Path, extended: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
+    """`load_chains` of already read rows. The short loop chains set the file's speed (the
+    sum, long and uint32 chains were measured later, beside them)."""
+    loops = [s for _, _, kind, _, s, ext in rows if not kind and not ext]
+    loops = loops or [s for _, _, kind, _, s, _ in rows if not kind]
+    factors = cf.speed_factors([r[4] for r in rows], cf.median_sentinel(loops))
     picked = [
         (reduce_features(shape, comp, kind) if kind else features(shape, comp), t * f)
-        for (shape, comp, kind, t, _), f in zip(rows, factors, strict=True)
-        if bool(kind) == reduces
+        for (shape, comp, kind, t, _, ext), f in zip(rows, factors, strict=True)
+        if bool(kind) == reduces and (extended or not ext)
     ]
     if not picked:
         raise CalibrationError(f"{path}: no {'sum chain rows' if reduces else 'rows'}")
@@ -426,19 +442,27 @@ def _select(rows: Sequence[_Row], reduces: bool, path: Path) -> tuple[np.ndarray
 
 @dataclass(frozen=True)
 class FusedLoopModel:
-    """Fitted regressors of the loop chains and, where the CSV has them, of the chains that
-    end in a sum (`reduce_regressor`), and the CSV they came from."""
+    """Fitted regressors of the short loop chains, where the CSV has them of all its loop
+    chains with the uint32 and long ones (`wide_regressor`) and of the chains that end in a
+    sum (`reduce_regressor`), and the CSV they came from."""
 
     regressor: FusedLoopRegressor
     source: str
     reduce_regressor: FusedLoopRegressor | None = None
+    wide_regressor: FusedLoopRegressor | None = None
 
     def predict_us(
         self, kernels: Sequence[tuple[Sequence[int], Composition]]
     ) -> list[float | None]:
-        """Each (output shape, composition) kernel's time in us, None where the training
-        chains do not cover it; one regressor call for all."""
-        return _covered(self.regressor, [features(shape, comp) for shape, comp in kernels])
+        """Each (output shape, composition) kernel's time in us, from the short chains'
+        regressor where they cover it, else from the wide one's, else None."""
+        rows = [features(shape, comp) for shape, comp in kernels]
+        out = _covered(self.regressor, rows)
+        rest = [k for k, t in enumerate(out) if t is None]
+        if self.wide_regressor is not None and rest:
+            for k, t in zip(rest, _covered(self.wide_regressor, [rows[k] for k in rest])):
+                out[k] = t
+        return out
 
     def predict_reduce_us(
         self, kernels: Sequence[tuple[Sequence[int], Composition, int]]
@@ -469,10 +493,12 @@ def _fit(path: str, mtime_ns: int) -> FusedLoopModel:
     def fit() -> FusedLoopModel:
         rows = _read_chains(Path(path))
         loops = FusedLoopRegressor().fit(*_select(rows, False, Path(path)))
-        sums = None
-        if any(kind for _, _, kind, _, _ in rows):
+        sums = wide = None
+        if any(r[2] for r in rows):
             sums = FusedLoopRegressor().fit(*_select(rows, True, Path(path)))
-        return FusedLoopModel(loops, Path(path).name, sums)
+        if any(r[5] for r in rows):
+            wide = FusedLoopRegressor().fit(*_select(rows, False, Path(path), extended=True))
+        return FusedLoopModel(loops, Path(path).name, sums, wide)
 
     return model_cache.fitted("fused_loops", Path(path), fit, (Path(path).name,))
 

@@ -393,7 +393,9 @@ def test_calibrate_cli_end_to_end_and_corrupted_cache(
     # rows and one over its columns), and their model.
     chains = fused_loops.chains_path(path)
     X, y = fused_loops.load_chains(chains)
-    assert len(y) == 3 * calibrate.QUICK_CHAINS_PER_SHAPE + 1 + 2 * 3 and (y > 0).all()
+    assert len(y) == 3 * calibrate.QUICK_CHAINS_PER_SHAPE + 1 and (y > 0).all()
+    _, every = fused_loops.load_chains(chains, extended=True)
+    assert len(every) == len(y) + 2 * 3
     rows = [r.split(",") for r in chains.read_text().splitlines() if r[:1] not in ("#", "")]
     assert sum(r[1] == "u32" for r in rows[1:]) == 3
     assert sum(r[1] == "f32" and r[0].count(".") >= 16 for r in rows[1:]) == 3
@@ -403,6 +405,7 @@ def test_calibrate_cli_end_to_end_and_corrupted_cache(
     assert "# machine: " + cf.machine_fingerprint() in chains.read_text()
     fused = fused_loops.model_for_host()
     assert fused.source == chains.name and fused.reduce_regressor is not None
+    assert fused.wide_regressor is not None
     # So were LAPACK calls (here two: a Cholesky in f32, an LU in f64), and the host's LAPACK
     # model reads them, not the shipped ones.
     calls = read_rows(lapack_path(path))
