@@ -284,10 +284,12 @@ class TargetCharacterisation:
 
     def distribution(self, op: OpInfo) -> ClassDistribution | None:
         """The op's class distribution (`metric_class`); a convolution where only dots were
-        characterised (tpu-v4's GEMM data) takes theirs: both are priced per FLOP."""
+        characterised (tpu-v4's GEMM data) takes theirs: both are priced per FLOP; a special
+        function (erf, lgamma, ...) where none were (a reference measured before they had
+        rows of their own) takes the transcendentals'."""
         cls = metric_class(op)
-        if cls not in self.classes and op.op_class == "matmul":
-            cls = "matmul"
+        if cls not in self.classes and op.op_class in ("matmul", "transcendental"):
+            cls = op.op_class
         return self.classes.get(cls)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import replace
 from pathlib import Path
@@ -325,3 +326,19 @@ def test_convolutions_take_the_dots_distribution_where_only_dots_were_characteri
     assert host.distribution(conv) is host.classes["convolution"]
     (iv,) = cc4cs.intervals_for([conv], "tpu-v4", [5000.0])
     assert iv is not None and iv[0] < 5000.0 < iv[1]
+
+
+def test_special_functions_have_a_distribution_of_their_own_or_the_transcendentals():
+    """erf, lgamma and their kin cost 10-30x a tanh per element: the Zen 4 reference, which
+    has rows of them, characterises them apart ("special"); a characterisation without them
+    gives them the transcendentals' distribution rather than no interval."""
+    erf = OpInfo.build(
+        0, "chlo.erf", [TensorType((256, 256), "f32")], [TensorType((256, 256), "f32")]
+    )
+    zen4 = cf.shipped_file("cc4cs_host_zen4.json")
+    ch = cc4cs.TargetCharacterisation.from_dict(json.loads(zen4.read_text()))
+    assert cc4cs.metric_class(erf) == "special" and ch.distribution(erf) is ch.classes["special"]
+    special, trans = ch.classes["special"], ch.classes["transcendental"]
+    assert special.cycles(1.0, 0.5) > 5 * trans.cycles(1.0, 0.5)
+    older = replace(ch, classes={k: v for k, v in ch.classes.items() if k != "special"})
+    assert older.distribution(erf) is trans
