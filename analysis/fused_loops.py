@@ -231,8 +231,8 @@ def summed_shape(op: OpInfo) -> tuple[tuple[int, ...], int]:
     its `REDUCE_KINDS` value there: 1 over the last dimension (all of a 1-D tensor), 2 over
     all the others; 0 for any other reduce. A sum of all of a tensor is the 1-D sum of its
     elements: on 104 held-out sums of all with steps before them (losses, means of scaled
-    pixels, 13 shapes of 2-4 dimensions; `.cal/s45/fullset.py`, two runs, their own spread
-    1.10) the error factor went 2.81 / 2.73 (priced as the plain sum's bytes) -> 1.41 / 1.38;
+    pixels, 13 shapes of 2-4 dimensions, timed in a loop; two runs, their own spread 1.10)
+    the error factor went 2.81 / 2.73 (priced as the plain sum's bytes) -> 1.41 / 1.38;
     as (rows, last dimension) with 378 chains timed as sums of all of matrices, 1.65 / 1.59
     (Zen 4 VM, 2026-12-05: XLA runs a few of them row by row, `(x * 0.5).sum()` of 65536x3
     at 4x its time on 196608, but most not)."""

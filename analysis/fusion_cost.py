@@ -61,6 +61,7 @@ __all__ = [
     "GroupCost",
     "member_compute_ns",
     "price_groups",
+    "sum_absorbs",
     "unmeasured",
 ]
 
@@ -291,7 +292,7 @@ def _learned_group_ns(
     from stablehlo_perf.analysis.fused_loops import group_composition, summed_shape
 
     loops: list[tuple[int, tuple[int, ...], Composition]] = []
-    sums: list[tuple[int, tuple[int, ...], Composition, int]] = []
+    sums: list[tuple[int, tuple[int, ...], int, Composition]] = []  # group, shape, kind, comp
     for g, kind in enumerate(plan.kinds):
         root = ops[plan.roots[g]]
         if plan.launches[g] == 0 or not root.results:
@@ -332,8 +333,9 @@ def sum_absorbs(
     ops: Sequence[OpInfo], reduce: int, sources: Sequence[Sequence[int | None]]
 ) -> int | None:
     """The op feeding a sum (`reduce`) that XLA:CPU does not run as a step of its own: a
-    square (CHLO's, or a multiply of a value by itself), which YNNPACK sums as squares, or a negate, which XLA's simplifier moves past the
-    sum (jax 0.10.2: `-x` summed over rows is the rows' sum, then a negate of the sums).
+    square (CHLO's, or a multiply of a value by itself), which YNNPACK sums as squares, or a
+    negate, which XLA's simplifier moves past the sum (jax 0.10.2: `-x` summed over rows is
+    the rows' sum, then a negate of the sums).
     In a loop on the Zen 4 VM, 1024x1024 f32: `x.sum(-1)` 35 us, `(x * x).sum(-1)` 35,
     `(x * 0.5).sum()` 112; the Zen 4 chains' `neg` then a row sum 0.05-0.11 ns an element,
     `abs` then a sum 0.14-0.15, and a square after a `max0` costs what the `max0` alone

@@ -3,7 +3,8 @@ of 2-6 elementwise ops (constants, a second full-size input, broadcast rows and 
 transcendentals) that XLA:CPU compiles into one loop kernel, on shapes whose last
 dimension runs from 1 to 1024; and chains of 1-4 that end in a sum over the last
 dimension or over the others, which it compiles into one YNNPACK kernel (a layer norm's
-variance, a batch norm's statistics).
+variance, a batch norm's statistics); and chains of 17-48 steps and of uint32 steps (a
+random generator's rounds).
 
     python benchmarks/fused_chains.py [--rounds 5] [--json F] [--predict-from F]
 
@@ -37,6 +38,7 @@ import numpy as np
 from _xla_kernels import xla_kernels
 from small_loops import geomean_factor
 from stablehlo_perf import perf_jit
+from stablehlo_perf.analysis.fused_loops import SHORT_STEPS
 from stablehlo_perf.runtime import fused_chains
 from stablehlo_perf.runtime.fused_chains import Chain
 
@@ -53,9 +55,16 @@ these chains are held out."""
 
 def chains() -> list[Chain]:
     """The benchmark's chains, the same on every run: three of 2-6 ops per shape, then two
-    of 1-4 ops ending in a sum per shape and sum (`fused_chains.draw_reduces`)."""
+    of 1-4 ops ending in a sum per shape and sum (`fused_chains.draw_reduces`), then one of
+    17-48 steps (`draw_long`) and one of uint32 steps (`draw_ints`) per shape."""
     loops = fused_chains.draw(SHAPES, 3, SEED, lengths=(2, 6))
-    return loops + fused_chains.draw_reduces(SHAPES, 2, SEED, lengths=(1, 4))
+    sums = fused_chains.draw_reduces(SHAPES, 2, SEED, lengths=(1, 4))
+    return (
+        loops
+        + sums
+        + fused_chains.draw_long(SHAPES, 1, SEED)
+        + fused_chains.draw_ints(SHAPES, 1, SEED)
+    )
 
 
 def measure(rounds: int) -> dict[str, Any]:
@@ -113,6 +122,9 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
             groups["sums"].append(r)
             groups[SUM_NAMES[ops[-1]]].append(r)
             continue
+        if c.dtype == "u32" or len(ops) > SHORT_STEPS:
+            groups["uint32 chains" if c.dtype == "u32" else "chains of 17-48 steps"].append(r)
+            continue
         groups["all"].append(r)
         groups[_last_dim_bucket(shape)].append(r)
         groups[f"{len(ops)} ops"].append(r)
@@ -124,6 +136,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     print("\n| chains (one XLA kernel) | n | error factor | median ratio |\n|---|---:|---:|---:|")
     order = ["all", "1-D", *(f"last {d}" for d in LAST_DIMS), *(f"{k} ops" for k in range(2, 7))]
     order += ["with a transcendental", "no transcendental", "sums", *SUM_NAMES.values()]
+    order += ["chains of 17-48 steps", "uint32 chains"]
     summary = {}
     for name in order:
         rs = groups.get(name, [])

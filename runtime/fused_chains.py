@@ -254,14 +254,14 @@ def build(chain: Chain) -> tuple[Callable[..., jax.Array], tuple[jax.Array, ...]
     key = jax.random.key(0)
     shape = chain.shape
 
-    def draw(i: int, shape: tuple[int, ...]) -> jax.Array:
+    def sample(i: int, shape: tuple[int, ...]) -> jax.Array:
         k = jax.random.fold_in(key, i)
         if chain.dtype == "u32":
             return jax.random.bits(k, shape, jnp.uint32)
         return jax.random.normal(k, shape, {"f32": jnp.float32, "bf16": jnp.bfloat16}[chain.dtype])
 
-    x, y = draw(1, shape), draw(2, shape)
-    row, col = draw(3, shape[-1:]), draw(4, (*shape[:-1], 1))
+    x, y = sample(1, shape), sample(2, shape)
+    row, col = sample(3, shape[-1:]), sample(4, (*shape[:-1], 1))
     steps = INT_VOCAB if chain.dtype == "u32" else VOCAB
 
     def fn(x: jax.Array, y: jax.Array, row: jax.Array, col: jax.Array) -> jax.Array:
