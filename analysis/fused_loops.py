@@ -428,7 +428,6 @@ def _select(
     """`load_chains` of already read rows. The short loop chains set the file's speed (the
     sum, long and uint32 chains were measured later, beside them)."""
     loops = [s for _, _, kind, _, s, ext in rows if not kind and not ext]
-    loops = loops or [s for _, _, kind, _, s, _ in rows if not kind]
     factors = cf.speed_factors([r[4] for r in rows], cf.median_sentinel(loops))
     picked = [
         (reduce_features(shape, comp, kind) if kind else features(shape, comp), t * f)
@@ -460,7 +459,8 @@ class FusedLoopModel:
         out = _covered(self.regressor, rows)
         rest = [k for k, t in enumerate(out) if t is None]
         if self.wide_regressor is not None and rest:
-            for k, t in zip(rest, _covered(self.wide_regressor, [rows[k] for k in rest])):
+            wide = _covered(self.wide_regressor, [rows[k] for k in rest])
+            for k, t in zip(rest, wide, strict=True):
                 out[k] = t
         return out
 

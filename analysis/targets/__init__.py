@@ -172,13 +172,11 @@ class Target:
 
 
 def _dtype_key(element_type: str) -> str:
-    t = element_type
+    t = real_part(element_type)  # a complex type runs at its parts' type's rate
     if t.startswith("f8"):
         return "f8"
     if t in ("i8", "ui8", "si8", "i4", "ui4"):
         return "int8"
-    if real_part(t) != t:
-        return real_part(t)
     if re.fullmatch(r"u?i\d+|si\d+", t):
         return "int32"
     return t
