@@ -19,10 +19,12 @@ from pathlib import Path
 __all__ = [
     "BORROWED_KEY",
     "SENTINEL_COLUMN",
+    "SPEED_KEY",
     "cache_dir",
     "calibration_path",
     "checksum_ok",
     "cpu_name",
+    "file_speed",
     "has_learned_data",
     "header_value",
     "machine_fingerprint",
@@ -44,6 +46,12 @@ model class's ratios."""
 SENTINEL_COLUMN = "sentinel_us"
 """Calibration column: the in-loop time of fixed sentinel ops (`runtime.calibrate.SENTINELS`,
 geometric mean) timed in the same rounds as the row, a gauge of the machine's speed then."""
+
+SPEED_KEY = "speed_sentinel_us"
+"""Header line of a calibration: the sentinel time its rows are scaled to (`speed_factors`).
+Written with the file (its rows' median sentinel then) and kept when rows are added or
+re-measured, so rows timed later in another spell of the VM do not move every other row's
+speed: the median of a file's rows had moved ~1% with each batch of added rows."""
 
 
 def cache_dir() -> Path:
@@ -229,6 +237,16 @@ def speed_factors(sentinel_us: Sequence[float], ref: float | None = None) -> lis
     if not math.isfinite(ref):
         return [1.0] * len(sentinel_us)
     return [ref / s if math.isfinite(s) and s > 0 else 1.0 for s in sentinel_us]
+
+
+def file_speed(path: Path, sentinel_us: Sequence[float]) -> float:
+    """The sentinel time a calibration's rows are read at: its header's `SPEED_KEY`, else the
+    median of its rows' `sentinel_us` (a file written before the key)."""
+    try:
+        stored = float(header_value(path, SPEED_KEY) or "nan")
+    except ValueError:
+        stored = math.nan
+    return stored if math.isfinite(stored) and stored > 0 else median_sentinel(sentinel_us)
 
 
 def median_sentinel(sentinel_us: Sequence[float]) -> float:

@@ -32,6 +32,7 @@ import csv
 import functools
 import math
 import os
+import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -44,6 +45,7 @@ from sklearn.ensemble import HistGradientBoostingRegressor
 from stablehlo_perf.analysis import model_cache
 from stablehlo_perf.analysis.calibration_files import (
     SENTINEL_COLUMN,
+    file_speed,
     header_value,
     speed_factors,
     training_files,
@@ -72,6 +74,7 @@ __all__ = [
     "NEAREST",
     "OP_CODES",
     "ROW_OPS",
+    "SCALAR_LOOPS",
     "CalibrationError",
     "LatencyRegressor",
     "LearnedLatencyModel",
@@ -79,6 +82,7 @@ __all__ = [
     "calibrated_dispatch_ns",
     "collapsed_reduce",
     "conv_features",
+    "division_code",
     "features",
     "fft_features",
     "fft_work",
@@ -128,6 +132,16 @@ CLASSES = (
     "grouped_conv",
 )
 
+SCALAR_LOOPS = frozenset({
+    "exponential_minus_one", "log_plus_one", "cbrt", "power", "remainder", "integer_divide",
+    "integer_remainder",
+})  # fmt: skip
+"""Ops XLA:CPU runs an element at a time, through a libm call or a scalar instruction (tan too,
+in the trigonometric model): 65536 f32 in a loop on the Zen 4 VM (2026-12-05) took expm1 55 us,
+log1p 58, pow 278, tan 559, cbrt 561, fmod 490 (the remainder of floats, with a constant
+divisor too) against 9 for an add; the rows `runtime.sweeps` times for them. Integer division
+is `integer_divide` / `integer_remainder` (`division_code`)."""
+
 # Ops with a model of their own inside their op class: XLA:CPU's comparator sort costs
 # 10-10,000x a sum of the same tensor (host reference), and one reduction model for
 # both fitted neither (5-fold CV by size: reduce 22.6% -> 27.6% median rel err with sort in).
@@ -154,10 +168,13 @@ CLASSES = (
 # 2026-12-05: erf 16 us, tanh 19, erfc 43, erf_inv 110, lgamma 322, digamma 361, atan 473;
 # the transcendental model had priced erf at 81, the roofline erf_inv at 18): a model of
 # their own, each op by its code, one without rows (polygamma, sinh, ...) as the missing code.
+# The ops XLA:CPU runs an element at a time (`SCALAR_LOOPS`) share it: rates of their own
+# too, from 0.8 to 10 ns an element.
 _OWN_MODEL = {
     "sine": "trigonometric",
     "cosine": "trigonometric",
-    **dict.fromkeys(SPECIAL_FUNCTIONS | {"atan2"}, "special"),
+    "tan": "trigonometric",
+    **dict.fromkeys(SPECIAL_FUNCTIONS | {"atan2"} | SCALAR_LOOPS, "special"),
     "convolution": "convolution",
     "transpose": "transpose",
     "sort": "sort",
@@ -332,7 +349,8 @@ def load_measurements(path: str | os.PathLike[str]) -> list[Measurement]:
     if not keyed:
         raise CalibrationError(f"{path}: no measurement rows")
     groups: dict[tuple[str, str, tuple[int, ...]], list[float]] = defaultdict(list)
-    factors = row_speed_factors([k for k, *_ in keyed], [s for *_, s in keyed])
+    sentinels = [s for *_, s in keyed]
+    factors = row_speed_factors([k for k, *_ in keyed], sentinels, file_speed(path, sentinels))
     for (key, value, _), factor in zip(keyed, factors, strict=True):
         groups[key].append(value * factor)
     return [
@@ -405,6 +423,8 @@ OP_CODES = (
     "convert", "transpose", "broadcast_in_dim", "reshape", "concatenate", "slice", "pad",
     "copy", "reduce", "dot_general", "convolution", "sort", "reduce_window", "argmax", "top_k",
     "fft", "gather", "sine", "cosine", "erf", "erf_inv", "erfc", "lgamma", "digamma", "atan",
+    "tan", "exponential_minus_one", "log_plus_one", "cbrt", "power", "remainder",
+    "integer_divide", "integer_remainder",
 )  # fmt: skip
 _OP_CODE = {op: float(i) for i, op in enumerate(OP_CODES)}
 # Column subsets compared by the ablation; "tile+op" is the shipped default, "conv" the
@@ -477,6 +497,24 @@ _CODE_ALIASES = {"atan2": "atan"}
 
 def _op_code(op: str) -> float:
     return _OP_CODE.get(_CODE_ALIASES.get(op, op), math.nan)
+
+
+def division_code(op: OpInfo) -> str | None:
+    """`integer_divide` or `integer_remainder` for a divide or remainder of integers by a tensor
+    or a runtime scalar, which x86 runs as a scalar divide an element (65536 i32 in a loop,
+    Zen 4 VM: 65-73 us, an add 8); None otherwise, and for a constant divisor
+    (`constant_divisor`, set by the pass layer), which XLA turns into a multiply and shifts
+    (5 us)."""
+    if op.short_name not in ("divide", "remainder") or op.attrs.get("constant_divisor"):
+        return None
+    return f"integer_{op.short_name}" if _integers(op) else None
+
+
+def _integers(op: OpInfo) -> bool:
+    """Whether an op's operands are all integers (and it has some)."""
+    return bool(op.operands) and all(
+        re.fullmatch(r"u?i\d+|si\d+", t.element_type) for t in op.operands
+    )
 
 
 # A row whose last dim is not a whole number of vector registers leaves a tail XLA:CPU's
@@ -973,7 +1011,8 @@ def features(ops: Sequence[OpInfo]) -> np.ndarray:
             row = shape_features(t.shape or (), t.elem_bytes)  # type: ignore[arg-type]
         cls = op_model_class(op)
         _class_slots(row, cls)
-        rows.append([*row, _op_code("argmax" if cls == "reduce_variadic" else op.short_name)])
+        code = "argmax" if cls == "reduce_variadic" else division_code(op) or op.short_name
+        rows.append([*row, _op_code(code)])
     return np.array(rows, dtype=float).reshape(len(rows), len(FEATURE_NAMES))
 
 
@@ -1235,7 +1274,9 @@ def op_model_class(op: OpInfo) -> str:
         return "movement"
     if op.short_name == "convolution" and int(op.attrs.get("feature_group_count", 1)) > 1:
         return "grouped_conv"
-    return model_class(op.name)
+    if op.short_name == "remainder" and op.attrs.get("constant_divisor") and _integers(op):
+        return "binary"  # a multiply and shifts, as an integer divide by a constant
+    return model_class(division_code(op) or op.name)
 
 
 # Classes whose kinds cost different amounts per unit of work (max pools with and
@@ -1342,7 +1383,9 @@ class _Plan:
     cls: str
     source: str | None  # class whose model answers, None = roofline
     scaled: bool
-    one_read: bool = False  # priced as the measured one-tensor op (ReLU), see _reads_one_tensor
+    # Priced as this measured op of another class: ReLU for an op reading one tensor
+    # (`_reads_one_tensor`), an add for a maximum or compare of two (`_reads_two_tensors`).
+    as_op: str = ""
 
 
 _ELEMENTAL = "(fused into a reduce: per element)"
@@ -1351,6 +1394,18 @@ _ELEMENTAL = "(fused into a reduce: per element)"
 # a splat (x + 1, x > 0) reads the same one tensor, and costs it, not a two-tensor add
 # (tpu-v4 at 16x16x32 f16: add 1.51 us, ReLU 1.30 us).
 _ONE_READ_CLASSES = frozenset({"binary", "compare_select"})
+
+
+def _reads_two_tensors(op: OpInfo) -> bool:
+    """A maximum, minimum or compare of two tensors, neither a splat: it reads what an add
+    reads, not the ReLU rows' one tensor (65536 f32 in a loop, Zen 4 VM: maximum 8.4-9.3 us,
+    add 8.8-9.0; the ReLU rows had priced it 4.9)."""
+    return (
+        len(op.operands) == 2
+        and op.short_name in ("maximum", "minimum", "compare")
+        and not op.attrs.get("splat_operands")
+        and not op.attrs.get("fused_reads")
+    )
 
 
 def _reads_one_tensor(op: OpInfo) -> bool:
@@ -1422,7 +1477,9 @@ class LearnedLatencyModel:
         for i, op in enumerate(ops):
             cls = op_model_class(op)
             if cls in _ONE_READ_CLASSES and "compare_select" in models and _reads_one_tensor(op):
-                groups[_Plan(cls, "compare_select", False, True)].append(i)
+                groups[_Plan(cls, "compare_select", False, "maximum")].append(i)
+            elif cls == "compare_select" and "binary" in models and _reads_two_tensors(op):
+                groups[_Plan(cls, "binary", False, "add")].append(i)
             else:
                 groups[self._plan(cls, models)].append(i)
         roofline = RooflineModel()
@@ -1441,11 +1498,15 @@ class LearnedLatencyModel:
                     op.retyped(real_part) if c else op
                     for op, c in zip(batch, complex_products, strict=True)
                 ]
+            # Integer division at its i32 rows' rate an element, whatever the width: 65536
+            # elements in a loop (Zen 4 VM) took 1.0-1.2 ns each in i8, u8, i32, u32 and i64.
+            batch = [op.retyped(lambda _: "i32") if division_code(op) else op for op in batch]
             X = features(batch)
             label = f"{prefix}-{plan.source}"
-            if plan.one_read:
-                X[:, _IDX["op_code"]] = _OP_CODE["maximum"]
-                label = f"{label}(one tensor read)"
+            if plan.as_op:
+                X[:, _IDX["op_code"]] = _OP_CODE[plan.as_op]
+                reads = "one tensor" if plan.as_op == "maximum" else "two tensors"
+                label = f"{label}({reads} read)"
             lat_ns = model.predict(X) * 1e3 * np.where(complex_products, COMPLEX_PRODUCTS, 1)
             if plan.scaled:
                 lat_ns = lat_ns * _roofline_ratio(batch, plan.source, target, roofline)

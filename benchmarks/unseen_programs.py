@@ -6,10 +6,12 @@ whose time is mostly what a call costs beyond its kernels (`Target.call_overhead
 with `--set rows`, 16 softmaxes, layer norms, attention and a cross-entropy over 1024-16384
 rows (4096+: one YNNPACK fusion each on XLA:CPU); with `--set linalg`, 15 jnp.linalg calls
 (LAPACK: solves, factorisations, eigen- and singular values); with `--set special`, 12
-programs of CHLO special functions (random normals, the exact GELU, log-densities, angles).
+programs of CHLO special functions (random normals, the exact GELU, log-densities, angles);
+with `--set scalar`, 12 programs of ops XLA:CPU runs an element at a time (sines of
+positional encodings, softplus, ELU, powers, remainders, integer division).
 
-    python benchmarks/unseen_programs.py [--set unseen|short|rows|linalg|special] [--only NAME ...]
-        [--rounds 7] [--json F] [--predict-from F]
+    python benchmarks/unseen_programs.py [--set unseen|short|rows|linalg|special|scalar]
+        [--only NAME ...] [--rounds 7] [--json F] [--predict-from F]
 
 Each program is analysed by `perf_jit(...).analyze(...)`; all are then timed by the
 runtime harness in the same interleaved rounds (`--predict-from` re-scores a run saved
@@ -302,12 +304,49 @@ def special_functions() -> dict[str, tuple[Callable[..., Any], tuple[Any, ...]]]
     }
 
 
+def scalar_loops() -> dict[str, tuple[Callable[..., Any], tuple[Any, ...]]]:
+    """name -> (function, example inputs): programs of ops XLA:CPU runs an element at a time
+    (sines and cosines of positional encodings and rotary embeddings, softplus's log1p, ELU's
+    expm1, powers, cube roots, float and integer remainders), in compositions the sweep's
+    single ops were not."""
+    ints = jax.random.randint(_KEY, (512, 512), 0, 1 << 30, jnp.int32)
+
+    def positional(pos: jax.Array, freq: jax.Array) -> jax.Array:
+        angle = pos[:, None] * freq[None, :]
+        return jnp.concatenate([jnp.sin(angle), jnp.cos(angle)], axis=-1)
+
+    def rotary(x: jax.Array, freq: jax.Array) -> jax.Array:
+        angle = jnp.arange(x.shape[0], dtype=jnp.float32)[:, None] * freq[None, :]
+        a, b = jnp.split(x, 2, axis=-1)
+        c, s = jnp.cos(angle), jnp.sin(angle)
+        return jnp.concatenate([a * c - b * s, a * s + b * c], axis=-1)
+
+    return {
+        "positional_1024x128": (positional, (jnp.arange(1024.0), jnp.abs(_r(128)) * 0.01)),
+        "rotary_2048x64": (rotary, (_r(2048, 64), jnp.abs(_r(32)) * 0.01)),
+        "sin_bf16": (lambda x: jnp.sin(x) * 2.0, (_r(700, 300, dtype=jnp.bfloat16),)),
+        "softplus": (jax.nn.softplus, (_r(256, 1024),)),
+        "elu": (jax.nn.elu, (_r(512, 512),)),
+        "logistic_loss": (
+            lambda z, y: jnp.log1p(jnp.exp(-y * z)).mean(),
+            (_r(4096, 64), _r(4096, 64)),
+        ),
+        "angle_wrap": (lambda t: jnp.mod(t + jnp.pi, 2 * jnp.pi) - jnp.pi, (_r(100_000) * 10,)),
+        "gamma_power": (lambda x, g: jnp.abs(x) ** g, (_r(256, 256, 3), jnp.abs(_r(3)) + 0.5)),
+        "cbrt_scale": (lambda x: jnp.cbrt(x) * 3.0, (_r(300, 300),)),
+        "hash_buckets": (lambda i, n: (i * 31 + 7) % n, (ints, jnp.int32(1000))),
+        "floor_div": (lambda a, b: a // b, (ints, jnp.abs(ints[::-1]) % 97 + 1)),
+        "tan_1d": (jnp.tan, (_r(50_000) * 0.5,)),
+    }
+
+
 SETS = {
     "unseen": programs,
     "short": short_calls,
     "rows": many_rows,
     "linalg": linear_algebra,
     "special": special_functions,
+    "scalar": scalar_loops,
 }
 
 

@@ -287,6 +287,8 @@ def _opinfo(rid: int, op: ir.Operation, func: str, filename: str, types: _TypeCa
         splats = sum(_is_splat(v, types) for v in op.operands)
         if splats:
             attrs["splat_operands"] = splats
+        if op.name in _DIVISIONS and _is_constant_splat(op.operands[1], types):
+            attrs["constant_divisor"] = 1
     if BRANCH_WEIGHTS in attrs:
         attrs[BRANCH_WEIGHTS] = _branch_weights(op, filename, types)
     file, line, col = op_location(op, filename, types.locs)
@@ -326,6 +328,23 @@ def _branch_weights(op: ir.Operation, filename: str, types: _TypeCache) -> tuple
     if problem is not None:
         raise InputError(*op_location(op, filename, types.locs), f"{BRANCH_WEIGHTS} {problem}")
     return tuple(weights)
+
+
+# Divisions whose divisor a compiler can turn into a multiply and shifts when it is a constant.
+_DIVISIONS = frozenset({"stablehlo.divide", "stablehlo.remainder"})
+
+
+def _is_constant_splat(v: ir.Value, types: _TypeCache) -> bool:
+    """A splat (`_is_splat`) whose number is a compile-time constant, not a runtime scalar."""
+    if not _is_splat(v, types):
+        return False
+    owner = v.owner.operation  # type: ignore[union-attr]
+    if owner.name == "stablehlo.broadcast_in_dim":
+        source = owner.operands[0]
+        return (
+            isinstance(source, ir.OpResult) and source.owner.operation.name == "stablehlo.constant"
+        )
+    return True
 
 
 def _is_splat(v: ir.Value, types: _TypeCache) -> bool:

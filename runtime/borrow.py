@@ -118,7 +118,14 @@ def borrow(out: Path, done: Borrowed) -> None:
 
     def head(lines: list[str]) -> list[str]:
         mine = f"# machine: {cf.machine_fingerprint()}"
-        return [label, *(mine if ln.startswith("# machine:") else ln for ln in lines)]
+        speed = f"# {cf.SPEED_KEY}:"  # the rows' sentinels are scaled: so is their speed
+
+        def line(ln: str) -> str:
+            if ln.startswith(speed):
+                return f"{speed} {float(ln.split(':', 1)[1]) * f:.6g}"
+            return mine if ln.startswith("# machine:") else ln
+
+        return [label, *map(line, lines)]
 
     lines = done.source.read_text().splitlines()
     rows = []

@@ -352,8 +352,9 @@ def write_calibration(
     digest = hashlib.sha256(body.encode()).hexdigest()
     disp = np.median([float(r[COLUMNS.index("dispatch_us")]) for r in rows])
     sentinels = [float(r[-1]) for r in rows]
-    speed = cf.speed_factors(sentinels)
-    ref = cf.median_sentinel(sentinels)
+    stored = [ln for ln in head if ln.startswith(f"# {cf.SPEED_KEY}:")]
+    ref = float(stored[0].split(":", 1)[1]) if stored else cf.median_sentinel(sentinels)
+    speed = cf.speed_factors(sentinels, ref)
     params = fit_host_params(
         [
             (r[0], r[1], tuple(int(d) for d in r[2].split("x")), f * float(r[4]), f * float(r[6]))
@@ -378,6 +379,7 @@ def write_calibration(
     text = "\n".join(
         [
             *head,
+            *([f"# {cf.SPEED_KEY}: {ref:.6g}"] if not stored and math.isfinite(ref) else []),
             *(p.line() for p in probes),
             *(
                 [f"# {fused_probes.KEY}: {bf16_fused_ns:.6g}"]

@@ -5,7 +5,7 @@ policy): on the project's 2-vCPU VM the same programs ran at 0.62x their earlier
 day later, which no model fitted on the earlier rows can know. `check` re-times a few rows
 of every model class with the calibration's own harness (`calibrate.measure`) and reports
 measured / calibrated per class, for the kernels in a loop and for the op as a program,
-and the sentinel ops (`calibrate.SENTINELS`) now over their median in the file.
+and the sentinel ops (`calibrate.SENTINELS`) now over the file's speed (`cf.file_speed`).
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ class DriftReport:
     kernel_ratio: float
     kernel_ratio_iqr: tuple[float, float]
     call_ratio: float
-    sentinel_ratio: float  # the sentinel ops now over the file's median (NaN: none recorded)
+    sentinel_ratio: float  # the sentinel ops now over the file's speed (NaN: none recorded)
 
     @property
     def within_tolerance(self) -> bool:
@@ -121,15 +121,15 @@ def sample(rows: Sequence[Sequence[str]], per_class: int = 3) -> list[list[str]]
 
 
 def calibration_sentinel_us(path: Path) -> float:
-    """The median sentinel time of a calibration's rows: the speed its models describe (NaN
-    for a file measured without sentinels)."""
-    return cf.median_sentinel([float(r[-1]) for r in calibrate.read_partial(path).values()])
+    """The sentinel time a calibration's rows are read at (`cf.file_speed`): the speed its
+    models describe (NaN for a file measured without sentinels)."""
+    return cf.file_speed(path, [float(r[-1]) for r in calibrate.read_partial(path).values()])
 
 
 def machine_speed(sentinels: Sequence[float], target: str = "host") -> float:
-    """Sentinel times measured around a benchmark (geometric mean) over their median in the
-    target's calibration in use: > 1 when the machine runs slower than when calibrated.
-    NaN when that calibration has no sentinel column."""
+    """Sentinel times measured around a benchmark (geometric mean) over the speed of the
+    target's calibration in use (`calibration_sentinel_us`): > 1 when the machine runs slower
+    than when calibrated. NaN when that calibration has no sentinel column."""
     src = cf.training_files(target)
     then = calibration_sentinel_us(src[0]) if src else math.nan
     return math.exp(float(np.mean(np.log(sentinels)))) / then
@@ -137,7 +137,7 @@ def machine_speed(sentinels: Sequence[float], target: str = "host") -> float:
 
 def check(path: Path, per_class: int = 3, repeats: int = 7, progress: bool = False) -> DriftReport:
     """Re-measure `sample(path's rows)` now and compare with the calibrated values (each at the
-    file's median speed, as the models read them)."""
+    file's speed, as the models read them)."""
     rows = list(calibrate.read_partial(path).values())
     picked = sample(rows, per_class)
     if not picked:
@@ -145,7 +145,8 @@ def check(path: Path, per_class: int = 3, repeats: int = 7, progress: bool = Fal
     key = ",".join
     sentinels = [float(r[-1]) for r in rows]
     measured = [row_measurement(r) for r in rows]
-    factors = row_speed_factors([(m.op, m.dtype, m.shape) for m in measured], sentinels)
+    ref = cf.file_speed(path, sentinels)
+    factors = row_speed_factors([(m.op, m.dtype, m.shape) for m in measured], sentinels, ref)
     speed = dict(zip((key(r[:3]) for r in rows), factors, strict=True))
     specs = [sweeps.Spec(m.op, m.dtype, m.shape) for m in map(row_measurement, picked)]
     with tempfile.TemporaryDirectory() as tmp:
@@ -153,7 +154,7 @@ def check(path: Path, per_class: int = 3, repeats: int = 7, progress: bool = Fal
     K, C = calibrate.COLUMNS.index("measured_us_median"), calibrate.COLUMNS.index("call_us_median")
 
     def then(col: int, group: Sequence[list[str]]) -> np.ndarray:
-        """The calibrated times, at the file's median speed as the models read them."""
+        """The calibrated times, at the file's speed as the models read them."""
         return np.array([float(r[col]) * speed[key(r[:3])] for r in group])
 
     def ratios(col: int, group: Sequence[list[str]]) -> np.ndarray:
@@ -181,5 +182,5 @@ def check(path: Path, per_class: int = 3, repeats: int = 7, progress: bool = Fal
         float(np.median(kernel)),
         (float(q1), float(q3)),
         float(np.median(ratios(C, picked))),
-        now_sentinel / cf.median_sentinel(sentinels),
+        now_sentinel / ref,
     )

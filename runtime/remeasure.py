@@ -85,7 +85,7 @@ def remeasure(
     rows = calibrate.read_partial(path)
     keys = select(rows, pattern)
     specs = [sweeps.Spec(m.op, m.dtype, m.shape) for m in (row_measurement(rows[k]) for k in keys)]
-    ref = cf.median_sentinel([float(r[-1]) for r in rows.values()])
+    ref = cf.file_speed(path, [float(r[-1]) for r in rows.values()])
     measured: list[Mapping[str, list[str]]] = []
     for i in range(runs):
         partial = path.with_name(f"{path.stem}.remeasure{i}.partial.csv")

@@ -49,7 +49,13 @@ __all__ = [
     "sweep",
 ]
 
-_JNP = {"f32": jnp.float32, "bf16": jnp.bfloat16, "f16": jnp.float16, "i8": jnp.int8}
+_JNP = {
+    "f32": jnp.float32,
+    "bf16": jnp.bfloat16,
+    "f16": jnp.float16,
+    "i8": jnp.int8,
+    "i32": jnp.int32,
+}
 DTYPES = ("f32", "bf16")
 
 
@@ -115,6 +121,21 @@ _ELEMENTWISE: dict[str, tuple[int, Callable[..., jax.Array]]] = {
     "lgamma": (1, lax.lgamma),
     "digamma": (1, lax.digamma),
     "atan": (1, lax.atan),
+    # Ops XLA:CPU runs an element at a time through a scalar instruction or a libm call,
+    # 10-100x an add (65536 f32 in a loop, Zen 4 VM, 2026-12-05: add 9 us, expm1 55, log1p
+    # 58, pow 278, tan 559, cbrt 561, fmod 490; their prices were 24, 24, 24, 24, 24 and 10).
+    "tan": (1, lax.tan),
+    "exponential_minus_one": (1, lax.expm1),
+    "log_plus_one": (1, lax.log1p),
+    "cbrt": (1, lax.cbrt),
+    "power": (2, lax.pow),
+    "remainder": (2, lax.rem),
+    # Integer division by a tensor (`_INTEGER_ROWS`: i32 rows; the op is stablehlo.divide or
+    # remainder of integers): x86 has no vector integer divide, so XLA:CPU divides an element
+    # at a time, ~1 ns each on 2 threads (65536 i32: 65-73 us against 8 for an add), unless
+    # the divisor is a constant, which it turns into a multiply and shifts (5 us).
+    "integer_divide": (2, lax.div),
+    "integer_remainder": (2, lax.rem),
 }
 OPS = (*_ELEMENTWISE, "dot_general", "convolution", "reduce_window", "cumsum", "top_k", "gather")
 QUICK_SORT_MAX = 2**20
@@ -126,7 +147,10 @@ _CAPPED = frozenset({"sort", "argmax", "argmax_axis0", "fft"})
 _FIRST_DTYPE_ONLY = frozenset({"argmax", "argmax_axis0", "fft"})
 _RANK_2 = frozenset({"transpose", "sum_axis0", "argmax_axis0"})
 _NARROW_GEMM = ("bf16", "i8")
-_POSITIVE_INPUTS = frozenset({"rsqrt", "sqrt", "log", "lgamma", "digamma"})
+_POSITIVE_INPUTS = frozenset({"rsqrt", "sqrt", "log", "lgamma", "digamma", "log_plus_one", "power"})
+_INTEGER_ROWS = frozenset({"integer_divide", "integer_remainder"})
+"""Ops measured in i32 only (not the sweep's dtypes), on dividends of up to 2^20 in magnitude
+and divisors 1-1000."""
 _QUICK_OPS = (
     "add",
     "maximum",
@@ -569,9 +593,10 @@ def sweep(
         if op in _FAMILIES:
             specs += [s for s in _FAMILIES[op](quick, dtypes) if s.op == op]
             continue
-        for dtype in dtypes[:1] if op in _FIRST_DTYPE_ONLY else dtypes:
+        own = ("i32",) if op in _INTEGER_ROWS else dtypes[:1] if op in _FIRST_DTYPE_ONLY else dtypes
+        for dtype in own:
             # Quick mode measures bf16 on every other shape: dtype is a feature, not a new trend.
-            sub = shapes[::2] if quick and dtype != dtypes[0] else shapes
+            sub = shapes[::2] if quick and dtype != own[0] else shapes
             sub = [*small, *sub]
             for shape in sub:
                 if op in _RANK_2 and (len(shape) < 2 or (op != "transpose" and shape[0] == 1)):
@@ -691,6 +716,12 @@ def _op_and_maker(
         arity, fn = _ELEMENTWISE[spec.op]
 
         def make() -> tuple[jax.Array, ...]:
+            if spec.op in _INTEGER_ROWS:
+                k1, k2 = jax.random.split(key)
+                return (
+                    jax.random.randint(k1, spec.shape, -(2**20), 2**20, dt),
+                    jax.random.randint(k2, spec.shape, 1, 1001, dt),
+                )
             args = tuple(jax.random.normal(k, spec.shape, dt) for k in jax.random.split(key, arity))
             if spec.op in _POSITIVE_INPUTS:
                 args = tuple(jnp.abs(a) + 0.5 for a in args)

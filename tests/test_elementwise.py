@@ -212,7 +212,7 @@ def test_features_of_ops_use_the_right_tensor() -> None:
     assert X[2, ew.FEATURE_NAMES.index("elem_bytes")] == 2
     code = X[:, ew.FEATURE_NAMES.index("op_code")]
     assert code.tolist() == [ew.OP_CODES.index(n) for n in ("reduce", "broadcast_in_dim", "add")]
-    assert math.isnan(ew.features([_op("remainder", (8,))])[0, -1])
+    assert math.isnan(ew.features([_op("xor", (8,), "i32")])[0, -1])
     # XLA expands atan(x) as atan2(x, 1): atan2 is priced with atan's code.
     assert ew.features([_op("atan2", (8,))])[0, -1] == ew.OP_CODES.index("atan")
 
@@ -523,7 +523,7 @@ def test_service_routes_classes_and_names_fallbacks(tpu: object) -> None:
     svc = ew.LearnedLatencyModel(data={"tpu-v4": TPU_CSV})
     ops = [
         _op("add", (64, 1024)),
-        _op("maximum", (64, 1024)),
+        _op("select", (64, 1024), n_in=3),
         _op("exponential", (64, 1024), n_in=1),
         OpInfo.build(
             0,
@@ -766,10 +766,14 @@ def test_op_with_a_splat_operand_is_priced_as_one_tensor_read(tpu: object) -> No
     two = OpInfo.build(0, "stablehlo.add", [t, t], [t])
     one = OpInfo.build(1, "stablehlo.add", [t, t], [t], {"splat_operands": 1})
     relu = OpInfo.build(2, "stablehlo.maximum", [t, t], [t], {"splat_operands": 1})
-    c_two, c_one, c_relu = svc.predict([two, one, relu], tpu)
+    # max(x, y) of two tensors reads what x + y does, not the ReLU rows' one tensor.
+    both = OpInfo.build(3, "stablehlo.maximum", [t, t], [t])
+    c_two, c_one, c_relu, c_both = svc.predict([two, one, relu, both], tpu)
     assert c_two.model == "hgb-tpu-v4-binary"
     assert c_one.model == c_relu.model == "hgb-tpu-v4-compare_select(one tensor read)"
+    assert c_both.model == "hgb-tpu-v4-binary(two tensors read)"
     assert c_one.latency_ns == pytest.approx(c_relu.latency_ns)
+    assert c_both.latency_ns == pytest.approx(c_two.latency_ns)
     assert c_relu.latency_ns / 1e3 == pytest.approx(1.297, rel=0.03)
     assert c_two.latency_ns / 1e3 == pytest.approx(1.506, rel=0.03)
 
@@ -793,6 +797,45 @@ def test_splat_operands_come_from_constants_and_scalar_broadcasts() -> None:
     assert sorted(found) == sorted(
         [("add", 1), ("multiply", 0), ("add", 1), ("maximum", 1), ("subtract", 0)]
     )
+
+
+def test_integer_division_by_a_tensor_is_told_from_division_by_a_constant() -> None:
+    """x86 divides integers an element at a time unless the divisor is a constant, which XLA
+    turns into a multiply and shifts (65536 i32 in a loop, Zen 4 VM: 65-73 us by a tensor or
+    a runtime scalar, 5-7 by 7); a float remainder is a libm call whatever its divisor."""
+    import jax
+    import jax.numpy as jnp
+    from conftest import op_infos
+    from jax import lax
+
+    def f(a, b, s, x, y):
+        seven = jnp.int32(7)
+        return (
+            lax.div(a, b), lax.rem(a, b), lax.div(a, seven), lax.rem(a, seven), lax.div(a, s),
+            lax.rem(x, y), lax.div(x, y), lax.rem(x, jnp.float32(2.0)),
+        )  # fmt: skip
+
+    i, f32 = jax.ShapeDtypeStruct((64, 64), jnp.int32), jax.ShapeDtypeStruct((64, 64), jnp.float32)
+    text = jax.jit(f).lower(i, i, jax.ShapeDtypeStruct((), jnp.int32), f32, f32).as_text()
+    found = [
+        (o.short_name, ew.op_model_class(o), ew.division_code(o))
+        for o in op_infos(text)
+        if o.short_name in ("divide", "remainder")
+    ]
+    assert found == [
+        ("divide", "special", "integer_divide"),
+        ("remainder", "special", "integer_remainder"),
+        ("divide", "binary", None),
+        ("remainder", "binary", None),
+        ("divide", "special", "integer_divide"),  # a runtime scalar: no constant to fold
+        ("remainder", "special", None),
+        ("divide", "binary", None),
+        ("remainder", "special", None),
+    ]
+    codes = ew.features([o for o in op_infos(text) if o.short_name in ("divide", "remainder")])
+    assert list(codes[:2, -1]) == [
+        ew.OP_CODES.index("integer_divide"), ew.OP_CODES.index("integer_remainder"),
+    ]  # fmt: skip
 
 
 def test_special_functions_are_priced_by_their_own_rows_and_borrow_without_them() -> None:
@@ -825,6 +868,45 @@ def test_special_functions_are_priced_by_their_own_rows_and_borrow_without_them(
     amd = ew.LearnedLatencyModel(data={"host": data / "host_reference.csv"})
     (borrowed,) = amd.predict(ops[1:2], host)
     assert borrowed.model == "hgb-host-transcendental→special(scaled)"
+
+
+def test_ops_run_an_element_at_a_time_are_priced_by_their_own_rows() -> None:
+    """Tangents, cube roots, powers, float remainders (libm calls), expm1 and log1p, sines and
+    cosines, and integer division by a tensor cost 5-100x an add an element on the host (Zen
+    4 reference, 1024 x 1024: fmod 8.1 ms, cbrt 8.3, tan 7.2, an add ~0.2): each is priced
+    near the median of its three 2^20-element rows, an i8 divide as an i32 one, and an
+    integer divide by a constant (a multiply and shifts) at the binary model's rate."""
+    host = load_target("host")
+    zen4 = Path(ew.__file__).resolve().parent / "data" / "host_reference_zen4.csv"
+    rows: dict[tuple[str, str], list[float]] = {}
+    for r in ew.load_measurements(zen4):
+        if r.shape in ((1024, 1024), (2048, 512), (4096, 256)):
+            rows.setdefault((r.op, r.dtype), []).append(r.latency_us)
+    shape = (1024, 1024)
+    one = ("tan", "exponential_minus_one", "log_plus_one", "cbrt", "sine", "cosine")
+    ops = [_op(n, shape, "f32", n_in=1) for n in one]
+    ops += [_op(n, shape, "f32") for n in ("power", "remainder")]
+    ops += [_op(n, shape, "i32") for n in ("divide", "remainder")]
+    keys = [(n, "f32") for n in (*one, "power", "remainder")]
+    keys += [("integer_divide", "i32"), ("integer_remainder", "i32")]
+    svc = ew.LearnedLatencyModel(data={"host": zen4})
+    costs = svc.predict(ops, host)
+    trig = ("tan", "sine", "cosine")
+    assert [c.model for c in costs] == [
+        f"hgb-host-{'trigonometric' if k[0] in trig else 'special'}" for k in keys
+    ]
+    for key, cost in zip(keys, costs, strict=True):
+        assert len(rows[key]) == 3, key
+        assert cost.latency_ns / 1e3 == pytest.approx(np.median(rows[key]), rel=0.25), key
+    t8 = TensorType(shape, "i8")
+    seven = OpInfo.build(0, "stablehlo.divide", [t8, t8], [t8], {"constant_divisor": 1})
+    i8, add, by_seven = svc.predict(
+        [OpInfo.build(0, "stablehlo.divide", [t8, t8], [t8]), _op("add", shape, "f32"), seven],
+        host,
+    )
+    assert i8.latency_ns == pytest.approx(costs[-2].latency_ns)
+    assert costs[7].latency_ns > 20 * add.latency_ns  # the float remainder
+    assert by_seven.model == "hgb-host-binary" and by_seven.latency_ns < i8.latency_ns / 5
 
 
 def test_a_transposed_convolution_keeps_its_kernels_input_channels() -> None:

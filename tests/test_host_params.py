@@ -14,6 +14,7 @@ from conftest import op_infos
 from stablehlo_perf.analysis import calibration_files as cf
 from stablehlo_perf.analysis.host_params import (
     HOST_PARAMS_KEY,
+    UNFITTED_ROWS,
     HostParams,
     eigen_uses_pool,
     fit_host_params,
@@ -70,6 +71,22 @@ def test_call_overhead_is_a_step_in_kernel_time() -> None:
     assert p.program_overhead_ns == pytest.approx(5000.0)
     assert p.threadpool_wake_ns == pytest.approx(200000.0)
     assert 8000.0 < p.parallel_kernel_ns <= 30000.0
+
+
+def test_rows_of_ops_xla_undercounts_stay_out_of_the_overhead_fit() -> None:
+    """The step fit of `test_call_overhead_is_a_step_in_kernel_time`'s rows is unmoved by
+    remainders and integer divisions (`UNFITTED_ROWS`) whose 15-25 us kernels paid no wake,
+    where the same rows as adds pull the threshold above them."""
+    short = [(1.0, 6.0), (2.0, 4.0), (4.0, 5.0), (8.0, 5.0), (3.0, 90.0)]
+    long = [(30.0, 205.0), (60.0, 205.0), (100.0, 206.0), (500.0, 204.0), (40.0, 20.0)]
+    rows = [("add", "f32", (1,), k, k + o) for k, o in [*short, *long]]
+    fitted = fit_host_params(rows)
+    slow = [(op, "f32", (1,), k, k + 5.0) for op in ("remainder", "integer_divide")
+            for k in (15.0, 20.0, 25.0)]  # fmt: skip
+    assert {"remainder", "integer_divide"} <= UNFITTED_ROWS
+    assert fit_host_params([*rows, *slow]) == fitted
+    as_adds = fit_host_params([*rows, *(("add", *r[1:]) for r in slow)])
+    assert as_adds.parallel_kernel_ns > 25000.0 >= fitted.parallel_kernel_ns
 
 
 def test_a_loop_kernel_split_over_threads_wakes_the_pool_whatever_its_time() -> None:

@@ -538,6 +538,34 @@ def test_remeasure_keeps_each_rows_median_run_at_the_files_speed() -> None:
     assert "| add,f32,64 | 10.0 | 12.0*, 9.0, 30.0 | 1.200 |" in remeasure.table([done])
 
 
+def test_a_calibration_keeps_its_speed_when_rows_are_added(tmp_path: Path) -> None:
+    """Rows are read at the speed the file was written at (its header's `speed_sentinel_us`,
+    the rows' median sentinel then): rows added later in a fast spell do not move it, where
+    the median of all rows would have taken every row's time with it."""
+
+    def row(shape: str, us: float, sentinel: float) -> list[str]:
+        return [*_cal_row("add", "f32", shape, us)[:-1], f"{sentinel}"]
+
+    path = tmp_path / "cal.csv"
+    first = [row("64", 10.0, 80.0), row("128", 10.0, 100.0), row("256", 10.0, 120.0)]
+    calibrate.write_calibration(first, path, calibrate.header("host"))
+    assert cf.header_value(path, cf.SPEED_KEY) == "100"
+    # Three rows timed beside sentinels of 40 us (a spell 2.5x faster): a median of 60 us.
+    later = {f"add,f32,{n}": row(str(n), 4.0, 40.0) for n in (512, 1024, 2048)}
+    calibrate.refit(path, "three rows added", later)
+    assert cf.header_value(path, cf.SPEED_KEY) == "100"
+    got = {m.shape: m.latency_us for m in ew.load_measurements(path)}
+    # 10 us beside 80 us sentinels is 12.5 at 100; 4 us beside 40 is 10.
+    assert got == {(64,): 12.5, (128,): 10.0, (256,): 10.0 * 100 / 120, **dict.fromkeys(
+        [(512,), (1024,), (2048,)], 10.0)}  # fmt: skip
+    sentinels = [80.0, 100.0, 120.0, 40.0, 40.0, 40.0]
+    assert cf.file_speed(path, sentinels) == 100.0
+    bare = tmp_path / "bare.csv"  # a file written before the key: its rows' median
+    bare.write_text("".join(ln for ln in path.open() if not ln.startswith(f"# {cf.SPEED_KEY}")))
+    assert cf.file_speed(bare, sentinels) == 60.0
+    assert calibration_check.calibration_sentinel_us(path) == 100.0
+
+
 def test_check_sample_spreads_over_each_class_and_keeps_resolvable_f32_rows() -> None:
     adds = [_cal_row("add", "f32", f"{64 * (i + 1)}", 10.0 * (i + 1)) for i in range(10)]
     rows = [
