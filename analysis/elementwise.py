@@ -52,6 +52,7 @@ from stablehlo_perf.analysis.calibration_files import (
 )
 from stablehlo_perf.analysis.opinfo import (
     READS_PART,
+    SCALAR_LOOPS,
     SPECIAL_FUNCTIONS,
     OpInfo,
     TensorType,
@@ -74,7 +75,6 @@ __all__ = [
     "NEAREST",
     "OP_CODES",
     "ROW_OPS",
-    "SCALAR_LOOPS",
     "CalibrationError",
     "LatencyRegressor",
     "LearnedLatencyModel",
@@ -131,16 +131,6 @@ CLASSES = (
     "convolution",
     "grouped_conv",
 )
-
-SCALAR_LOOPS = frozenset({
-    "exponential_minus_one", "log_plus_one", "cbrt", "power", "remainder", "integer_divide",
-    "integer_remainder",
-})  # fmt: skip
-"""Ops XLA:CPU runs an element at a time, through a libm call or a scalar instruction (tan too,
-in the trigonometric model): 65536 f32 in a loop on the Zen 4 VM (2026-12-05) took expm1 55 us,
-log1p 58, pow 278, tan 559, cbrt 561, fmod 490 (the remainder of floats, with a constant
-divisor too) against 9 for an add; the rows `runtime.sweeps` times for them. Integer division
-is `integer_divide` / `integer_remainder` (`division_code`)."""
 
 # Ops with a model of their own inside their op class: XLA:CPU's comparator sort costs
 # 10-10,000x a sum of the same tensor (host reference), and one reduction model for

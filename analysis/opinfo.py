@@ -22,6 +22,7 @@ from typing import Any
 __all__ = [
     "READS_PART",
     "READS_WHAT_IT_RETURNS",
+    "SCALAR_LOOPS",
     "SPECIAL_FUNCTIONS",
     "OpInfo",
     "TensorType",
@@ -184,6 +185,17 @@ SPECIAL_FUNCTIONS = frozenset({
     "erf", "erf_inv", "erfc", "lgamma", "digamma", "polygamma", "zeta", "bessel_i1e",
     "sinh", "cosh", "asin", "acos", "atan", "asinh", "atanh",
 })  # fmt: skip
+
+SCALAR_LOOPS = frozenset({
+    "exponential_minus_one", "log_plus_one", "cbrt", "power", "remainder", "integer_divide",
+    "integer_remainder",
+})  # fmt: skip
+"""Ops XLA:CPU runs an element at a time, through a libm call or a scalar instruction (tan too,
+priced with sines): 65536 f32 in a loop on the Zen 4 VM (2026-12-05) took expm1 55 us, log1p
+58, pow 278, tan 559, cbrt 561, fmod 490 (the remainder of floats, with a constant divisor
+too) against 9 for an add. Integer division by a tensor is `integer_divide` /
+`integer_remainder` (`analysis.elementwise.division_code`), as the calibration rows
+`runtime.sweeps` times name it."""
 
 # Op classes shared by the models; XLA's HloCostAnalysis decides which count as flops.
 _BINARY = {

@@ -40,6 +40,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import jax
 import numpy as np
 from stablehlo_perf.analysis import calibration_files as cf
 from stablehlo_perf.analysis import elementwise as ew
@@ -611,6 +612,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--target", default="host", help="target the calibration is for (default host)")
     p.add_argument("--ops", help="comma-separated StableHLO op names (default: the sweep's ops)")
+    p.add_argument(
+        "--dtypes",
+        default=",".join(sweeps.DTYPES),
+        help="comma-separated element types of the elementwise ops (default f32,bf16; the"
+        " second and later on every other shape with --quick; f64 enables JAX's x64 mode)",
+    )
     p.add_argument("--quick", action="store_true", help="strided sweep that runs in minutes")
     p.add_argument("--repeats", type=int, default=7, help="interleaved rounds per shape")
     p.add_argument("--out", type=Path, help="CSV to write (default: the user cache entry)")
@@ -769,7 +776,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{path}: refitted ({cf.header_value(path, HOST_PARAMS_KEY)})")
         return 0
     try:
-        specs = sweeps.sweep(args.quick, args.ops.split(",") if args.ops else None)
+        dtypes = tuple(args.dtypes.split(","))
+        specs = sweeps.sweep(args.quick, args.ops.split(",") if args.ops else None, dtypes)
+        if "f64" in dtypes:
+            jax.config.update("jax_enable_x64", True)  # else JAX makes f64 arrays f32
     except ValueError as e:
         print(f"stablehlo-perf-calibrate: error: {e}", file=sys.stderr)
         return 2

@@ -55,6 +55,7 @@ _JNP = {
     "f16": jnp.float16,
     "i8": jnp.int8,
     "i32": jnp.int32,
+    "f64": jnp.float64,
 }
 DTYPES = ("f32", "bf16")
 
@@ -586,6 +587,9 @@ def sweep(
     unknown = [o for o in chosen if o not in OPS]
     if unknown:
         raise ValueError(f"unknown op(s) {', '.join(unknown)}; known: {', '.join(OPS)}")
+    strange = [d for d in dtypes if d not in _JNP]
+    if strange or not dtypes:
+        raise ValueError(f"unknown dtype(s) {', '.join(strange)}; known: {', '.join(_JNP)}")
     shapes = elementwise_shapes(quick)
     small = [(n,) for n in SMALL_LENGTHS if quick]  # the full grid has them
     specs: list[Spec] = []
@@ -643,6 +647,8 @@ def _op_and_maker(
     """`spec` as a function of its inputs, and a function drawing the inputs."""
     key = jax.random.key(seed)
     dt = _JNP[spec.dtype]
+    if jnp.dtype(dt).itemsize == 8 and not jax.config.read("jax_enable_x64"):
+        raise ValueError(f"{spec.key}: 64-bit rows need JAX's x64 mode (jax_enable_x64)")
     if spec.op == "dot_general":
         b, m, n, k, *layout = spec.shape
         lhs_t, rhs_t = divmod(layout[0] if layout else 0, 2)

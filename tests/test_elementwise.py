@@ -909,6 +909,27 @@ def test_ops_run_an_element_at_a_time_are_priced_by_their_own_rows() -> None:
     assert by_seven.model == "hgb-host-binary" and by_seven.latency_ns < i8.latency_ns / 5
 
 
+def test_f64_ops_are_priced_by_their_own_rows() -> None:
+    """XLA:CPU runs f64 transcendentals on other paths than f32's (65536 elements in a loop,
+    Zen 4 VM: erf 564 us in f64, 18 in f32; log 233 and 37): with the Zen 4 reference's f64
+    rows each is priced near the median of its 2^20-element f64 rows, where the f32 rows
+    alone had priced f64 erf at 0.09x and log at 0.35x."""
+    host = load_target("host")
+    zen4 = Path(ew.__file__).resolve().parent / "data" / "host_reference_zen4.csv"
+    rows: dict[tuple[str, str], list[float]] = {}
+    for r in ew.load_measurements(zen4):
+        if r.shape in ((1024, 1024), (2048, 512), (4096, 256)):
+            rows.setdefault((r.op, r.dtype), []).append(r.latency_us)
+    names = ("erf", "log", "exponential", "tanh", "sine", "logistic")
+    ops = [_op(n, (1024, 1024), dt, n_in=1) for dt in ("f64", "f32") for n in names]
+    costs = ew.LearnedLatencyModel(data={"host": zen4}).predict(ops, host)
+    by = {(o.short_name, o.element_type): c.latency_ns / 1e3 for o, c in zip(ops, costs)}
+    for name in names:
+        assert len(rows[name, "f64"]) == 3, name
+        assert by[name, "f64"] == pytest.approx(np.median(rows[name, "f64"]), rel=0.25), name
+    assert by["erf", "f64"] > 5 * by["erf", "f32"] and by["log", "f64"] > 2 * by["log", "f32"]
+
+
 def test_a_transposed_convolution_keeps_its_kernels_input_channels() -> None:
     """A stride-2 transposed convolution (lhs_dilation 2) meets real inputs with 2.25 of its
     3x3 taps: K counts those (8 channels x 2.25 = 18), and the channels slot holds the

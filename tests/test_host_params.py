@@ -14,6 +14,7 @@ from conftest import op_infos
 from stablehlo_perf.analysis import calibration_files as cf
 from stablehlo_perf.analysis.host_params import (
     HOST_PARAMS_KEY,
+    UNFITTED_DTYPES,
     UNFITTED_ROWS,
     HostParams,
     eigen_uses_pool,
@@ -83,8 +84,10 @@ def test_rows_of_ops_xla_undercounts_stay_out_of_the_overhead_fit() -> None:
     fitted = fit_host_params(rows)
     slow = [(op, "f32", (1,), k, k + 5.0) for op in ("remainder", "integer_divide")
             for k in (15.0, 20.0, 25.0)]  # fmt: skip
-    assert {"remainder", "integer_divide"} <= UNFITTED_ROWS
+    assert {"remainder", "integer_divide"} <= UNFITTED_ROWS and "f64" in UNFITTED_DTYPES
     assert fit_host_params([*rows, *slow]) == fitted
+    # f64 rows too (the parameters were chosen on f32 and bf16 rows).
+    assert fit_host_params([*rows, *(("add", "f64", *r[2:]) for r in slow)]) == fitted
     as_adds = fit_host_params([*rows, *(("add", *r[1:]) for r in slow)])
     assert as_adds.parallel_kernel_ns > 25000.0 >= fitted.parallel_kernel_ns
 

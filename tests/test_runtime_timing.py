@@ -203,6 +203,30 @@ def test_quick_sweep_covers_every_class_and_the_paper_grids() -> None:
     assert {(n,) for n in range(32, 8193, 32)} <= {s.shape for s in full}
 
 
+def test_integer_division_rows_are_i32_and_other_dtypes_are_asked_for() -> None:
+    """Integer division is swept in i32 on divisors 1-1000 whatever the dtypes asked for; f64
+    rows are the second dtype's (every other shape, --quick) and real f64 (x64 mode on);
+    an unknown dtype is refused by name."""
+    specs = sweeps.sweep(True, ["integer_divide", "add"], ("f32", "f64"))
+    by = {(s.op, s.dtype) for s in specs}
+    assert by == {("integer_divide", "i32"), ("add", "f32"), ("add", "f64")}
+    adds = [s for s in specs if s.op == "add"]
+    f32, f64 = (sum(s.dtype == d for s in adds) for d in ("f32", "f64"))
+    assert f64 < f32 and [s.shape for s in specs if s.op == "integer_divide"] == [
+        s.shape for s in adds if s.dtype == "f32"
+    ]
+    fn, (a, b) = sweeps.op_and_inputs(sweeps.Spec("integer_divide", "i32", (64, 64)))
+    assert a.dtype == jnp.int32 and int(b.min()) >= 1 and int(b.max()) <= 1000
+    assert "stablehlo.divide" in jax.jit(fn).lower(a, b).as_text()
+    with pytest.raises(ValueError, match="add,f64,8: 64-bit rows need JAX's x64 mode"):
+        sweeps.op_and_inputs(sweeps.Spec("add", "f64", (8,)))
+    with jax.enable_x64(True):
+        _, (x, _) = sweeps.op_and_inputs(sweeps.Spec("add", "f64", (8,)))
+    assert x.dtype == jnp.float64
+    with pytest.raises(ValueError, match="unknown dtype.*f128"):
+        sweeps.sweep(True, ["add"], ("f32", "f128"))
+
+
 def test_root_and_log_rows_are_measured_on_positive_inputs() -> None:
     """rsqrt, sqrt and log see no NaN (a NaN input takes other paths); rsqrt is timed as
     rsqrt(x + 1e-5), as a normalisation computes it."""
@@ -320,7 +344,7 @@ def test_calibrate_cli_end_to_end_and_corrupted_cache(
 ) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     specs = [sweeps.Spec("add", "f32", (n,)) for n in (4096, 65536, 1 << 20)]
-    monkeypatch.setattr(sweeps, "sweep", lambda quick, ops=None: specs)
+    monkeypatch.setattr(sweeps, "sweep", lambda quick, ops=None, dtypes=(): specs)
     monkeypatch.setattr(program_probes, "CHAIN_LENGTHS", (1, 2, 3))
     monkeypatch.setattr(program_probes, "BRANCH_COUNTS", (2,))
     monkeypatch.setattr(
@@ -465,7 +489,7 @@ def test_calibrate_cli_end_to_end_and_corrupted_cache(
     # --rows-only measures the sweep's new shapes alone (no probe: they still fail if run),
     # keeps every earlier row as it was, and fits the parameters again.
     grown = [*specs, sweeps.Spec("add", "f32", (8192,))]
-    monkeypatch.setattr(sweeps, "sweep", lambda quick, ops=None: grown)
+    monkeypatch.setattr(sweeps, "sweep", lambda quick, ops=None, dtypes=(): grown)
     rows_before = calibrate.read_partial(path)
     only = ["--target", "host", "--rows-only", "--repeats", "3", "--no-progress", "--note", "rows"]
     assert calibrate.main(only) == 0
