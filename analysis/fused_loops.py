@@ -89,7 +89,17 @@ a counter-based generator's rounds; a subtract costs what an add does)."""
 _TRIGONOMETRIC = frozenset({"sine"})
 _SELECTS = frozenset({"compare", "select"})
 _TYPES = frozenset({"f32", "i1"})
-_WORDS = frozenset({"f32", "i32", "ui32"})
+_LANE_OPS = frozenset({"compare", "select", "maximum", "minimum", "negate", "abs"})
+"""Ops that run on i32 lanes as they do on f32 ones (one vector instruction each), priced as
+the f32 chains' ops; the integer arithmetic and logic of `_INTEGER` (and an i32's arithmetic
+shift, and masks' and/or/not) as the uint32 chains' steps. Masks and index arithmetic (a
+causal mask's iota compare, a one-hot's label compare, clipped or masked int32 tensors) ran
+2.0-3.6x under the roofline's price in a loop on the Zen 4 VM (2026-12-05: a 512 x 512
+causal mask 15 us, priced 45 from its bytes at DRAM bandwidth; a 2048 x 1000 one-hot 95,
+priced 199; where(a > b, a, b) of 1M i32 107, priced 271)."""
+_INT_TYPES = frozenset({"i32", "ui32", "i1"})
+_INT_STEPS = _INTEGER | {"shift_right_arithmetic", "not"}
+_WORDS = frozenset({"f32", "i32", "ui32", "i1"})
 """A convert between these counts as one op of the composition (XLA:CPU emits one vector
 instruction per vector of elements for it, as for a round): the chains ran no converts."""
 _NARROW_INTS = frozenset({"ui8", "i8", "ui16", "i16"})
@@ -99,7 +109,7 @@ on uint8 images of 8x64x64x3, 32768x3, 98304, 4248x7 and 64x127 ran 0.7-4.8 us i
 (Zen 4 VM, 2026-12-05) and was priced 2.4-9.9x that; the same chain on f32, which this
 model prices, 1.0-1.5x."""
 _FREE = frozenset(
-    {"broadcast_in_dim", "reshape", "constant", "reverse", "slice", "bitcast_convert"}
+    {"broadcast_in_dim", "reshape", "constant", "reverse", "slice", "bitcast_convert", "iota"}
 )
 """Members a fused loop computes as index arithmetic, no work of their own. A reverse reads
 its operand's elements in the other order: `x[:, ::-1] + 1` on 256-2048 x 512 f32 took
@@ -279,7 +289,9 @@ def group_composition(
         types = {t.element_type for t in (*op.operands, *op.results)}
         if op.short_name == "convert" and (types <= _WORDS or (widening and _widens_to_f32(op))):
             continue
-        if types == {"ui32"} and op.short_name in _INTEGER:
+        if types <= _INT_TYPES and op.short_name in _INT_STEPS:
+            continue
+        if op.short_name in _LANE_OPS and types <= _TYPES | {"i32"}:
             continue
         if op.short_name not in _TRAINED or not op.results or not types <= _TYPES:
             return None
@@ -306,7 +318,10 @@ def group_composition(
         selects=sum(op.short_name in _SELECTS for op in work),
         full_inputs=max(1, int(input_bytes // out_bytes)),
         broadcasts=broadcasts,
-        integer=sum({t.element_type for t in op.results} == {"ui32"} for op in work),
+        integer=sum(
+            op.short_name in _INT_STEPS and {t.element_type for t in op.results} <= _INT_TYPES
+            for op in work
+        ),
     )
 
 

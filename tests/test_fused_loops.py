@@ -151,6 +151,30 @@ def test_int_and_long_chain_features_are_what_the_pipeline_finds(monkeypatch) ->
     assert spy.seen == [((256, 16), fl.Composition(3, 0, 0, 0, 0, 1, 0, integer=2))]
 
 
+def test_int32_masks_and_index_arithmetic_are_loops_the_chains_price(monkeypatch) -> None:
+    """A causal mask (iotas compared, a select of f32) is the f32 chains' two selects; int32
+    adds, multiplies and shifts are the uint32 chains' integer steps, and a mask's `and` one
+    too; an integer divide by a tensor (a scalar loop) is not theirs. Each had been priced
+    by its bytes at DRAM bandwidth, 2.0-3.6x its time in a loop."""
+    spy = Spy()
+    monkeypatch.setattr(fl, "model_for_host", lambda: spy)
+    x, a = jnp.ones((512, 512)), jnp.ones((4096,), jnp.int32)
+
+    def causal(x):
+        return jnp.where(jnp.arange(512)[:, None] >= jnp.arange(512)[None, :], x, -1e9)
+
+    perf_jit(causal, target="host").analyze(x)
+    assert spy.seen == [((512, 512), fl.Composition(2, 0, 0, 0, 2, 1, 2, integer=0))]
+    for fn, comp in (
+        (lambda a, b: (a + b) * 3 - (a >> 2), fl.Composition(4, 0, 0, 0, 0, 2, 0, integer=4)),
+        (lambda a, b: jnp.where((a > 0) & (b < 10), a, 0), fl.Composition(4, 0, 0, 0, 3, 2, 0, 1)),
+        (lambda a, b: a // b, None),
+    ):
+        spy.seen.clear()
+        perf_jit(fn, target="host").analyze(a, a)
+        assert spy.seen == ([((4096,), comp)] if comp else [])
+
+
 def test_the_zen4_int_and_long_chains_are_priced_by_the_model(monkeypatch) -> None:
     """The shipped Zen 4 chains of uint32 rounds and of 17-48 steps, which the short chains'
     regressor does not cover, priced through the pipeline by the wide one, come within an
