@@ -870,6 +870,16 @@ def test_special_functions_are_priced_by_their_own_rows_and_borrow_without_them(
     assert borrowed.model == "hgb-host-transcendental→special(scaled)"
 
 
+def _mega_rows(path: Path) -> dict[tuple[str, str], list[float]]:
+    """(op, dtype) -> times of a calibration's rows of 2^20 elements as 1024 x 1024, 2048 x
+    512 and 4096 x 256 (their median: one row alone can sit in a slow spell)."""
+    rows: dict[tuple[str, str], list[float]] = {}
+    for r in ew.load_measurements(path):
+        if r.shape in ((1024, 1024), (2048, 512), (4096, 256)):
+            rows.setdefault((r.op, r.dtype), []).append(r.latency_us)
+    return rows
+
+
 def test_ops_run_an_element_at_a_time_are_priced_by_their_own_rows() -> None:
     """Tangents, cube roots, powers, float remainders (libm calls), expm1 and log1p, sines and
     cosines, and integer division by a tensor cost 5-100x an add an element on the host (Zen
@@ -878,10 +888,7 @@ def test_ops_run_an_element_at_a_time_are_priced_by_their_own_rows() -> None:
     integer divide by a constant (a multiply and shifts) at the binary model's rate."""
     host = load_target("host")
     zen4 = Path(ew.__file__).resolve().parent / "data" / "host_reference_zen4.csv"
-    rows: dict[tuple[str, str], list[float]] = {}
-    for r in ew.load_measurements(zen4):
-        if r.shape in ((1024, 1024), (2048, 512), (4096, 256)):
-            rows.setdefault((r.op, r.dtype), []).append(r.latency_us)
+    rows = _mega_rows(zen4)
     shape = (1024, 1024)
     one = ("tan", "exponential_minus_one", "log_plus_one", "cbrt", "sine", "cosine")
     ops = [_op(n, shape, "f32", n_in=1) for n in one]
@@ -916,10 +923,7 @@ def test_f64_ops_are_priced_by_their_own_rows() -> None:
     alone had priced f64 erf at 0.09x and log at 0.35x."""
     host = load_target("host")
     zen4 = Path(ew.__file__).resolve().parent / "data" / "host_reference_zen4.csv"
-    rows: dict[tuple[str, str], list[float]] = {}
-    for r in ew.load_measurements(zen4):
-        if r.shape in ((1024, 1024), (2048, 512), (4096, 256)):
-            rows.setdefault((r.op, r.dtype), []).append(r.latency_us)
+    rows = _mega_rows(zen4)
     names = ("erf", "log", "exponential", "tanh", "sine", "logistic")
     ops = [_op(n, (1024, 1024), dt, n_in=1) for dt in ("f64", "f32") for n in names]
     costs = ew.LearnedLatencyModel(data={"host": zen4}).predict(ops, host)
