@@ -32,7 +32,6 @@ import csv
 import functools
 import math
 import os
-import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -57,6 +56,7 @@ from stablehlo_perf.analysis.opinfo import (
     OpInfo,
     TensorType,
     element_bytes,
+    is_integer,
     moves_minor_axis,
     op_class,
     real_part,
@@ -502,9 +502,7 @@ def division_code(op: OpInfo) -> str | None:
 
 def _integers(op: OpInfo) -> bool:
     """Whether an op's operands are all integers (and it has some)."""
-    return bool(op.operands) and all(
-        re.fullmatch(r"u?i\d+|si\d+", t.element_type) for t in op.operands
-    )
+    return bool(op.operands) and all(is_integer(t.element_type) for t in op.operands)
 
 
 # A row whose last dim is not a whole number of vector registers leaves a tail XLA:CPU's

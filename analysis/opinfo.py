@@ -31,6 +31,7 @@ __all__ = [
     "count_flops",
     "count_transcendentals",
     "element_bytes",
+    "is_integer",
     "moves_minor_axis",
     "op_class",
     "real_part",
@@ -39,6 +40,11 @@ __all__ = [
 
 _INT_RE = re.compile(r"^(u?i|si)(\d+)$")
 _FLOAT_BITS = {"f16": 16, "bf16": 16, "f32": 32, "f64": 64, "tf32": 32, "f4E2M1FN": 4}
+
+
+def is_integer(element_type: str) -> bool:
+    """Whether an element type is an integer (iN, uiN, siN; i1 too)."""
+    return _INT_RE.match(element_type) is not None
 
 
 def real_part(element_type: str) -> str:

@@ -355,8 +355,8 @@ def write_calibration(
     sentinels = [float(r[-1]) for r in rows]
     stored = [ln for ln in head if ln.startswith(f"# {cf.SPEED_KEY}:")]
     # Rounded as the header keeps it, so that a refit reads back the speed this fit used.
-    ref = float(f"{cf.median_sentinel(sentinels):.6g}")
-    ref = float(stored[0].split(":", 1)[1]) if stored else ref
+    median = f"{cf.median_sentinel(sentinels):.6g}"
+    ref = float(stored[0].split(":", 1)[1] if stored else median)
     speed = cf.speed_factors(sentinels, ref)
     params = fit_host_params(
         [

@@ -12,7 +12,6 @@ import functools
 import math
 import os
 import platform
-import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -20,7 +19,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from stablehlo_perf.analysis.opinfo import real_part
+from stablehlo_perf.analysis.opinfo import is_integer, real_part
 
 if TYPE_CHECKING:
     from stablehlo_perf.analysis.host_params import HostParams
@@ -177,7 +176,7 @@ def _dtype_key(element_type: str) -> str:
         return "f8"
     if t in ("i8", "ui8", "si8", "i4", "ui4"):
         return "int8"
-    if re.fullmatch(r"u?i\d+|si\d+", t):
+    if is_integer(t):
         return "int32"
     return t
 
