@@ -7,12 +7,13 @@ whether a target has data without importing them.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import math
 import os
 import platform
 import statistics
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from importlib import resources
 from pathlib import Path
 
@@ -27,6 +28,7 @@ __all__ = [
     "file_speed",
     "has_learned_data",
     "header_value",
+    "line_value",
     "machine_fingerprint",
     "median_sentinel",
     "nearest_machine",
@@ -155,9 +157,9 @@ def checksum_ok(path: Path) -> bool:
     except (OSError, UnicodeDecodeError):
         return False
     lines = text.splitlines(keepends=True)
-    want = next((ln.split(":", 1)[1].strip() for ln in lines if ln.startswith("# sha256:")), None)
+    want = line_value(lines, "sha256")
     body = "".join(ln for ln in lines if not ln.startswith("#"))
-    return want is not None and hashlib.sha256(body.encode()).hexdigest() == want
+    return bool(want) and hashlib.sha256(body.encode()).hexdigest() == want
 
 
 def training_files(target: str) -> tuple[Path, bool] | None:
@@ -209,12 +211,13 @@ def header_value(path: Path, key: str) -> str:
     """The value of `# key: value` in a calibration's header ("" if absent); reads only the
     header lines."""
     with path.open() as f:
-        for line in f:
-            if not line.startswith("#"):
-                break
-            if line.startswith(f"# {key}:"):
-                return line.split(":", 1)[1].strip()
-    return ""
+        return line_value(itertools.takewhile(lambda line: line.startswith("#"), f), key)
+
+
+def line_value(lines: Iterable[str], key: str) -> str:
+    """The value of the first `# key: value` among header `lines` ("" if none)."""
+    prefix = f"# {key}:"
+    return next((ln[len(prefix) :].strip() for ln in lines if ln.startswith(prefix)), "")
 
 
 def _header_machine(path: Path) -> str:

@@ -414,7 +414,7 @@ OP_CODES = (
     "copy", "reduce", "dot_general", "convolution", "sort", "reduce_window", "argmax", "top_k",
     "fft", "gather", "sine", "cosine", "erf", "erf_inv", "erfc", "lgamma", "digamma", "atan",
     "tan", "exponential_minus_one", "log_plus_one", "cbrt", "power", "remainder",
-    "integer_divide", "integer_remainder",
+    "integer_divide", "integer_remainder", "floor",
 )  # fmt: skip
 _OP_CODE = {op: float(i) for i, op in enumerate(OP_CODES)}
 # Column subsets compared by the ablation; "tile+op" is the shipped default, "conv" the
@@ -458,6 +458,13 @@ _TOPK_SLOT = _SLICE_SLOT = _AXIS_SLOT = "pad_ratio_8x128"
 # A gather's table bytes take the dot's layout slot (no layout for a gather): lookups into a
 # table beyond the caches miss where a small table's hit.
 _TABLE_SLOT = "operand_layout"
+# An elementwise loop of f16 is marked in the same slot (no layout for a loop either): f16 and
+# bf16 are both two bytes, but XLA:CPU computes bf16 in f32 (it widens and rounds around each
+# op) and keeps f16 ops in f16, which LLVM runs without AVX-512 FP16 as a scalar call an
+# element for its intrinsics (exp, log, sqrt, floor, ...). 65536 elements in a loop (Zen 4 VM,
+# 2026-12-05), f16 against its bf16 price: exp 159 us / 49, sqrt 97 / 17, floor 38 / 12,
+# expm1 291 / 83; but add 21 / 20, tanh 30 / 43 (XLA expands tanh in f32).
+_HALF_SLOT = "operand_layout"
 
 
 def _round_up(x: int, m: int) -> int:
@@ -481,8 +488,14 @@ def _lane_padded(shape: Sequence[int]) -> float:
     return float(min((_round_up(n // d, 8) * _round_up(d, 128) for d in shape if d > 0), default=0))
 
 
-# XLA expands atan(x) as atan2(x, 1): the two-input op is priced by atan's rows.
-_CODE_ALIASES = {"atan2": "atan"}
+# XLA expands atan(x) as atan2(x, 1): the two-input op is priced by atan's rows; ceil and the
+# roundings are one rounding instruction as floor is (and, in f16, the same scalar call).
+_CODE_ALIASES = {
+    "atan2": "atan",
+    "ceil": "floor",
+    "round_nearest_even": "floor",
+    "round_nearest_afz": "floor",
+}
 
 
 def _op_code(op: str) -> float:
@@ -998,17 +1011,20 @@ def features(ops: Sequence[OpInfo]) -> np.ndarray:
             t = op_tensor(op)
             row = shape_features(t.shape or (), t.elem_bytes)  # type: ignore[arg-type]
         cls = op_model_class(op)
-        _class_slots(row, cls)
+        _class_slots(row, cls, op.element_type)
         code = "argmax" if cls == "reduce_variadic" else division_code(op) or op.short_name
         rows.append([*row, _op_code(code)])
     return np.array(rows, dtype=float).reshape(len(rows), len(FEATURE_NAMES))
 
 
-def _class_slots(row: list[float], cls: str) -> None:
+def _class_slots(row: list[float], cls: str, dtype: str) -> None:
     """Clear the tail slots where a class's kernel is not a vectorised loop over the last dim:
     a transpose's time is set by strided reads of two minor dims, so it keeps no tail; the
     row-tail features (`_ROW_TAIL_CLASSES`) are for elementwise loops only (a convolution's
-    slot holds its channels, `_CHANNELS_SLOT`)."""
+    slot holds its channels, `_CHANNELS_SLOT`). An elementwise loop of IEEE halves is marked
+    (`_HALF_SLOT`)."""
+    if cls in _ROW_TAIL_CLASSES and dtype == "f16":
+        row[_IDX[_HALF_SLOT]] = 1.0
     if cls == "transpose":
         row[_IDX["vector_tail"]] = 0.0
     if cls not in _ROW_TAIL_CLASSES:
@@ -1042,7 +1058,7 @@ def measurement_features(rows: Sequence[Measurement]) -> np.ndarray:
             row = reduce_features(r.shape, (_REDUCE_ROWS[r.op] % len(r.shape),), eb)
         else:
             row = shape_features(r.shape, eb)
-        _class_slots(row, r.model_class)
+        _class_slots(row, r.model_class, r.dtype)
         out.append(
             [*row, _op_code("argmax" if r.op in _VARIADIC_ROWS else ROW_OPS.get(r.op, r.op))]
         )

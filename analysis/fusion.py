@@ -72,6 +72,7 @@ __all__ = [
     "GroupTraffic",
     "cpu_reduce_mode",
     "elemental_gathers",
+    "f16_vectorised_ops",
     "fuse_block",
     "gathered_scales",
     "group_deps",
@@ -1324,6 +1325,55 @@ def one_read_ops(
                     reads.add(src if src is not None else (i, k))
         if len(reads) == 1:
             out.update(i for i in ids if len(ops[i].operands) == 2)
+    return out
+
+
+_F16_BROADCAST_VECTORISED = frozenset({"exponential", "log", "exponential_minus_one"})
+"""f16 ops that XLA:CPU runs as a scalar call an element in a loop kernel of their own or with
+unary and elementwise neighbours, but vectorised where the kernel also broadcasts a scalar
+or a vector (256x256 f16 in a loop, Zen 4 VM, 2026-12-05: exp 155 us; exp(x) + 1,
+exp(x) + x[0, 0], exp(x) + x[0:1, :], exp(x) * x[:, 0:1] 26-27; exp(x) * x, exp(-x),
+exp(x) ** 2 153-166; log 163 at 65536, log(x + 1) 35; 512x512: expm1 555, expm1(x) * 2 219,
+where the bf16 rows say 237). log1p, sqrt and floor run scalar either way. A softmax's
+`exp(x - max)` is not vectorised: XLA puts the broadcast of the max into its YNNPACK reduce,
+and the kernel reads it as a full tensor (256x256: 203 us a softmax)."""
+
+
+def f16_vectorised_ops(
+    ops: Sequence[OpInfo], plan: FusionPlan, sources: Sequence[Sequence[int | None]]
+) -> set[int]:
+    """f16 members of `_F16_BROADCAST_VECTORISED` in loop fusions that broadcast inside the
+    kernel: a member of the kernel's size with a splat operand, or a broadcast to that size of
+    anything but a YNNPACK reduce's result (which XLA broadcasts in the reduce's own fusion).
+    They run at the f32 rate (their math vectorised in f32), not their own f16 rows'."""
+    out: set[int] = set()
+    for g, ids in enumerate(plan.members()):
+        found = [
+            i
+            for i in ids
+            if ops[i].short_name in _F16_BROADCAST_VECTORISED and ops[i].element_type == "f16"
+        ]
+        if plan.kinds[g] != "loop" or not found:
+            continue
+        size = max(ops[i].results[0].num_elements or 0 for i in found)
+
+        def from_ynn(i: int, g: int = g) -> bool:
+            """Whether op i's value comes from a YNNPACK group, within group g."""
+            srcs = [s for s in sources[i] if s is not None and s >= 0]
+            return any(
+                plan.groups[s] in plan.ynn or (plan.groups[s] == g and from_ynn(s)) for s in srcs
+            )
+
+        if any(
+            ops[i].results
+            and ops[i].results[0].num_elements == size
+            and (
+                ops[i].attrs.get("splat_operands")
+                or (ops[i].short_name == "broadcast_in_dim" and not from_ynn(i))
+            )
+            for i in ids
+        ):
+            out.update(found)
     return out
 
 

@@ -118,11 +118,11 @@ def borrow(out: Path, done: Borrowed) -> None:
 
     def head(lines: list[str]) -> list[str]:
         mine = f"# machine: {cf.machine_fingerprint()}"
-        speed = f"# {cf.SPEED_KEY}:"  # the rows' sentinels are scaled: so is their speed
 
         def line(ln: str) -> str:
-            if ln.startswith(speed):
-                return f"{speed} {float(ln.split(':', 1)[1]) * f:.6g}"
+            speed = cf.line_value([ln], cf.SPEED_KEY)
+            if speed:  # the rows' sentinels are scaled: so is their speed
+                return f"# {cf.SPEED_KEY}: {float(speed) * f:.6g}"
             return mine if ln.startswith("# machine:") else ln
 
         return [label, *map(line, lines)]

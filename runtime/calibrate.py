@@ -353,10 +353,9 @@ def write_calibration(
     digest = hashlib.sha256(body.encode()).hexdigest()
     disp = np.median([float(r[COLUMNS.index("dispatch_us")]) for r in rows])
     sentinels = [float(r[-1]) for r in rows]
-    stored = [ln for ln in head if ln.startswith(f"# {cf.SPEED_KEY}:")]
+    stored = cf.line_value(head, cf.SPEED_KEY)
     # Rounded as the header keeps it, so that a refit reads back the speed this fit used.
-    median = f"{cf.median_sentinel(sentinels):.6g}"
-    ref = float(stored[0].split(":", 1)[1] if stored else median)
+    ref = float(stored or f"{cf.median_sentinel(sentinels):.6g}")
     speed = cf.speed_factors(sentinels, ref)
     params = fit_host_params(
         [

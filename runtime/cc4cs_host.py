@@ -99,6 +99,7 @@ def calibration_records(path: Path) -> list[MeasuredOp]:
 def main(argv: list[str] | None = None) -> None:
     """Characterise the host from its calibration; write `cc4cs_host.json` and the records."""
     from stablehlo_perf.analysis.calibration_files import header_value, training_files
+    from stablehlo_perf.analysis.elementwise import load_measurements
     from stablehlo_perf.analysis.host_params import HOST_PARAMS_KEY, HostParams
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -117,6 +118,8 @@ def main(argv: list[str] | None = None) -> None:
     path = a.calibration or (training_files("host") or (None,))[0]
     if path is None:
         raise SystemExit("no host calibration: run stablehlo-perf-calibrate --target host")
+    if any(m.dtype in ("f64", "i64") for m in load_measurements(path)):
+        jax.config.update("jax_enable_x64", True)  # else JAX lowers f64 rows in f32
     records = calibration_records(path)
     with open(a.out / f"cc4cs_host_ops{suffix}.csv", "w", newline="") as f:
         w = csv.writer(f)

@@ -339,6 +339,8 @@ def test_special_functions_have_a_distribution_of_their_own_or_the_transcendenta
     ch = cc4cs.TargetCharacterisation.from_dict(json.loads(zen4.read_text()))
     assert cc4cs.metric_class(erf) == "special" and ch.distribution(erf) is ch.classes["special"]
     special, trans = ch.classes["special"], ch.classes["transcendental"]
-    assert special.cycles(1.0, 0.5) > 5 * trans.cycles(1.0, 0.5)
+    # Per element of a 256x256 f32 tensor (special's work is bytes, the transcendentals'
+    # elements): 20x on the reference's rows (2.6M cycles against 125K).
+    assert special.cycles(4 * 65536, 0.5) > 5 * trans.cycles(65536, 0.5)
     older = replace(ch, classes={k: v for k, v in ch.classes.items() if k != "special"})
     assert older.distribution(erf) is trans

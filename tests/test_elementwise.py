@@ -680,8 +680,8 @@ def test_host_uses_the_shipped_reference_with_a_matmul_class(
     assert [c.model for c in costs] == ["hgb-host-binary", "hgb-host-binary", "hgb-host-matmul"]
     assert 0 < costs[0].latency_ns < costs[1].latency_ns
     assert costs[2].latency_ns > 0
-    # Some references also measured sine and cosine, or the special functions.
-    assert set(svc.models(host)) - {"trigonometric", "special"} == {
+    # Some references also measured sine and cosine, the special functions, or unary ops.
+    assert set(svc.models(host)) - {"trigonometric", "special", "unary"} == {
         "binary", "compare_select", "transcendental", "convert", "movement", "transpose",
         "reduction", "sort", "reduce_variadic", "top_k", "reduce_window", "fft", "gather", "matmul",
         "convolution", "grouped_conv",
@@ -932,6 +932,51 @@ def test_f64_ops_are_priced_by_their_own_rows() -> None:
         assert len(rows[name, "f64"]) == 3, name
         assert by[name, "f64"] == pytest.approx(np.median(rows[name, "f64"]), rel=0.25), name
     assert by["erf", "f64"] > 5 * by["erf", "f32"] and by["log", "f64"] > 2 * by["log", "f32"]
+
+
+def test_f16_ops_are_priced_by_their_own_rows() -> None:
+    """XLA:CPU keeps f16 ops in f16, and LLVM runs its intrinsics (exp, log, sqrt, floor) as
+    a scalar call an element, where bf16 is widened to f32 and vectorised: with the Zen 4
+    reference's f16 rows each f16 op is priced near the median of its 2^20-element f16 rows
+    and each bf16 op near its bf16 rows', where the bf16 rows alone had priced f16 exp at
+    0.31x and sqrt at 0.17x (65536 in a loop); a rounding is priced as floor."""
+    host = load_target("host")
+    zen4 = Path(ew.__file__).resolve().parent / "data" / "host_reference_zen4.csv"
+    rows = _mega_rows(zen4)
+    names = ("exponential", "log", "sqrt", "floor", "exponential_minus_one", "tanh", "negate")
+    ops = [_op(n, (1024, 1024), dt, n_in=1) for dt in ("f16", "bf16") for n in names]
+    ops.append(_op("round_nearest_even", (1024, 1024), "f16", n_in=1))
+    costs = ew.LearnedLatencyModel(data={"host": zen4}).predict(ops, host)
+    by = {(o.short_name, o.element_type): c.latency_ns / 1e3 for o, c in zip(ops, costs)}
+    for key in [(n, dt) for dt in ("f16", "bf16") for n in names]:
+        assert len(rows[key]) == 3, key
+        assert by[key] == pytest.approx(np.median(rows[key]), rel=0.25), key
+    assert by["exponential", "f16"] > 2 * by["exponential", "bf16"]
+    assert by["sqrt", "f16"] > 2 * by["sqrt", "bf16"]
+    assert by["round_nearest_even", "f16"] == pytest.approx(by["floor", "f16"])
+
+
+def test_an_f16_loop_is_marked_apart_from_a_bf16_one_and_roundings_share_a_code() -> None:
+    """f16 and bf16 are both two bytes, but XLA:CPU widens bf16 to f32 and runs f16 as scalar
+    calls: an elementwise f16 op's features differ from its bf16 twin's in the half slot
+    alone, a dot's layout slot is its layout whatever its type, and ceil and the roundings
+    carry floor's op code (its rows price them)."""
+    half = ew.FEATURE_NAMES.index(ew._HALF_SLOT)
+    x16, xb = ew.features(
+        [_op("exponential", (64, 100), "f16", 1), _op("exponential", (64, 100), "bf16", 1)]
+    )
+    assert (x16[half], xb[half]) == (1.0, 0.0)
+    assert np.array_equal(np.delete(x16, half), np.delete(xb, half))
+    lhs, rhs = TensorType((64, 32), "f16"), TensorType((64, 16), "f16")
+    dot = OpInfo.build(
+        0, "stablehlo.dot_general", [lhs, rhs], [TensorType((32, 16), "f16")],
+        {"lhs_contracting_dims": (0,), "rhs_contracting_dims": (0,)},
+    )  # fmt: skip
+    assert ew.features([dot])[0, half] == ew.gemm_layout(dot) == 2
+    code = ew.FEATURE_NAMES.index("op_code")
+    names = ("floor", "ceil", "round_nearest_even", "round_nearest_afz", "negate")
+    codes = ew.features([_op(n, (8, 128), "f32", 1) for n in names])[:, code]
+    assert len(set(codes[:4])) == 1 and codes[0] == ew.OP_CODES.index("floor") != codes[4]
 
 
 def test_a_transposed_convolution_keeps_its_kernels_input_channels() -> None:

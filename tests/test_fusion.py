@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 from conftest import benchmark_module, corpus_files, corpus_programs
@@ -1307,3 +1308,32 @@ def test_loop_copies_are_priced_as_copy_kernels() -> None:
     scalar_copy = launch + 2 * 4 / bw
     expected = 5 * (2 * vector_op + counter) + 6 * test + (10 + 2) * copy + scalar_copy
     assert loop_op.latency_ns == pytest.approx(expected)
+
+
+def test_f16_exps_and_logs_vectorised_are_those_of_kernels_that_broadcast() -> None:
+    """XLA:CPU vectorises an f16 exp or log where its loop kernel broadcasts a scalar or a
+    vector (exp(x) + 1, exp(x) * x[:, :1], log(x + 1), a sigmoid's 1 / (1 + exp(-x))), not
+    in a kernel of its own, beside elementwise ops only (exp(x) * x, exp(-x)), in bf16 (which
+    it widens itself), or in a softmax, whose max XLA broadcasts inside its YNNPACK reduce."""
+    from stablehlo_perf.analysis.fusion import f16_vectorised_ops, plan_fusion
+    from stablehlo_perf.passes.extract import view_module
+    from stablehlo_perf.passes.ir import make_context, parse_module
+
+    def found(fn: object, dtype: object = jnp.float16) -> list[str]:
+        text = jax.jit(fn).lower(jax.ShapeDtypeStruct((256, 256), dtype)).as_text()
+        with make_context() as ctx:
+            module = parse_module(text, "<jax>", ctx)  # kept alive while its ops are read
+            view = view_module(module.operation, "<jax>")
+            (ids,) = [b for b in view.blocks() if b]
+            ops = [view.records[i].info for i in ids]
+            sources = view.block_sources(ids)
+            plan = plan_fusion(ops, view.block_deps(ids), "cpu", sources, view.block_live_out(ids))
+            return [ops[i].short_name for i in sorted(f16_vectorised_ops(ops, plan, sources))]
+
+    assert found(lambda x: jnp.exp(x) + 1) == ["exponential"]
+    assert found(lambda x: jnp.exp(x) * x[:, :1]) == ["exponential"]
+    assert found(lambda x: jnp.log(x + 1)) == ["log"]
+    assert found(jax.nn.sigmoid) == ["exponential"]
+    assert found(jnp.exp) == found(lambda x: jnp.exp(x) * x) == found(lambda x: jnp.exp(-x)) == []
+    assert found(lambda x: jnp.exp(x) + 1, jnp.bfloat16) == []
+    assert found(lambda x: jax.nn.softmax(x, -1)) == []

@@ -895,3 +895,49 @@ def test_a_mean_merged_into_a_ynn_reduce_adds_little(
         cc4cs.load_characterisation.cache_clear()
         cc4cs.load_module_lasso.cache_clear()
     assert 0.95 * rows < mean < 1.05 * rows
+
+
+def test_an_f16_exp_is_a_scalar_call_unless_its_kernel_broadcasts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """XLA:CPU runs an f16 exp as a scalar call an element in a kernel of its own or beside
+    elementwise neighbours, and vectorised in f32 where the kernel broadcasts a scalar or a
+    vector (256x256 in a loop, Zen 4 VM: exp 155 us, exp(x) * x 166, exp(x) + 1 26, the f32
+    exp(x) + 1 25). On the Zen 4 reference (the machine pinned), 1024x1024: exp alone and
+    exp(x) * x are priced near the median of the f16 exp rows of 2^20 elements (five shapes,
+    1.7-2.3 ms at the file's speed), exp(x) + 1 near the f32 rows'."""
+    from stablehlo_perf.analysis import calibration_files as cf
+    from stablehlo_perf.analysis import cc4cs
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    zen4 = cf.shipped_file("host_reference_zen4.csv")
+    machine = cf.header_value(zen4, "machine")
+    monkeypatch.setattr(cf, "machine_fingerprint", lambda: machine)
+    cc4cs.load_characterisation.cache_clear()
+    cc4cs.load_module_lasso.cache_clear()
+    shape = (1024, 1024)
+    rows: dict[str, list[float]] = {}
+    for r in ew.load_measurements(zen4):
+        if r.op == "exponential" and math.prod(r.shape) == 2**20:
+            rows.setdefault(r.dtype, []).append(r.latency_us)
+
+    def kernel_us(fn: object) -> float:
+        x = jax.ShapeDtypeStruct(shape, jnp.float16)
+        rep = sp.analyze(jax.jit(fn).lower(x), target="host").report
+        (group,) = [g for g in rep.fusion_groups if g["kind"] != "free"]
+        return group["latency_ns"] / 1e3
+
+    try:
+        alone, times_x, plus_one = (
+            kernel_us(jnp.exp),
+            kernel_us(lambda x: jnp.exp(x) * x),
+            kernel_us(lambda x: jnp.exp(x) + 1),
+        )
+    finally:  # the Zen 4 characterisation stays out of later tests' caches
+        cc4cs.load_characterisation.cache_clear()
+        cc4cs.load_module_lasso.cache_clear()
+    f16, f32 = (float(np.median(rows[t])) for t in ("f16", "f32"))
+    assert f16 > 3 * f32  # the rows themselves: scalar calls against vectors
+    assert alone == pytest.approx(f16, rel=0.3)
+    assert times_x == pytest.approx(f16, rel=0.3)
+    assert plus_one == pytest.approx(f32, rel=0.3)
