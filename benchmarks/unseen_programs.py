@@ -8,9 +8,10 @@ rows (4096+: one YNNPACK fusion each on XLA:CPU); with `--set linalg`, 15 jnp.li
 (LAPACK: solves, factorisations, eigen- and singular values); with `--set special`, 12
 programs of CHLO special functions (random normals, the exact GELU, log-densities, angles);
 with `--set scalar`, 12 programs of ops XLA:CPU runs an element at a time (sines of
-positional encodings, softplus, ELU, powers, remainders, integer division).
+positional encodings, softplus, ELU, powers, remainders, integer division); with `--set
+half`, 14 f16 programs (MLP, norms, softmaxes, activations, losses, quantisation).
 
-    python benchmarks/unseen_programs.py [--set unseen|short|rows|linalg|special|scalar]
+    python benchmarks/unseen_programs.py [--set unseen|short|rows|linalg|special|scalar|half]
         [--only NAME ...] [--rounds 7] [--json F] [--predict-from F]
 
 Each program is analysed by `perf_jit(...).analyze(...)`; all are then timed by the
@@ -340,8 +341,64 @@ def scalar_loops() -> dict[str, tuple[Callable[..., Any], tuple[Any, ...]]]:
     }
 
 
+def half_programs() -> dict[str, tuple[Callable[..., Any], tuple[Any, ...]]]:
+    """name -> (function, example inputs): f16 programs (XLA:CPU keeps f16 ops in f16 and runs
+    some as a scalar call an element, where it widens bf16 to f32): MLP layers, norms,
+    softmaxes, activations, losses and quantisation."""
+    h = jnp.float16
+
+    def layer_norm(x: jax.Array) -> jax.Array:
+        mu = x.mean(-1, keepdims=True)
+        return (x - mu) * lax.rsqrt(((x - mu) ** 2).mean(-1, keepdims=True) + 1e-5)
+
+    def attention(q: jax.Array, k: jax.Array, v: jax.Array) -> jax.Array:
+        return jax.nn.softmax(q @ k.T / 8.0, axis=-1) @ v
+
+    def gauss_logpdf(x: jax.Array, mu: jax.Array, s: jax.Array) -> jax.Array:
+        return (-0.5 * ((x - mu) / s) ** 2 - jnp.log(s)).sum(-1)
+
+    def sigmoid_xent(z: jax.Array, y: jax.Array) -> jax.Array:
+        return (jnp.maximum(z, 0) - z * y + jnp.log1p(jnp.exp(-jnp.abs(z)))).mean()
+
+    return {
+        "mlp_gelu": (
+            lambda x, w, b: jax.nn.gelu(x @ w + b),
+            (_r(256, 512, dtype=h), _r(512, 512, dtype=h) * 0.05, _r(512, dtype=h)),
+        ),
+        "layer_norm": (layer_norm, (_r(1024, 512, dtype=h),)),
+        "softmax": (lambda x: jax.nn.softmax(x, axis=-1), (_r(512, 512, dtype=h),)),
+        "attention": (
+            attention,
+            (_r(256, 64, dtype=h), _r(256, 64, dtype=h), _r(256, 64, dtype=h)),
+        ),
+        "silu": (jax.nn.silu, (_r(512, 1024, dtype=h),)),
+        "logsumexp": (lambda x: jax.nn.logsumexp(x, axis=-1), (_r(1024, 256, dtype=h),)),
+        "l2_normalize": (
+            lambda x: x / jnp.sqrt((x * x).sum(-1, keepdims=True)),
+            (_r(2048, 128, dtype=h),),
+        ),
+        "fake_quant": (
+            lambda x: jnp.clip(jnp.round(x * 32.0), -127, 127) / 32.0,
+            (_r(1024, 1024, dtype=h),),
+        ),
+        "softplus": (jax.nn.softplus, (_r(512, 512, dtype=h),)),
+        "gauss_logpdf": (
+            gauss_logpdf,
+            (_r(512, 256, dtype=h), _r(256, dtype=h), jnp.abs(_r(256, dtype=h)) + 0.5),
+        ),
+        "decay": (
+            lambda x, t: x * jnp.exp(-t[:, None] * 0.1),
+            (_r(1024, 256, dtype=h), _r(1024, dtype=h)),
+        ),
+        "sigmoid_xent": (sigmoid_xent, (_r(1024, 256, dtype=h), _r(1024, 256, dtype=h))),
+        "bucketize": (lambda x: jnp.floor(x * 10.0), (_r(700, 700, dtype=h),)),
+        "tanh_gelu": (lambda x: jax.nn.gelu(x, approximate=True), (_r(1024, 1024, dtype=h),)),
+    }
+
+
 SETS = {
     "unseen": programs,
+    "half": half_programs,
     "short": short_calls,
     "rows": many_rows,
     "linalg": linear_algebra,
