@@ -139,3 +139,17 @@ def test_the_linear_algebra_programs_are_priced_by_measured_lapack_calls() -> No
         assert not res.to_dict().get("unmodelled"), name
         calls = [o for o in res.report.ops if o.name == "stablehlo.custom_call"]
         assert calls and all(o.model.endswith("lapack-host") for o in calls), name
+
+
+def test_the_half_programs_are_f16_and_modelled() -> None:
+    """`--set half`: 14 programs of f16 inputs, every op of each modelled."""
+    import jax.numpy as jnp
+    from stablehlo_perf import perf_jit
+
+    unseen = benchmark_module("unseen_programs")
+    progs = unseen.half_programs()
+    assert len(progs) == 14
+    for name, (fn, args) in progs.items():
+        assert all(a.dtype == jnp.float16 for a in args), name
+        res = perf_jit(fn, target="host").analyze(*args)
+        assert not res.to_dict().get("unmodelled"), name
