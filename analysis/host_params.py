@@ -110,9 +110,9 @@ its wake threshold from 12.9 to 15.7 us and its ramp's start from 84 to 132 us, 
 an atan of 37x64 (a 15 us kernel that wakes the pool) at 0.30x its time, not 1.06x. The
 special functions' rows, which share the trait, stay in the fit the other parameters were
 chosen with. The unary rows (negate, floor), added after the parameters were chosen, are
-left out too: their 332 Zen 4 rows moved the output cost per MiB from 19.3 to 22.8 us and the wake
-threshold from 12.9 to 13.9, and the unseen programs' error factor from 1.31 / 1.31 / 1.27 /
-1.29 / 1.35 to 1.33 / 1.33 / 1.28 / 1.30 / 1.34 (saved runs A-D, F)."""
+left out too: their 332 Zen 4 rows moved the output cost per MiB from 19.3 to 22.8 us and
+the wake threshold from 12.9 to 13.9, and the unseen programs' error factor from 1.31 /
+1.31 / 1.27 / 1.29 / 1.35 to 1.33 / 1.33 / 1.28 / 1.30 / 1.34 (saved runs A-D, F)."""
 UNFITTED_DTYPES = frozenset({"f64", "f16"})
 """Element types whose rows `fit_host_params` leaves out: the parameters were chosen on f32 and
 bf16 rows (and the dots' i8), and the Zen 4 reference's 1122 f64 rows moved them (the output
