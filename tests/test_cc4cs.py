@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 import math
 from dataclasses import replace
@@ -344,3 +345,31 @@ def test_special_functions_have_a_distribution_of_their_own_or_the_transcendenta
     assert special.cycles(4 * 65536, 0.5) > 5 * trans.cycles(65536, 0.5)
     older = replace(ch, classes={k: v for k, v in ch.classes.items() if k != "special"})
     assert older.distribution(erf) is trans
+
+
+def test_the_host_characterisation_cli_reads_f64_rows(tmp_path: Path) -> None:
+    """`python -m stablehlo_perf.runtime.cc4cs_host` lowers every calibration row's op to read
+    its class and work: a calibration with f64 rows (the Zen 4 reference has 1122) needs JAX's
+    x64 mode, which the CLI turns on, else the f64 row is refused by name. Six f32 and two f64
+    adds are all records: work their elements, times as the rows give them (ns)."""
+    import jax
+    from stablehlo_perf.runtime import cc4cs_host
+
+    sizes = (4096, 8192, 16384, 32768, 65536, 131072)
+    rows = [f"add,f32,{n},{n / 2e3:.3f}" for n in sizes]
+    rows += [f"add,f64,{n},{n / 1e3:.3f}" for n in sizes[:2]]
+    calibration = tmp_path / "c.csv"
+    calibration.write_text("op,dtype,shape,measured_us_median\n" + "\n".join(rows) + "\n")
+    x64 = jax.config.jax_enable_x64
+    try:
+        cc4cs_host.main(["--out", str(tmp_path), "--calibration", str(calibration), "--tag", "t"])
+    finally:  # the CLI sets x64 for its process: later tests run without it
+        jax.config.update("jax_enable_x64", x64)
+    with open(tmp_path / "cc4cs_host_ops_t.csv") as f:
+        records = list(csv.DictReader(f))
+    assert len(records) == 8 and {r["source"] for r in records} == {"calibration:add"}
+    work = [float(r["work"]) for r in records]
+    ns = [float(r["latency_ns"]) for r in records]
+    assert work == [*map(float, sizes), 4096.0, 8192.0]
+    assert ns[-2:] == pytest.approx([4096.0, 8192.0]) and ns[0] == pytest.approx(2048.0)
+    assert (tmp_path / "cc4cs_host_t.json").is_file()
