@@ -225,12 +225,23 @@ def _f16_as_f32(
     in a loop, Zen 4 VM: f16 exp(x) + 1 26 us, f32 25, bf16 41, where bf16 widens and rounds
     around each op)."""
     found = sorted(f16_vectorised_ops(ops, plan, sources))
-    if not found:
-        return ops, costs
-    ops, costs = list(ops), list(costs)
-    twins = [ops[k].retyped(lambda t: "f32" if t == "f16" else t) for k in found]
-    for k, twin, cost in zip(found, twins, registry.price(twins, target), strict=True):
-        ops[k], costs[k] = twin, cost
+    twins = {k: ops[k].retyped(lambda t: "f32" if t == "f16" else t) for k in found}
+    return _repriced(list(ops), list(costs), twins, registry, target)
+
+
+def _repriced(
+    ops: list[OpInfo],
+    costs: list[OpCost],
+    twins: dict[int, OpInfo],
+    registry: Registry,
+    target: Target,
+) -> tuple[list[OpInfo], list[OpCost]]:
+    """`ops` and `costs` with each op k of `twins` replaced by its twin and the twin's price
+    (one batched call to the services)."""
+    if twins:
+        priced = registry.price(list(twins.values()), target)
+        for (k, twin), cost in zip(twins.items(), priced, strict=True):
+            ops[k], costs[k] = twin, cost
     return ops, costs
 
 
@@ -263,10 +274,7 @@ def _widened_in_ynn(
             costs[k] = dataclasses.replace(costs[k], latency_ns=target.launch_overhead_ns)
         else:
             twins[k] = _as_f32(op)
-    if twins:
-        priced = registry.price(list(twins.values()), target)
-        for (k, twin), cost in zip(twins.items(), priced, strict=True):
-            ops[k], costs[k] = twin, cost
+    ops, costs = _repriced(ops, costs, twins, registry, target)
     for g in widened:
         t = traffic[g]
         traffic[g] = dataclasses.replace(

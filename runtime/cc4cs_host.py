@@ -19,10 +19,10 @@ from __future__ import annotations
 import argparse
 import csv
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jax
 from jaxlib.mlir import ir
@@ -34,11 +34,14 @@ from stablehlo_perf.analysis.cc4cs import (
     metric_class,
     op_work,
 )
-from stablehlo_perf.analysis.opinfo import OpInfo, TensorType
+from stablehlo_perf.analysis.opinfo import OpInfo, TensorType, element_bytes
 from stablehlo_perf.analysis.targets import load_target
 from stablehlo_perf.passes.executed import lasso_features
 from stablehlo_perf.passes.extract import view_module
 from stablehlo_perf.passes.ir import make_context, parse_module
+
+if TYPE_CHECKING:
+    from stablehlo_perf.analysis.elementwise import Measurement
 
 __all__ = ["calibration_records", "module_estimate", "result_features"]
 
@@ -70,16 +73,17 @@ def _program_ops(
     return [r.info for r in view.records if op_work(r.info) > 0]
 
 
-def calibration_records(path: Path) -> list[MeasuredOp]:
-    """The ops of a host calibration (`stablehlo-perf-calibrate`: each op's cost inside a
-    program, timed in a loop) as CC4CS records: every row's op is lowered by JAX once to
-    read the class and work `analysis.cc4cs.op_work` sees in a real module."""
-    from stablehlo_perf.analysis.elementwise import ROW_OPS, load_measurements
+def calibration_records(rows: Sequence[Measurement]) -> list[MeasuredOp]:
+    """The rows of a host calibration (`stablehlo-perf-calibrate`: each op's cost inside a
+    program, timed in a loop; `elementwise.load_measurements`) as CC4CS records: every row's
+    op is lowered by JAX once to read the class and work `analysis.cc4cs.op_work` sees in a
+    real module (64-bit rows need JAX's x64 mode)."""
+    from stablehlo_perf.analysis.elementwise import ROW_OPS
     from stablehlo_perf.runtime import sweeps
 
     out = []
     context = make_context()
-    for m in load_measurements(path):
+    for m in rows:
         fn, args = sweeps.op_and_shapes(sweeps.Spec(m.op, m.dtype, m.shape))
         name = ROW_OPS.get(m.op, m.op)
         found = [o for o in _program_ops(fn, args, context) if o.short_name == name]
@@ -118,9 +122,10 @@ def main(argv: list[str] | None = None) -> None:
     path = a.calibration or (training_files("host") or (None,))[0]
     if path is None:
         raise SystemExit("no host calibration: run stablehlo-perf-calibrate --target host")
-    if any(m.dtype in ("f64", "i64") for m in load_measurements(path)):
+    rows = load_measurements(path)
+    if any(element_bytes(m.dtype) == 8 for m in rows):
         jax.config.update("jax_enable_x64", True)  # else JAX lowers f64 rows in f32
-    records = calibration_records(path)
+    records = calibration_records(rows)
     with open(a.out / f"cc4cs_host_ops{suffix}.csv", "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["target", "op_class", "work", "latency_ns", "source"])
