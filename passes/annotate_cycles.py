@@ -223,9 +223,9 @@ def _f16_as_f32(
     """Members XLA:CPU vectorises in f16 only beside a broadcast (`fusion.f16_vectorised_ops`:
     exp, log, expm1) priced as their f32 twins: they compute in f32 there, at its rate (65536
     in a loop, Zen 4 VM: f16 exp(x) + 1 26 us, f32 25, bf16 41, where bf16 widens and rounds
-    around each op)."""
-    found = sorted(f16_vectorised_ops(ops, plan, sources))
-    twins = {k: ops[k].retyped(lambda t: "f32" if t == "f16" else t) for k in found}
+    around each op). A twin moves f32 bytes (`_as_f32`), which its compute in the kernel is
+    measured beyond."""
+    twins = {k: _as_f32(ops[k]) for k in sorted(f16_vectorised_ops(ops, plan, sources))}
     return _repriced(list(ops), list(costs), twins, registry, target)
 
 

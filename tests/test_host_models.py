@@ -905,7 +905,8 @@ def test_an_f16_exp_is_a_scalar_call_unless_its_kernel_broadcasts(
     vector (256x256 in a loop, Zen 4 VM: exp 155 us, exp(x) * x 166, exp(x) + 1 26, the f32
     exp(x) + 1 25). On the Zen 4 reference (the machine pinned), 1024x1024: exp alone and
     exp(x) * x are priced near the median of the f16 exp rows of 2^20 elements (five shapes,
-    1.7-2.3 ms at the file's speed), exp(x) + 1 near the f32 rows'."""
+    1.7-2.3 ms at the file's speed), exp(x) + 1 near 0.73x the f32 rows' (1024x1024 in one
+    run of loops: f16 exp(x) + 1 232 us, f32 exp 318; it moves half the bytes)."""
     from stablehlo_perf.analysis import calibration_files as cf
     from stablehlo_perf.analysis import cc4cs
 
@@ -940,4 +941,4 @@ def test_an_f16_exp_is_a_scalar_call_unless_its_kernel_broadcasts(
     assert f16 > 3 * f32  # the rows themselves: scalar calls against vectors
     assert alone == pytest.approx(f16, rel=0.3)
     assert times_x == pytest.approx(f16, rel=0.3)
-    assert plus_one == pytest.approx(f32, rel=0.3)
+    assert plus_one == pytest.approx(0.73 * f32, rel=0.3)
