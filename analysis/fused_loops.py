@@ -68,8 +68,8 @@ SHIPPED = ("host_fused_xeon.csv", "host_fused_zen5.csv", "host_fused_zen4.csv")
 """The shipped chains (`analysis/data`), one file per machine the project measured them on:
 its Xeon VM (765 loop chains, nine per training shape), its Zen 5 VM (1020 loop chains on the
 training shapes, 144 on `runtime.fused_chains.LARGE_SHAPES`, 786 that end in a sum) and its
-Zen 4 VM (765, 144 and 786, and 170 of 17-48 steps and 170 of uint32 steps: `draw_long`,
-`draw_ints`)."""
+Zen 4 VM (765, 144 and 786, and 170 each of 17-48 steps, of uint32 steps and of 2-32 cheap
+steps: `draw_long`, `draw_ints`, `draw_cheap`)."""
 
 _TRAINED = frozenset(
     {
@@ -406,8 +406,8 @@ def load_chains(
 
 SHORT_STEPS = 8
 """The most steps of the f32 loop chains the model's first regressor is fitted on (those of
-`runtime.fused_chains.draw`). Longer ones and uint32 ones (`draw_long`, `draw_ints`) fit a
-second, with them, that answers for kernels the first does not cover: fitted all in one,
+`runtime.fused_chains.draw`, and of `draw_cheap` up to this length). Longer ones and uint32
+ones (`draw_long`, `draw_cheap`, `draw_ints`) fit a second, with them, that answers for kernels the first does not cover: fitted all in one,
 they moved the short chains' line and so every loop's price (the zoo's `sin(x) * 2` on
 512x256 by -14%)."""
 

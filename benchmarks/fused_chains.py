@@ -56,7 +56,8 @@ these chains are held out."""
 def chains() -> list[Chain]:
     """The benchmark's chains, the same on every run: three of 2-6 ops per shape, then two
     of 1-4 ops ending in a sum per shape and sum (`fused_chains.draw_reduces`), then one of
-    17-48 steps (`draw_long`) and one of uint32 steps (`draw_ints`) per shape."""
+    17-48 steps (`draw_long`), one of uint32 steps (`draw_ints`) and one of 2-32 cheap steps
+    (`draw_cheap`) per shape."""
     loops = fused_chains.draw(SHAPES, 3, SEED, lengths=(2, 6))
     sums = fused_chains.draw_reduces(SHAPES, 2, SEED, lengths=(1, 4))
     return (
@@ -64,7 +65,13 @@ def chains() -> list[Chain]:
         + sums
         + fused_chains.draw_long(SHAPES, 1, SEED)
         + fused_chains.draw_ints(SHAPES, 1, SEED)
+        + cheap_chains()
     )
+
+
+def cheap_chains() -> list[Chain]:
+    """The benchmark's chains of 2-32 cheap steps (`fused_chains.draw_cheap`), one a shape."""
+    return fused_chains.draw_cheap(SHAPES, 1, SEED)
 
 
 def measure(rounds: int) -> dict[str, Any]:
@@ -99,6 +106,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         "|---|---|---:|---|---:|---:|---:|---:|"
     )
     groups: dict[str, list[float]] = defaultdict(list)
+    cheap = set(cheap_chains())
     for c in chains():
         row = data["rows"].get(c.key)
         if row is None:
@@ -122,6 +130,9 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
             groups["sums"].append(r)
             groups[SUM_NAMES[ops[-1]]].append(r)
             continue
+        if c in cheap:
+            groups["chains of 2-32 cheap steps"].append(r)
+            continue
         if c.dtype == "u32" or len(ops) > SHORT_STEPS:
             groups["uint32 chains" if c.dtype == "u32" else "chains of 17-48 steps"].append(r)
             continue
@@ -136,7 +147,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     print("\n| chains (one XLA kernel) | n | error factor | median ratio |\n|---|---:|---:|---:|")
     order = ["all", "1-D", *(f"last {d}" for d in LAST_DIMS), *(f"{k} ops" for k in range(2, 7))]
     order += ["with a transcendental", "no transcendental", "sums", *SUM_NAMES.values()]
-    order += ["chains of 17-48 steps", "uint32 chains"]
+    order += ["chains of 17-48 steps", "uint32 chains", "chains of 2-32 cheap steps"]
     summary = {}
     for name in order:
         rs = groups.get(name, [])

@@ -33,6 +33,7 @@ from stablehlo_perf.analysis.fusion import YNN_REDUCE_MIN_ELEMENTS
 from stablehlo_perf.runtime import sweeps, timing
 
 __all__ = [
+    "CHEAP_STEPS",
     "COLUMNS",
     "INT_VOCAB",
     "LARGE_SHAPES",
@@ -42,6 +43,7 @@ __all__ = [
     "Chain",
     "build",
     "draw",
+    "draw_cheap",
     "draw_ints",
     "draw_long",
     "draw_reduces",
@@ -118,6 +120,17 @@ their latency, not the bytes it moves: 5 x 4 rounds of `x + y; y = max(y * 0.5, 
 y * x` (115 f32 ops, one kernel) on 256x256 took 146 us in a loop (Zen 4 VM, 2026-12-05),
 where the member rule, for want of chains that long, priced 23."""
 
+CHEAP_STEPS = (
+    "abs", "add_c", "add_y", "clip", "max0", "min_c", "mul_c", "mul_row", "mul_y", "neg",
+    "round", "sub_col", "where_col", "where_y",
+)  # fmt: skip
+"""The steps `draw_cheap` picks: arithmetic, clamps and selects, one or two instructions an
+element each. Drawn from all of `LOOP_STEPS` or `LONG_STEPS`, a chain of 9 or more steps
+without a transcendental is rare (1 in 15 of 8 steps, 1 in 170 of 30), and the model priced
+such kernels at 2.3-3.2x their time (a Horner polynomial of 8 terms on 256x256 and 1024x1024
+f32 in a loop, Zen 4 VM, 2026-12-05: 7.3 and 91 us, priced 19 and 275; x + 0.3 (y - x) +
+0.2 (z - x) + 0.1 (w - x): 9.0 and 196 us, priced 28 and 452)."""
+
 REDUCE_STEPS = tuple(s for s in sorted(VOCAB) if s not in ("clip", "sin", "where_col", "where_y"))
 """The steps `draw_reduces` picks from: those YNNPACK's fusion takes into a sum's kernel
 (a clamp, a sine, a compare and a select end it in a loop kernel of their own)."""
@@ -184,6 +197,17 @@ def draw_long(shapes: Sequence[tuple[int, ...]], per_shape: int, seed: int) -> l
     """`per_shape` chains of 17-48 steps from `LONG_STEPS` on every shape, the same for a
     seed."""
     return draw(shapes, per_shape, seed, (17, 48), LONG_STEPS)
+
+
+def draw_cheap(
+    shapes: Sequence[tuple[int, ...]],
+    per_shape: int,
+    seed: int,
+    lengths: tuple[int, int] = (2, 32),
+) -> list[Chain]:
+    """`per_shape` chains of `lengths` (inclusive) steps from `CHEAP_STEPS` on every shape, the
+    same for a seed."""
+    return draw(shapes, per_shape, seed, lengths, CHEAP_STEPS)
 
 
 def draw_ints(
@@ -332,6 +356,7 @@ def main(argv: list[str] | None = None) -> int:
     kind.add_argument("--large", action="store_true", help="loop chains on LARGE_SHAPES")
     kind.add_argument("--ints", action="store_true", help="uint32 loop chains (draw_ints)")
     kind.add_argument("--long", action="store_true", help="loop chains of 17-48 steps")
+    kind.add_argument("--cheap", action="store_true", help="loop chains of 2-32 cheap steps")
     a = p.parse_args(argv)
     if a.large:
         chains = draw(LARGE_SHAPES, a.per_shape, a.seed)
@@ -339,6 +364,8 @@ def main(argv: list[str] | None = None) -> int:
         chains = draw_ints(TRAINING_SHAPES, a.per_shape, a.seed)
     elif a.long:
         chains = draw_long(TRAINING_SHAPES, a.per_shape, a.seed)
+    elif a.cheap:
+        chains = draw_cheap(TRAINING_SHAPES, a.per_shape, a.seed)
     else:
         pick = draw_reduces if a.reduces else draw
         chains = pick(TRAINING_SHAPES, a.per_shape, a.seed)
