@@ -68,8 +68,9 @@ SHIPPED = ("host_fused_xeon.csv", "host_fused_zen5.csv", "host_fused_zen4.csv")
 """The shipped chains (`analysis/data`), one file per machine the project measured them on:
 its Xeon VM (765 loop chains, nine per training shape), its Zen 5 VM (1020 loop chains on the
 training shapes, 144 on `runtime.fused_chains.LARGE_SHAPES`, 786 that end in a sum) and its
-Zen 4 VM (765, 144 and 786, and 170 each of 17-48 steps, of uint32 steps and of 2-32 cheap
-steps: `draw_long`, `draw_ints`, `draw_cheap`)."""
+Zen 4 VM (765, 144 and 786, and 170 each of 17-48 steps, of uint32 steps, of 2-32 cheap
+steps and of up to four full-size inputs: `draw_long`, `draw_ints`, `draw_cheap`,
+`draw_inputs`)."""
 
 _TRAINED = frozenset(
     {
@@ -163,6 +164,10 @@ _STEP = {
     "sigmoid": (4, 1, 0, 1, 0, 0, 0, 0, 0),
     "sin": (1, 0, 1, 0, 0, 0, 0, 0, 0),
     "sq": (1, 0, 0, 0, 0, 0, 0, 0, 0),
+    "add_z": (1, 0, 0, 0, 0, 0, 0, 0, 0),
+    "mul_z": (1, 0, 0, 0, 0, 0, 0, 0, 0),
+    "sub_w": (1, 0, 0, 0, 0, 0, 0, 0, 0),
+    "mul_w": (1, 0, 0, 0, 0, 0, 0, 0, 0),
     "iadd_y": (1, 0, 0, 0, 0, 1, 0, 0, 1),
     "ixor_y": (1, 0, 0, 0, 0, 1, 0, 0, 1),
     "ior_y": (1, 0, 0, 0, 0, 1, 0, 0, 1),
@@ -174,6 +179,8 @@ _STEP = {
     "rotl": (3, 0, 0, 0, 0, 0, 0, 0, 3),
     "ixor_row": (1, 0, 0, 0, 0, 0, 1, 0, 1),
 }
+_MORE_INPUTS = {"add_z": "z", "mul_z": "z", "sub_w": "w", "mul_w": "w"}
+"""Steps that read a third or a fourth full-size input, by the input they read."""
 REDUCE_KINDS = {"sum_rows": 1, "sum_lead": 2}
 """A reduce chain's last step (`runtime.fused_chains.REDUCES`) as the reduce model's
 feature: 1 sums the last dimension, 2 all the others."""
@@ -199,7 +206,7 @@ def chain_composition(ops: Sequence[str], shape: Sequence[int]) -> Composition:
     rows = sum(s[6] for s in steps)
     cols = sum(s[7] for s in steps)
     compares = ops.count("where_col") * int(lead > 1)
-    full = 1 + int(any(s[5] for s in steps))
+    full = 1 + int(any(s[5] for s in steps)) + len({_MORE_INPUTS.get(o) for o in ops} - {None})
     full += int(rows > 0 and row_full) + int(cols > 0 and col_full)
     return Composition(
         ops=sum(s[0] for s in steps) + compares,

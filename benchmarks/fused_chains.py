@@ -56,8 +56,8 @@ these chains are held out."""
 def chains() -> list[Chain]:
     """The benchmark's chains, the same on every run: three of 2-6 ops per shape, then two
     of 1-4 ops ending in a sum per shape and sum (`fused_chains.draw_reduces`), then one of
-    17-48 steps (`draw_long`), one of uint32 steps (`draw_ints`) and one of 2-32 cheap steps
-    (`draw_cheap`) per shape."""
+    17-48 steps (`draw_long`), one of uint32 steps (`draw_ints`), one of 2-32 cheap steps
+    (`draw_cheap`) and one of up to four inputs (`draw_inputs`) per shape."""
     loops = fused_chains.draw(SHAPES, 3, SEED, lengths=(2, 6))
     sums = fused_chains.draw_reduces(SHAPES, 2, SEED, lengths=(1, 4))
     return (
@@ -66,12 +66,18 @@ def chains() -> list[Chain]:
         + fused_chains.draw_long(SHAPES, 1, SEED)
         + fused_chains.draw_ints(SHAPES, 1, SEED)
         + cheap_chains()
+        + input_chains()
     )
 
 
 def cheap_chains() -> list[Chain]:
     """The benchmark's chains of 2-32 cheap steps (`fused_chains.draw_cheap`), one a shape."""
     return fused_chains.draw_cheap(SHAPES, 1, SEED)
+
+
+def input_chains() -> list[Chain]:
+    """The benchmark's chains of up to four inputs (`fused_chains.draw_inputs`), one a shape."""
+    return fused_chains.draw_inputs(SHAPES, 1, SEED)
 
 
 def measure(rounds: int) -> dict[str, Any]:
@@ -106,7 +112,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         "|---|---|---:|---|---:|---:|---:|---:|"
     )
     groups: dict[str, list[float]] = defaultdict(list)
-    cheap = set(cheap_chains())
+    cheap, inputs = set(cheap_chains()), set(input_chains())
     for c in chains():
         row = data["rows"].get(c.key)
         if row is None:
@@ -130,8 +136,8 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
             groups["sums"].append(r)
             groups[SUM_NAMES[ops[-1]]].append(r)
             continue
-        if c in cheap:
-            groups["chains of 2-32 cheap steps"].append(r)
+        if c in cheap or c in inputs:
+            groups["chains of 2-32 cheap steps" if c in cheap else "chains of 2-4 inputs"].append(r)
             continue
         if c.dtype == "u32" or len(ops) > SHORT_STEPS:
             groups["uint32 chains" if c.dtype == "u32" else "chains of 17-48 steps"].append(r)
@@ -148,6 +154,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     order = ["all", "1-D", *(f"last {d}" for d in LAST_DIMS), *(f"{k} ops" for k in range(2, 7))]
     order += ["with a transcendental", "no transcendental", "sums", *SUM_NAMES.values()]
     order += ["chains of 17-48 steps", "uint32 chains", "chains of 2-32 cheap steps"]
+    order += ["chains of 2-4 inputs"]
     summary = {}
     for name in order:
         rs = groups.get(name, [])

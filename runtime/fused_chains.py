@@ -35,15 +35,18 @@ from stablehlo_perf.runtime import sweeps, timing
 __all__ = [
     "CHEAP_STEPS",
     "COLUMNS",
+    "INPUTS_STEPS",
     "INT_VOCAB",
     "LARGE_SHAPES",
     "LONG_STEPS",
+    "MORE_INPUT_STEPS",
     "TRAINING_SHAPES",
     "VOCAB",
     "Chain",
     "build",
     "draw",
     "draw_cheap",
+    "draw_inputs",
     "draw_ints",
     "draw_long",
     "draw_reduces",
@@ -77,8 +80,13 @@ VOCAB: dict[str, Step] = {
     "sigmoid": lambda v, a: jax.nn.sigmoid(v),
     "sin": lambda v, a: jnp.sin(v),
     "sq": lambda v, a: jnp.square(v),
+    "add_z": lambda v, a: v + a["z"],
+    "mul_z": lambda v, a: v * a["z"],
+    "sub_w": lambda v, a: v - a["w"],
+    "mul_w": lambda v, a: v * a["w"],
 }
-"""Chain steps by name: `_c` with a constant, `_y` with the second full-size input,
+"""Chain steps by name: `_c` with a constant, `_y` with the second full-size input (`_z`,
+`_w` with a third and a fourth: `MORE_INPUT_STEPS`),
 `_row` / `_col` with a broadcast vector, the rest unary (`clip` a maximum and a minimum,
 `sigmoid` a negate, exp, add and divide, `where_*` a compare and a select, `sq` a square)."""
 
@@ -98,7 +106,10 @@ INT_VOCAB: dict[str, Step] = {
 generator's rounds do (JAX's threefry: adds, rotations, xors of two words, keys broadcast
 from scalars); `rotl` is a shift left, a logical shift right and an or."""
 
-LOOP_STEPS = tuple(sorted(set(VOCAB) - {"sq"}))
+MORE_INPUT_STEPS = ("add_z", "mul_z", "sub_w", "mul_w")
+"""Steps on a third and a fourth full-size input (`draw_inputs`)."""
+
+LOOP_STEPS = tuple(sorted(set(VOCAB) - {"sq", *MORE_INPUT_STEPS}))
 """The steps `draw` picks loop chains from (the vocabulary the shipped chains' seeds drew)."""
 
 REDUCES: dict[str, Callable[[jax.Array], jax.Array]] = {
@@ -210,6 +221,25 @@ def draw_cheap(
     return draw(shapes, per_shape, seed, lengths, CHEAP_STEPS)
 
 
+INPUTS_STEPS = (*CHEAP_STEPS, *MORE_INPUT_STEPS, "div_y", "exp", "tanh")
+"""The steps `draw_inputs` picks: the cheap ones, those on a third and fourth input, and a few
+costlier. The other draws read at most two full-size tensors (x and y), and the model left a
+kernel of more to its members' rule, which priced it by its bytes at the DRAM bandwidth
+(x + 0.3 (y - x) + 0.2 (z - x) + 0.1 (w - x) on 256x256 f32 in a loop, Zen 4 VM, 2026-12-05:
+8.5 us, priced 28; max(x * y + z, 0) * 2 - w 10 us, priced 28)."""
+
+
+def draw_inputs(
+    shapes: Sequence[tuple[int, ...]],
+    per_shape: int,
+    seed: int,
+    lengths: tuple[int, int] = (2, 12),
+) -> list[Chain]:
+    """`per_shape` chains of `lengths` (inclusive) steps from `INPUTS_STEPS` on every shape,
+    the same for a seed."""
+    return draw(shapes, per_shape, seed, lengths, INPUTS_STEPS)
+
+
 def draw_ints(
     shapes: Sequence[tuple[int, ...]],
     per_shape: int,
@@ -273,8 +303,8 @@ def _draw(
 
 
 def build(chain: Chain) -> tuple[Callable[..., jax.Array], tuple[jax.Array, ...]]:
-    """The chain as a function of (x, y, row, col) and standard normal inputs (random bits
-    for a uint32 chain)."""
+    """The chain as a function of (x, y, row, col), and z and w where a step reads them, and
+    standard normal inputs (random bits for a uint32 chain)."""
     key = jax.random.key(0)
     shape = chain.shape
 
@@ -286,16 +316,17 @@ def build(chain: Chain) -> tuple[Callable[..., jax.Array], tuple[jax.Array, ...]
 
     x, y = sample(1, shape), sample(2, shape)
     row, col = sample(3, shape[-1:]), sample(4, (*shape[:-1], 1))
+    more = (sample(5, shape), sample(6, shape)) if set(chain.ops) & set(MORE_INPUT_STEPS) else ()
     steps = INT_VOCAB if chain.dtype == "u32" else VOCAB
 
-    def fn(x: jax.Array, y: jax.Array, row: jax.Array, col: jax.Array) -> jax.Array:
-        args = {"y": y, "row": row, "col": col}
+    def fn(x: jax.Array, y: jax.Array, row: jax.Array, col: jax.Array, *zw: jax.Array) -> jax.Array:
+        args = {"y": y, "row": row, "col": col, **dict(zip("zw", zw, strict=False))}
         v = x
         for op in chain.ops:
             v = REDUCES[op](v) if op in REDUCES else steps[op](v, args)
         return v
 
-    return fn, (x, y, row, col)
+    return fn, (x, y, row, col, *more)
 
 
 def measure(chains: Sequence[Chain], repeats: int = 5) -> list[dict[str, Any]]:
@@ -357,6 +388,7 @@ def main(argv: list[str] | None = None) -> int:
     kind.add_argument("--ints", action="store_true", help="uint32 loop chains (draw_ints)")
     kind.add_argument("--long", action="store_true", help="loop chains of 17-48 steps")
     kind.add_argument("--cheap", action="store_true", help="loop chains of 2-32 cheap steps")
+    kind.add_argument("--inputs", action="store_true", help="loop chains of up to four inputs")
     a = p.parse_args(argv)
     if a.large:
         chains = draw(LARGE_SHAPES, a.per_shape, a.seed)
@@ -366,6 +398,8 @@ def main(argv: list[str] | None = None) -> int:
         chains = draw_long(TRAINING_SHAPES, a.per_shape, a.seed)
     elif a.cheap:
         chains = draw_cheap(TRAINING_SHAPES, a.per_shape, a.seed)
+    elif a.inputs:
+        chains = draw_inputs(TRAINING_SHAPES, a.per_shape, a.seed)
     else:
         pick = draw_reduces if a.reduces else draw
         chains = pick(TRAINING_SHAPES, a.per_shape, a.seed)

@@ -411,23 +411,25 @@ def test_calibrate_cli_end_to_end_and_corrupted_cache(
         contention["fraction"], contention["cap_ns"],
     )  # fmt: skip
     # Fused chains were measured beside it (QUICK_CHAINS_PER_SHAPE per shape with --quick,
-    # a third as many on the large shapes, and as many uint32 chains, chains of 17-48 steps
-    # and chains of 2-32 cheap steps per training shape), and the host's fused-loop model is
-    # fitted from them, not from the shipped chains; so are sum chains, of the 4096-element
-    # shape (a sum over its rows and one over its columns), and their model.
+    # a third as many on the large shapes, and as many uint32 chains, chains of 17-48 steps,
+    # chains of 2-32 cheap steps and chains of up to four inputs per training shape), and the
+    # host's fused-loop model is fitted from them, not from the shipped chains; so are sum
+    # chains, of the 4096-element shape (a sum over its rows and one over its columns), and
+    # their model.
     chains = fused_loops.chains_path(path)
-    cheap = fused_chains.draw_cheap(fused_chains.TRAINING_SHAPES, 1, seed=0)
-    short_cheap = sum(len(c.ops) <= fused_loops.SHORT_STEPS for c in cheap)
+    drawn = fused_chains.draw_cheap(fused_chains.TRAINING_SHAPES, 1, seed=0)
+    drawn += fused_chains.draw_inputs(fused_chains.TRAINING_SHAPES, 1, seed=0)
+    short = sum(len(c.ops) <= fused_loops.SHORT_STEPS for c in drawn)
     X, y = fused_loops.load_chains(chains)
-    assert len(y) == 3 * calibrate.QUICK_CHAINS_PER_SHAPE + 1 + short_cheap and (y > 0).all()
+    assert len(y) == 3 * calibrate.QUICK_CHAINS_PER_SHAPE + 1 + short and (y > 0).all()
     _, every = fused_loops.load_chains(chains, extended=True)
-    assert len(every) == len(y) + 2 * 3 + len(cheap) - short_cheap
+    assert len(every) == len(y) + 2 * 3 + len(drawn) - short
     rows = [r.split(",") for r in chains.read_text().splitlines() if r[:1] not in ("#", "")]
     assert sum(r[1] == "u32" for r in rows[1:]) == 3
     keys = {f"{r[0]}/{r[2]}" for r in rows[1:]}
-    assert {c.key for c in cheap} <= keys
-    long_cheap = sum(len(c.ops) >= 17 for c in cheap)
-    assert sum(r[1] == "f32" and r[0].count(".") >= 16 for r in rows[1:]) == 3 + long_cheap
+    assert {c.key for c in drawn} <= keys
+    longest = sum(len(c.ops) >= 17 for c in drawn)
+    assert sum(r[1] == "f32" and r[0].count(".") >= 16 for r in rows[1:]) == 3 + longest
     assert (X[:, 0] == 128 * 64).sum() == 1
     _, sums = fused_loops.load_chains(chains, reduces=True)
     assert len(sums) == 2 * calibrate.QUICK_CHAINS_PER_SHAPE and (sums > 0).all()
