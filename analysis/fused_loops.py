@@ -413,10 +413,10 @@ def load_chains(
 
 SHORT_STEPS = 8
 """The most steps of the f32 loop chains the model's first regressor is fitted on (those of
-`runtime.fused_chains.draw`, and of `draw_cheap` up to this length). Longer ones and uint32
-ones (`draw_long`, `draw_cheap`, `draw_ints`) fit a second, with them, that answers for kernels the first does not cover: fitted all in one,
-they moved the short chains' line and so every loop's price (the zoo's `sin(x) * 2` on
-512x256 by -14%)."""
+`runtime.fused_chains.draw`, and of its other draws up to this length). Longer ones and uint32
+ones (`draw_long`, `draw_cheap`, `draw_inputs`, `draw_ints`) fit a second, with them, that
+answers for kernels the first does not cover: fitted all in one, they moved the short
+chains' line and so every loop's price (the zoo's `sin(x) * 2` on 512x256 by -14%)."""
 
 # A chain row: its shape, its composition before any sum, the sum's kind (0: a loop chain),
 # its time (us), its sentinels' time (us) and whether it is a uint32 or a long loop chain.

@@ -138,9 +138,8 @@ CHEAP_STEPS = (
 """The steps `draw_cheap` picks: arithmetic, clamps and selects, one or two instructions an
 element each. Drawn from all of `LOOP_STEPS` or `LONG_STEPS`, a chain of 9 or more steps
 without a transcendental is rare (1 in 15 of 8 steps, 1 in 170 of 30), and the model priced
-such kernels at 2.3-3.2x their time (a Horner polynomial of 8 terms on 256x256 and 1024x1024
-f32 in a loop, Zen 4 VM, 2026-12-05: 7.3 and 91 us, priced 19 and 275; x + 0.3 (y - x) +
-0.2 (z - x) + 0.1 (w - x): 9.0 and 196 us, priced 28 and 452)."""
+such kernels at up to 3x their time (a Horner polynomial of 8 terms on 256x256 and 1024x1024
+f32 in a loop, Zen 4 VM, 2026-12-05: 7.3 and 91 us, priced 19 and 275)."""
 
 REDUCE_STEPS = tuple(s for s in sorted(VOCAB) if s not in ("clip", "sin", "where_col", "where_y"))
 """The steps `draw_reduces` picks from: those YNNPACK's fusion takes into a sum's kernel

@@ -177,6 +177,22 @@ def test_int32_masks_and_index_arithmetic_are_loops_the_chains_price(monkeypatch
         assert spy.seen == ([((4096,), comp)] if comp else [])
 
 
+def _pipeline_error_factor(rows: list[list[str]], speed: float) -> float:
+    """The error factor of chain CSV rows priced through the pipeline (each one kernel, the
+    fused-loop model's) against their times at `speed` (by their sentinels)."""
+    errs = []
+    for chain, dtype, shape, us, _, sentinel in rows:
+        c = fc.Chain(tuple(chain.split(".")), tuple(map(int, shape.split("x"))), dtype)
+        fn, args = fc.build(c)
+        result = perf_jit(fn, target="host").analyze(*args).result.report
+        [group] = [g for g in result.fusion_groups if g["latency_ns"] > 0]
+        assert group["model"] == "fused-loop:hgb-host-fused", chain
+        errs.append(
+            abs(math.log(group["latency_ns"] / 1e3 / (float(us) * speed / float(sentinel))))
+        )
+    return math.exp(float(np.mean(errs)))
+
+
 def _long_or_int(chain: str, dtype: str) -> bool:
     return dtype == "u32" or chain.count(".") >= 16
 
@@ -210,17 +226,7 @@ def test_the_zen4_chains_beyond_the_short_ones_are_priced_by_the_model(
     speed = cf.median_sentinel(loops)
     picked = [r for r in rows if picks(r[0], r[1])][::every]
     assert len(picked) >= 40
-    errs = []
-    for chain, dtype, shape, us, _, sentinel in picked:
-        c = fc.Chain(tuple(chain.split(".")), tuple(map(int, shape.split("x"))), dtype)
-        fn, args = fc.build(c)
-        result = perf_jit(fn, target="host").analyze(*args).result.report
-        [group] = [g for g in result.fusion_groups if g["latency_ns"] > 0]
-        assert group["model"] == "fused-loop:hgb-host-fused", chain
-        errs.append(
-            abs(math.log(group["latency_ns"] / 1e3 / (float(us) * speed / float(sentinel))))
-        )
-    assert math.exp(np.mean(errs)) < 1.3
+    assert _pipeline_error_factor(picked, speed) < 1.3
     # The short chains' regressor alone answers for none of the uint32 and 17-48 step ones
     # (cheap steps of one op each may add up to no more ops than a short chain's).
     shapes = [tuple(map(int, r[2].split("x"))) for r in picked]
@@ -246,20 +252,10 @@ def test_the_zen4_chains_of_more_inputs_are_priced_by_the_model(tmp_path: Path) 
     speed = cf.median_sentinel([float(r[5]) for r in rows if "sum_" not in r[0]])
     picked = [r for r in rows if _more_inputs(r[0], r[1])][::2]
     assert len(picked) >= 40
-    errs, fours = [], []
-    for chain, _, shape, us, _, sentinel in picked:
-        c = fc.Chain(tuple(chain.split(".")), tuple(map(int, shape.split("x"))))
-        fn, args = fc.build(c)
-        result = perf_jit(fn, target="host").analyze(*args).result.report
-        [group] = [g for g in result.fusion_groups if g["latency_ns"] > 0]
-        assert group["model"] == "fused-loop:hgb-host-fused", chain
-        errs.append(
-            abs(math.log(group["latency_ns"] / 1e3 / (float(us) * speed / float(sentinel))))
-        )
-        comp = fl.chain_composition(c.ops, c.shape)
-        if comp.full_inputs == 4:
-            fours.append((c.shape, comp))
-    assert math.exp(np.mean(errs)) < 1.3
+    assert _pipeline_error_factor(picked, speed) < 1.3
+    shapes = [tuple(map(int, r[2].split("x"))) for r in picked]
+    kernels = [(s, fl.chain_composition(r[0].split("."), s)) for s, r in zip(shapes, picked)]
+    fours = [k for k in kernels if k[1].full_inputs == 4]
     assert fours
     fewer = tmp_path / "fewer_inputs.csv"
     fewer.write_text(
