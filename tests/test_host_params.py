@@ -76,18 +76,20 @@ def test_call_overhead_is_a_step_in_kernel_time() -> None:
 
 def test_rows_of_ops_xla_undercounts_stay_out_of_the_overhead_fit() -> None:
     """The step fit of `test_call_overhead_is_a_step_in_kernel_time`'s rows is unmoved by
-    remainders and integer divisions (`UNFITTED_ROWS`) whose 15-25 us kernels paid no wake,
-    where the same rows as adds pull the threshold above them."""
+    remainders, integer divisions, sines, cosines, tangents, negates and floors
+    (`UNFITTED_ROWS`) and by f64 and f16 rows (`UNFITTED_DTYPES`) whose 15-25 us kernels paid
+    no wake, where the same rows as f32 adds pull the threshold above them."""
     short = [(1.0, 6.0), (2.0, 4.0), (4.0, 5.0), (8.0, 5.0), (3.0, 90.0)]
     long = [(30.0, 205.0), (60.0, 205.0), (100.0, 206.0), (500.0, 204.0), (40.0, 20.0)]
     rows = [("add", "f32", (1,), k, k + o) for k, o in [*short, *long]]
     fitted = fit_host_params(rows)
-    slow = [(op, "f32", (1,), k, k + 5.0) for op in ("remainder", "integer_divide")
-            for k in (15.0, 20.0, 25.0)]  # fmt: skip
-    assert {"remainder", "integer_divide"} <= UNFITTED_ROWS and "f64" in UNFITTED_DTYPES
+    ops = ("remainder", "integer_divide", "sine", "cosine", "tan", "negate", "floor")
+    slow = [(op, "f32", (1,), k, k + 5.0) for op in ops for k in (15.0, 20.0, 25.0)]
+    assert set(ops) <= UNFITTED_ROWS and {"f64", "f16"} <= UNFITTED_DTYPES
     assert fit_host_params([*rows, *slow]) == fitted
-    # f64 rows too (the parameters were chosen on f32 and bf16 rows).
-    assert fit_host_params([*rows, *(("add", "f64", *r[2:]) for r in slow)]) == fitted
+    # f64 and f16 rows too (the parameters were chosen on f32 and bf16 rows).
+    for dtype in ("f64", "f16"):
+        assert fit_host_params([*rows, *(("add", dtype, *r[2:]) for r in slow)]) == fitted
     as_adds = fit_host_params([*rows, *(("add", *r[1:]) for r in slow)])
     assert as_adds.parallel_kernel_ns > 25000.0 >= fitted.parallel_kernel_ns
 
