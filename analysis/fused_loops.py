@@ -14,8 +14,9 @@ and the kernel's composition (`Composition`).
 
 It answers for f32 loop kernels whose members are the chains' ops (`_TRAINED`: arithmetic,
 maximum, minimum, abs, round, compare and select, tanh, exp, log, rsqrt, sine), uint32 ones
-(`_INTEGER`: a random generator's adds, xors, ors and shifts) and the index moves a loop does
-for free (broadcasts, reshapes), with no more of each kind than
+(`_INTEGER`: a random generator's adds, xors, ors and shifts), bf16 ones where the file has
+bf16 chains, and the index moves a loop does for free (broadcasts, reshapes), with no more of
+each kind than
 the training chains had, on the machine the chains were measured on
 (`calibration_files.nearest_machine`); anything else keeps the member rule. A second
 regressor, fitted on the file's chains that end in a sum (`reduce_features`), answers
@@ -70,7 +71,7 @@ its Xeon VM (765 loop chains, nine per training shape), its Zen 5 VM (1020 loop 
 training shapes, 144 on `runtime.fused_chains.LARGE_SHAPES`, 786 that end in a sum) and its
 Zen 4 VM (765, 144 and 786, and 170 each of 17-48 steps, of uint32 steps, of 2-32 cheap
 steps and of up to four full-size inputs: `draw_long`, `draw_ints`, `draw_cheap`,
-`draw_inputs`)."""
+`draw_inputs`; 255 bf16 chains and 170 of cheap bf16 steps: `draw_bf16`)."""
 
 _TRAINED = frozenset(
     {
@@ -90,6 +91,12 @@ a counter-based generator's rounds; a subtract costs what an add does)."""
 _TRIGONOMETRIC = frozenset({"sine"})
 _SELECTS = frozenset({"compare", "select"})
 _TYPES = frozenset({"f32", "i1"})
+_HALF_TYPES = frozenset({"bf16", "i1"})
+"""A kernel whose ops are all on these types is priced by the bf16 chains where a file has
+them (`Composition.half`: without them no regressor covers it), unless it computes a sine: a
+chain's sine mostly takes what its earlier steps shrank, which XLA:CPU's sine runs faster
+(`runtime.sweeps`), and sin(x) * 2 of 700x300 bf16 standard normals (873 us in a loop, Zen 4
+VM, 2026-12-04) was priced 463 by the chains, 1236 by its members."""
 _LANE_OPS = frozenset({"compare", "select", "maximum", "minimum", "negate", "abs"})
 """Ops that run on i32 lanes as they do on f32 ones (one vector instruction each), priced as
 the f32 chains' ops; the integer arithmetic and logic of `_INTEGER` (and an i32's arithmetic
@@ -126,7 +133,8 @@ class Composition:
     """What a fused loop kernel computes, beyond its output's shape: elementwise ops (on more
     than one element), of which transcendentals (sine apart), sines, divides and compares or
     selects; inputs of the output's size and broadcast vectors (each broadcast of a
-    non-scalar to the output's size counted); of the ops, those on uint32 (`_INTEGER`)."""
+    non-scalar to the output's size counted); of the ops, those on uint32 (`_INTEGER`) and
+    those on bf16 (`half`: XLA:CPU widens and rounds around them)."""
 
     ops: int
     transcendental: int
@@ -136,6 +144,7 @@ class Composition:
     full_inputs: int
     broadcasts: int
     integer: int = 0
+    half: int = 0
 
 
 # Per `runtime.fused_chains.VOCAB` and `INT_VOCAB` step: (ops, transcendental, sine, divide,
@@ -186,14 +195,14 @@ REDUCE_KINDS = {"sum_rows": 1, "sum_lead": 2}
 feature: 1 sums the last dimension, 2 all the others."""
 
 
-def chain_composition(ops: Sequence[str], shape: Sequence[int]) -> Composition:
+def chain_composition(ops: Sequence[str], shape: Sequence[int], dtype: str = "f32") -> Composition:
     """The composition of a measured chain (`runtime.fused_chains.VOCAB` step names) on x of
     `shape`, as `group_composition` finds it in the chain's StableHLO: the row vector (the
     last dimension) is a full-size input where the leading dimensions are 1 and a broadcast
     where x has two dimensions or more (of a (1, d) chain, both), the column vector (the
     leading dimensions) a full-size input where the last dimension is 1 and a broadcast
     where it is more and the leading ones are; `where_col` compares the column, an op
-    unless the column is one element."""
+    unless the column is one element. Every op of a bf16 chain is a `half` one."""
     try:
         steps = [_STEP[o] for o in ops]
     except KeyError as e:
@@ -208,8 +217,9 @@ def chain_composition(ops: Sequence[str], shape: Sequence[int]) -> Composition:
     compares = ops.count("where_col") * int(lead > 1)
     full = 1 + int(any(s[5] for s in steps)) + len({_MORE_INPUTS.get(o) for o in ops} - {None})
     full += int(rows > 0 and row_full) + int(cols > 0 and col_full)
+    n_ops = sum(s[0] for s in steps) + compares
     return Composition(
-        ops=sum(s[0] for s in steps) + compares,
+        ops=n_ops,
         transcendental=sum(s[1] for s in steps),
         trigonometric=sum(s[2] for s in steps),
         divides=sum(s[3] for s in steps),
@@ -217,6 +227,7 @@ def chain_composition(ops: Sequence[str], shape: Sequence[int]) -> Composition:
         full_inputs=full,
         broadcasts=rows * row_broadcast + cols * col_broadcast,
         integer=sum(s[8] for s in steps),
+        half=n_ops if dtype == "bf16" else 0,
     )
 
 
@@ -300,8 +311,12 @@ def group_composition(
             continue
         if op.short_name in _LANE_OPS and types <= _TYPES | {"i32"}:
             continue
-        if op.short_name not in _TRAINED or not op.results or not types <= _TYPES:
+        if op.short_name not in _TRAINED or not op.results:
             return None
+        if not (types <= _TYPES or types <= _HALF_TYPES):
+            return None
+        if op.short_name in _TRIGONOMETRIC and "bf16" in types:
+            return None  # `_HALF_TYPES`: the bf16 chains' sines are not a sine of data
     out = max(op.results[0].num_elements or 0 for op in work)
     out_bytes = max(op.results[0].nbytes or 0 for op in work)
     if out == 0 or out_bytes == 0:
@@ -329,6 +344,7 @@ def group_composition(
             op.short_name in _INT_STEPS and {t.element_type for t in op.results} <= _INT_TYPES
             for op in work
         ),
+        half=sum(any(t.element_type == "bf16" for t in (*op.operands, *op.results)) for op in work),
     )
 
 
@@ -414,7 +430,8 @@ def load_chains(
 SHORT_STEPS = 8
 """The most steps of the f32 loop chains the model's first regressor is fitted on (those of
 `runtime.fused_chains.draw`, and of its other draws up to this length). Longer ones and uint32
-ones (`draw_long`, `draw_cheap`, `draw_inputs`, `draw_ints`) fit a second, with them, that
+ones and bf16 ones (`draw_long`, `draw_cheap`, `draw_inputs`, `draw_ints`, `draw_bf16`)
+fit a second, with them, that
 answers for kernels the first does not cover: fitted all in one, they moved the short
 chains' line and so every loop's price (the zoo's `sin(x) * 2` on 512x256 by -14%)."""
 
@@ -439,8 +456,9 @@ def _read_chains(path: Path) -> list[_Row]:
         if not (math.isfinite(t) and t > 0):
             raise CalibrationError(f"{path}: row {k}: time {t!r} is not a positive number")
         steps, kind = split_reduce(ops)
-        extended = not kind and (r.get("dtype") == "u32" or len(steps) > SHORT_STEPS)
-        out.append((shape, chain_composition(steps, shape), kind, t, s, extended))
+        dtype = r.get("dtype") or "f32"
+        extended = not kind and (dtype in ("u32", "bf16") or len(steps) > SHORT_STEPS)
+        out.append((shape, chain_composition(steps, shape, dtype), kind, t, s, extended))
     return out
 
 

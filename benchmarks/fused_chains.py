@@ -57,7 +57,8 @@ def chains() -> list[Chain]:
     """The benchmark's chains, the same on every run: three of 2-6 ops per shape, then two
     of 1-4 ops ending in a sum per shape and sum (`fused_chains.draw_reduces`), then one of
     17-48 steps (`draw_long`), one of uint32 steps (`draw_ints`), one of 2-32 cheap steps
-    (`draw_cheap`) and one of up to four inputs (`draw_inputs`) per shape."""
+    (`draw_cheap`), one of up to four inputs (`draw_inputs`) and one of bf16 and one of cheap
+    bf16 steps (`draw_bf16`) per shape."""
     loops = fused_chains.draw(SHAPES, 3, SEED, lengths=(2, 6))
     sums = fused_chains.draw_reduces(SHAPES, 2, SEED, lengths=(1, 4))
     return (
@@ -67,6 +68,8 @@ def chains() -> list[Chain]:
         + fused_chains.draw_ints(SHAPES, 1, SEED)
         + cheap_chains()
         + input_chains()
+        + fused_chains.draw_bf16(SHAPES, 1, SEED)
+        + fused_chains.draw_bf16(SHAPES, 1, SEED + 1, fused_chains.CHEAP_STEPS)
     )
 
 
@@ -139,8 +142,9 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         if c in cheap or c in inputs:
             groups["chains of 2-32 cheap steps" if c in cheap else "chains of 2-4 inputs"].append(r)
             continue
-        if c.dtype == "u32" or len(ops) > SHORT_STEPS:
-            groups["uint32 chains" if c.dtype == "u32" else "chains of 17-48 steps"].append(r)
+        if c.dtype != "f32" or len(ops) > SHORT_STEPS:
+            name = {"u32": "uint32 chains", "bf16": "bf16 chains"}.get(c.dtype, "")
+            groups[name or "chains of 17-48 steps"].append(r)
             continue
         groups["all"].append(r)
         groups[_last_dim_bucket(shape)].append(r)
@@ -154,7 +158,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     order = ["all", "1-D", *(f"last {d}" for d in LAST_DIMS), *(f"{k} ops" for k in range(2, 7))]
     order += ["with a transcendental", "no transcendental", "sums", *SUM_NAMES.values()]
     order += ["chains of 17-48 steps", "uint32 chains", "chains of 2-32 cheap steps"]
-    order += ["chains of 2-4 inputs"]
+    order += ["chains of 2-4 inputs", "bf16 chains"]
     summary = {}
     for name in order:
         rs = groups.get(name, [])

@@ -839,13 +839,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         chains += fused_chains.draw_reduces(shapes, per_shape, seed=0)
         # A third as many on the large shapes: each takes ~1.6 s to time there (~1 min --quick),
         # and as many uint32 chains, chains of 17-48 steps (~1 min each --quick), chains of
-        # 2-32 cheap steps and chains of up to four inputs (~20 s each --quick).
+        # 2-32 cheap steps, of up to four inputs, of bf16 and of cheap bf16 (~20 s each --quick).
         third = max(1, per_shape // 3)
         chains += fused_chains.draw(fused_chains.LARGE_SHAPES, third, seed=0)
         chains += fused_chains.draw_ints(shapes, third, seed=0)
         chains += fused_chains.draw_long(shapes, third, seed=0)
         chains += fused_chains.draw_cheap(shapes, third, seed=0)
         chains += fused_chains.draw_inputs(shapes, third, seed=0)
+        chains += fused_chains.draw_bf16(shapes, third, seed=0)
+        chains += fused_chains.draw_bf16(shapes, third, seed=0, steps=fused_chains.CHEAP_STEPS)
         measured = fused_chains.measure(chains, args.repeats)
         fused_chains.write_csv(measured, fused_loops.chains_path(path), args.note)
         sizes = lapack_sweep.QUICK_SIZES if args.quick else lapack_sweep.SIZES

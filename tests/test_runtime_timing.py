@@ -412,7 +412,7 @@ def test_calibrate_cli_end_to_end_and_corrupted_cache(
     )  # fmt: skip
     # Fused chains were measured beside it (QUICK_CHAINS_PER_SHAPE per shape with --quick,
     # a third as many on the large shapes, and as many uint32 chains, chains of 17-48 steps,
-    # chains of 2-32 cheap steps and chains of up to four inputs per training shape), and the
+    # chains of 2-32 cheap steps, of up to four inputs and of bf16 per training shape), and the
     # host's fused-loop model is fitted from them, not from the shipped chains; so are sum
     # chains, of the 4096-element shape (a sum over its rows and one over its columns), and
     # their model.
@@ -420,6 +420,10 @@ def test_calibrate_cli_end_to_end_and_corrupted_cache(
     drawn = fused_chains.draw_cheap(fused_chains.TRAINING_SHAPES, 1, seed=0)
     drawn += fused_chains.draw_inputs(fused_chains.TRAINING_SHAPES, 1, seed=0)
     short = sum(len(c.ops) <= fused_loops.SHORT_STEPS for c in drawn)
+    drawn += fused_chains.draw_bf16(fused_chains.TRAINING_SHAPES, 1, seed=0)
+    drawn += fused_chains.draw_bf16(
+        fused_chains.TRAINING_SHAPES, 1, seed=0, steps=fused_chains.CHEAP_STEPS
+    )
     X, y = fused_loops.load_chains(chains)
     assert len(y) == 3 * calibrate.QUICK_CHAINS_PER_SHAPE + 1 + short and (y > 0).all()
     _, every = fused_loops.load_chains(chains, extended=True)
@@ -428,7 +432,7 @@ def test_calibrate_cli_end_to_end_and_corrupted_cache(
     assert sum(r[1] == "u32" for r in rows[1:]) == 3
     keys = {f"{r[0]}/{r[2]}" for r in rows[1:]}
     assert {c.key for c in drawn} <= keys
-    longest = sum(len(c.ops) >= 17 for c in drawn)
+    longest = sum(len(c.ops) >= 17 and c.dtype == "f32" for c in drawn)
     assert sum(r[1] == "f32" and r[0].count(".") >= 16 for r in rows[1:]) == 3 + longest
     assert (X[:, 0] == 128 * 64).sum() == 1
     _, sums = fused_loops.load_chains(chains, reduces=True)
