@@ -182,6 +182,15 @@ def test_int32_masks_and_index_arithmetic_are_loops_the_chains_price(monkeypatch
         assert spy.seen == ([((4096,), comp)] if comp else [])
 
 
+def _zen4_chains() -> tuple[Path, list[str], list[list[str]], float]:
+    """The shipped Zen 4 chain file: its path, lines, rows (split) and the speed its rows are
+    read at (the loop chains' median sentinel time)."""
+    path = cf.shipped_file("host_fused_zen4.csv")
+    lines = path.read_text().splitlines()
+    rows = [ln.split(",") for ln in lines if ln and ln[0] != "#"][1:]
+    return path, lines, rows, cf.median_sentinel([float(r[5]) for r in rows if "sum_" not in r[0]])
+
+
 def _pipeline_error_factor(rows: list[list[str]], speed: float) -> float:
     """The error factor of chain CSV rows priced through the pipeline (each one kernel, the
     fused-loop model's) against their times at `speed` (by their sentinels)."""
@@ -225,16 +234,13 @@ def test_the_zen4_chains_beyond_the_short_ones_are_priced_by_the_model(
     within an error factor of 1.3 of their rows at the file's speed (in sample; 85 held-out
     chains of each, seed 99, scored 1.55 for uint32 and 1.25 for long ones where the member
     rule had scored 3.69 and 3.10, it prices the steps by their bytes; 1.45 for cheap ones of
-    9-32 steps where the model without the cheap chains had scored 1.93; 1.34 and 1.27 for
+    9-32 steps where the model without the cheap chains had scored 1.93; 1.30 and 1.27 for
     bf16 ones and cheap bf16 ones, 1.52 and 2.23 by the member rule and its bf16 floor)."""
-    path = cf.shipped_file("host_fused_zen4.csv")
+    path, _, rows, speed = _zen4_chains()
     short = fl.FusedLoopRegressor().fit(*fl.load_chains(path))
     wide = fl.FusedLoopRegressor().fit(*fl.load_chains(path, extended=True))
     model = fl.FusedLoopModel(short, path.name, wide_regressor=wide)
     monkeypatch.setattr(fl, "model_for_host", lambda: model)
-    rows = [ln.split(",") for ln in path.read_text().splitlines() if ln and ln[0] != "#"][1:]
-    loops = [float(r[5]) for r in rows if "sum_" not in r[0]]
-    speed = cf.median_sentinel(loops)
     picked = [r for r in rows if picks(r[0], r[1])][::every]
     assert len(picked) >= 40
     assert _pipeline_error_factor(picked, speed) < 1.3
@@ -257,10 +263,7 @@ def test_the_zen4_chains_of_more_inputs_are_priced_by_the_model(tmp_path: Path) 
     sample; 85 held-out chains, seed 99, scored 1.41, and 1.51 before they were measured,
     when a kernel of four inputs was left to its members' rule: 1.88 on those); fitted
     without them, neither regressor answers for a kernel of four inputs."""
-    path = cf.shipped_file("host_fused_zen4.csv")
-    lines = path.read_text().splitlines()
-    rows = [ln.split(",") for ln in lines if ln and ln[0] != "#"][1:]
-    speed = cf.median_sentinel([float(r[5]) for r in rows if "sum_" not in r[0]])
+    _, lines, rows, speed = _zen4_chains()
     picked = [r for r in rows if _more_inputs(r[0], r[1])][::2]
     assert len(picked) >= 40
     assert _pipeline_error_factor(picked, speed) < 1.3
