@@ -349,15 +349,18 @@ def measure(chains: Sequence[Chain], repeats: int = 5) -> list[dict[str, Any]]:
     calibration's sentinel ops timed in the same rounds (their geometric mean per row). A
     time under `calibrate.RESOLUTION_US` (the difference of two programs' times, which
     jitter can make negative on a chain of a few hundred elements) is recorded as that value,
-    as the sweep's rows are: a negative time made the whole chain file unreadable."""
+    as the sweep's rows are: a negative time made the whole chain file unreadable. A chain
+    drawn twice (a short bf16 chain of cheap steps comes from both bf16 draws) is measured
+    and recorded once."""
     from stablehlo_perf.runtime import calibrate
 
+    chains = list({(c.dtype, c.key): c for c in chains}.values())
     looped = []
     for c in chains:
         fn, args = build(c)
         compiled = jax.jit(sweeps.in_loop(fn)).lower(jnp.int32(1), *args).compile()
         spec = sweeps.Spec(f"chain:{c.key}", c.dtype, c.shape)
-        looped.append((c.key, sweeps.LoopCase(spec, compiled, args)))
+        looped.append((f"{c.dtype}:{c.key}", sweeps.LoopCase(spec, compiled, args)))
     sentinels = calibrate.sentinel_cases()
     out, _, _ = timing.time_in_loop(looped + sentinels, repeats=repeats)
     speed = calibrate.sentinel_time(out, sentinels)
@@ -366,8 +369,10 @@ def measure(chains: Sequence[Chain], repeats: int = 5) -> list[dict[str, Any]]:
             "chain": ".".join(c.ops),
             "dtype": c.dtype,
             "shape": "x".join(map(str, c.shape)),
-            "measured_us_median": max(out[c.key][0].median_us, calibrate.RESOLUTION_US),
-            "spread": out[c.key][0].spread,
+            "measured_us_median": max(
+                out[f"{c.dtype}:{c.key}"][0].median_us, calibrate.RESOLUTION_US
+            ),
+            "spread": out[f"{c.dtype}:{c.key}"][0].spread,
             "sentinel_us": speed,
         }
         for c in chains

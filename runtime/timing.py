@@ -110,6 +110,10 @@ def time_cases(
     if repeats < 1:
         raise ValueError(f"repeats must be >= 1, got {repeats}")
     all_cases = [dispatch_case(), *cases]
+    keys = [c.key for c in all_cases]
+    if len(set(keys)) < len(keys):
+        repeated = sorted({k for k in keys if keys.count(k) > 1})
+        raise ValueError(f"timing cases need distinct keys; repeated: {', '.join(repeated)}")
     iters: dict[str, int] = {}
     for case in all_cases:
         for _ in range(warmup):

@@ -307,6 +307,20 @@ def test_cheap_chains_are_drawn_from_cheap_steps_only() -> None:
     assert not set(fc.CHEAP_STEPS) & {"tanh", "exp", "log", "rsqrt", "sigmoid", "sin", "div_y"}
 
 
+def test_a_chain_drawn_twice_is_measured_once_per_element_type() -> None:
+    """The calibration's two bf16 draws (all steps, cheap steps) share short chains at seed 0
+    (`mul_c` on 32x2048 is drawn by both), and the timing harness needs distinct keys:
+    `measure` records each (dtype, chain) once, an f32 chain beside its bf16 twin included
+    (the timing crashed on the repeat at the end of a 40-minute calibration, 2026-12-05)."""
+    shapes = fc.TRAINING_SHAPES
+    both = fc.draw_bf16(shapes, 1, seed=0) + fc.draw_bf16(shapes, 1, seed=0, steps=fc.CHEAP_STEPS)
+    assert len({c.key for c in both}) < len(both)
+    bf, f32 = fc.Chain(("mul_c",), (64, 64), "bf16"), fc.Chain(("mul_c",), (64, 64))
+    rows = fc.measure([bf, f32, bf], repeats=1)
+    assert [(r["dtype"], r["chain"]) for r in rows] == [("bf16", "mul_c"), ("f32", "mul_c")]
+    assert all(r["measured_us_median"] > 0 for r in rows)
+
+
 def test_composition_by_hand() -> None:
     ops = ("mul_row", "tanh", "div_y", "sub_col", "mul_row", "sigmoid", "where_col", "sin")
     assert fl.chain_composition(ops, (64, 32)) == fl.Composition(

@@ -66,6 +66,15 @@ def test_time_cases_rejects_zero_repeats() -> None:
         timing.time_cases([], repeats=0)
 
 
+def test_time_cases_rejects_repeated_keys() -> None:
+    """Two cases of one key would mix their rounds (and crash past the first): refused
+    before anything is timed."""
+    x = jnp.ones((8,), jnp.float32)
+    case = timing.Case("twice", jax.jit(lambda a: a + 1).lower(x).compile(), (x,))
+    with pytest.raises(ValueError, match="repeated: twice"):
+        timing.time_cases([case, case], repeats=1)
+
+
 @pytest.mark.parametrize("spec", TINY, ids=lambda s: s.op)
 def test_loop_case_runs_the_op_in_full_every_trip(spec: sweeps.Spec) -> None:
     """The looped program returns exactly the single op's result, whatever the trip count,
