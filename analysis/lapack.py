@@ -49,9 +49,11 @@ __all__ = [
     "read_rows",
 ]
 
-SHIPPED = ("host_lapack_zen4.csv",)
+SHIPPED = ("host_lapack_zen4.csv", "host_lapack_xeon.csv")
 """Measured LAPACK calls shipped in analysis/data, one file per machine
-(`runtime/lapack_sweep.py`); a host calibration's own (`lapack_path`) comes first."""
+(`runtime/lapack_sweep.py`: the Zen 4 VM's 174 calls of 8-1024, the Xeon VM's 74 of 32, 128
+and 512), the first answering for any other; a host calibration's own (`lapack_path`) comes
+first."""
 
 COLUMNS = ("routine", "dtype", "batch", "m", "n", "k", "vectors", "us", "sentinel_us")
 """A measurement row: the call (`LapackCall`'s fields), its time in microseconds per call in

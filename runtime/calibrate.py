@@ -18,7 +18,8 @@ written beside the calibration as `analysis.fused_loops.chains_path`,
 `QUICK_CHAINS_PER_SHAPE` of each per training shape with --quick, three times as many
 without, and a third as many loop chains per shape on `fused_chains.LARGE_SHAPES`) and
 LAPACK calls (`runtime.lapack_sweep`, beside it as `analysis.lapack.lapack_path`; 96 calls
-with --quick, ~2 min, 174 without).
+with --quick, ~2 min, 174 without; timed after the rows are written, so that each call's
+program's other ops are priced by this machine's rows).
 Each interleaved chunk is appended to a partial CSV, so an interrupted run resumes
 where it stopped. The finished calibration goes to the user's cache
 (`analysis.calibration_files.calibration_path`) with a header naming machine, device,
@@ -850,8 +851,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         chains += fused_chains.draw_bf16(shapes, third, seed=0, steps=fused_chains.CHEAP_STEPS)
         measured = fused_chains.measure(chains, args.repeats)
         fused_chains.write_csv(measured, fused_loops.chains_path(path), args.note)
-        sizes = lapack_sweep.QUICK_SIZES if args.quick else lapack_sweep.SIZES
-        lapack_sweep.write_csv(lapack_path(path), sizes, min(args.repeats, 5), args.note)
     head = earlier + [ln for ln in header(args.target, args.note) if ln not in earlier]
     # A dot and the kernels after it, on the host's thread pools (~35 s).
     contention = (
@@ -870,6 +869,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         aliased,
     )
     partial.unlink()
+    if args.target == "host":
+        # After the rows are written: each call is timed net of the pipeline's price for its
+        # program's other ops, which must come from this machine's rows, not the model in use
+        # before (the Xeon VM's stale reference priced every getrf's other ops above the
+        # whole loop's time, and the sweep stored 0.01 us for them, 2026-12-05).
+        sizes = lapack_sweep.QUICK_SIZES if args.quick else lapack_sweep.SIZES
+        lapack_sweep.write_csv(lapack_path(path), sizes, min(args.repeats, 5), args.note)
     models = ew.fit_class_models(ew.load_measurements(path))
     print(f"{path}: {len(rows)} shapes; fitted classes: {', '.join(sorted(models))}")
     return 0
