@@ -67,11 +67,12 @@ __all__ = [
 
 SHIPPED = ("host_fused_xeon.csv", "host_fused_zen5.csv", "host_fused_zen4.csv")
 """The shipped chains (`analysis/data`), one file per machine the project measured them on:
-its Xeon VM (the 797 loop and 393 sum chains of its --quick calibration, 2026-12-05), its Zen 5 VM (1020 loop chains on the
-training shapes, 144 on `runtime.fused_chains.LARGE_SHAPES`, 786 that end in a sum) and its
-Zen 4 VM (765, 144 and 786, and 170 each of 17-48 steps, of uint32 steps, of 2-32 cheap
-steps and of up to four full-size inputs: `draw_long`, `draw_ints`, `draw_cheap`,
-`draw_inputs`; 255 bf16 chains and 170 of cheap bf16 steps: `draw_bf16`)."""
+its Xeon VM (the 797 loop and 393 sum chains of its --quick calibration, 2026-12-05), its
+Zen 5 VM (1020 loop chains on the training shapes, 144 on `runtime.fused_chains.LARGE_SHAPES`,
+786 that end in a sum) and its Zen 4 VM (765, 144 and 786, and 170 each of 17-48 steps, of
+uint32 steps, of 2-32 cheap steps and of up to four full-size inputs: `draw_long`,
+`draw_ints`, `draw_cheap`, `draw_inputs`; 255 bf16 chains and 170 of cheap bf16 steps:
+`draw_bf16`)."""
 
 _TRAINED = frozenset(
     {

@@ -27,9 +27,9 @@ program), and these follow from it:
 - what a long call pays on top, growing with its kernels' time: on the Xeon VM,
   single-op programs whose in-loop kernel takes under 200 us pay a median 10-17 us
   beyond it, 200-400 us ones 58 us, 400-800 us ones 168 us, 0.8-6.4 ms ones 240-290 us
-  (2,500 rows of the Xeon reference of 2026-12-01, medians by doubling of kernel time). In a call, the
-  entry's kernels run on the PjRt client thread beside the pool's workers (three
-  runnable threads on two vCPUs); in a loop, on a pool thread. Fitted as
+  (2,500 rows of the Xeon reference of 2026-12-01, medians by doubling of kernel time).
+  In a call, the entry's kernels run on the PjRt client thread beside the pool's
+  workers (three runnable threads on two vCPUs); in a loop, on a pool thread. Fitted as
   min(slope · max(kernel time − start, 0), cap), by least relative error on what the
   step leaves (programs writing < 1 MiB); the pass applies it to the call's longest
   kernel, which is the row's kernel time for one op. Not to the kernels' sum: chains of

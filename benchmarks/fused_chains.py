@@ -48,7 +48,8 @@ SIZES = (4096, 32768, 262144)
 SHAPES = [(n // d, d) for n in SIZES for d in LAST_DIMS if d <= n] + [(n,) for n in SIZES]
 SUM_NAMES = {"sum_rows": "sums over the last dimension", "sum_lead": "sums over the others"}
 SEED = 20261201
-"""Not a seed of the shipped training chains (`analysis/data/host_fused_xeon.csv`: 0; `host_fused_zen5.csv`: 0-3; `host_fused_zen4.csv`: 0-2 and 10), on sizes between theirs:
+"""Not a seed of the shipped training chains (`analysis/data/host_fused_xeon.csv`: 0;
+`host_fused_zen5.csv`: 0-3; `host_fused_zen4.csv`: 0-2 and 10), on sizes between theirs:
 these chains are held out."""
 
 
