@@ -354,13 +354,13 @@ def measure(chains: Sequence[Chain], repeats: int = 5) -> list[dict[str, Any]]:
     and recorded once."""
     from stablehlo_perf.runtime import calibrate
 
-    chains = list({(c.dtype, c.key): c for c in chains}.values())
+    unique = {f"{c.dtype}:{c.key}": c for c in chains}
     looped = []
-    for c in chains:
+    for key, c in unique.items():
         fn, args = build(c)
         compiled = jax.jit(sweeps.in_loop(fn)).lower(jnp.int32(1), *args).compile()
         spec = sweeps.Spec(f"chain:{c.key}", c.dtype, c.shape)
-        looped.append((f"{c.dtype}:{c.key}", sweeps.LoopCase(spec, compiled, args)))
+        looped.append((key, sweeps.LoopCase(spec, compiled, args)))
     sentinels = calibrate.sentinel_cases()
     out, _, _ = timing.time_in_loop(looped + sentinels, repeats=repeats)
     speed = calibrate.sentinel_time(out, sentinels)
@@ -369,13 +369,11 @@ def measure(chains: Sequence[Chain], repeats: int = 5) -> list[dict[str, Any]]:
             "chain": ".".join(c.ops),
             "dtype": c.dtype,
             "shape": "x".join(map(str, c.shape)),
-            "measured_us_median": max(
-                out[f"{c.dtype}:{c.key}"][0].median_us, calibrate.RESOLUTION_US
-            ),
-            "spread": out[f"{c.dtype}:{c.key}"][0].spread,
+            "measured_us_median": max(out[key][0].median_us, calibrate.RESOLUTION_US),
+            "spread": out[key][0].spread,
             "sentinel_us": speed,
         }
-        for c in chains
+        for key, c in unique.items()
     ]
 
 

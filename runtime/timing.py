@@ -25,6 +25,7 @@ import datetime as dt
 import math
 import platform
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
@@ -110,9 +111,8 @@ def time_cases(
     if repeats < 1:
         raise ValueError(f"repeats must be >= 1, got {repeats}")
     all_cases = [dispatch_case(), *cases]
-    keys = [c.key for c in all_cases]
-    if len(set(keys)) < len(keys):
-        repeated = sorted({k for k in keys if keys.count(k) > 1})
+    repeated = sorted(k for k, n in Counter(c.key for c in all_cases).items() if n > 1)
+    if repeated:
         raise ValueError(f"timing cases need distinct keys; repeated: {', '.join(repeated)}")
     iters: dict[str, int] = {}
     for case in all_cases:
