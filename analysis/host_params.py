@@ -69,7 +69,13 @@ from stablehlo_perf.analysis.fusion import (
     ynn_pools,
     ynn_reduces,
 )
-from stablehlo_perf.analysis.opinfo import SCALAR_LOOPS, OpInfo, element_bytes, op_class
+from stablehlo_perf.analysis.opinfo import (
+    SCALAR_LOOPS,
+    OpInfo,
+    TensorType,
+    element_bytes,
+    op_class,
+)
 
 __all__ = [
     "CONTENTION_KEY",
@@ -77,6 +83,7 @@ __all__ = [
     "HANDOFF_CAP_BYTES",
     "HANDOFF_NS_PER_MIB",
     "HOST_PARAMS_KEY",
+    "INLINE_FLOPS",
     "REWAKE_GAP_NS",
     "SINGLE_THREADED",
     "UNFITTED_DTYPES",
@@ -90,6 +97,7 @@ __all__ = [
     "splits_over_threads",
     "wakes_by_time",
     "wakes_pool",
+    "xla_cpu_flops",
 ]
 
 HOST_PARAMS_KEY = "host_params"
@@ -190,6 +198,52 @@ Programs whose only dot is small (a 20-trip fori_loop over a 128x128 @ 128x16 do
 over 8x128 @ 128x128) paid 145 us more than the pipeline's 4-13 us on five saved
 end-to-end runs. The smallest dots (16x64x64, 1x32x32 standalone) wake in some rounds and
 not others; the rule follows the reference's majority."""
+
+
+INLINE_FLOPS = 1000
+"""XLA flops (its HLO cost analysis of the compiled module: a while loop's body counted once,
+transcendentals not at all) below which the PjRt CPU client runs a program on the calling
+thread; from this many it hands the call to its thread pool and the caller waits for it
+(`cheap_computation_` in XLA's `pjrt/cpu/cpu_client.cc`, a "crude heuristic" for work under a
+thread switch). Measured on this project's Xeon VM (2026-12-05, jax 0.10.2, medians of 300
+calls, dispatch of a 1-element add 6.5 us): an f32 add of 999 elements 6.5 us a call, of 1000
+34.8; `2x + 1` of 499 6.3, of 500 9.2; a 20-trip loop of `1.01x + 0.5` on 256 (514 flops)
+7.9, on 512 (1026) 36.1; an exp of 4096 (0 flops) 8.0; a 6-kernel softmax of 200 (847 flops)
+7.7, of 256 (1023) 37.3. On that VM the reference rows' per-call base
+(`HostParams.program_overhead_ns`, 31.5 us fitted on handed-over rows) and multi-kernel cost
+are paid from there; charged to every call, the base had priced the zoo's small_loop (a
+1000-trip loop on 16-64 elements, 70-260 flops) at 1.9-2.2x its time
+(benchmarks/end_to_end.py, four saved runs: MAPE 16.2 / 15.9 / 18.3 / 17.6% -> 11.2 / 10.5 /
+12.9 / 12.1%). The Zen 4 VM's handoff costs next to nothing (a base of 0-1 us)."""
+
+
+_EXPANDED_FLOPS = {"logistic": 3}
+"""FLOPs an element of the ops XLA:CPU rewrites an op into: 1 / (1 + exp(-x)) for a logistic
+(its cost analysis of a compiled f32 logistic of 1024: 3072 flops, 1024 transcendentals).
+On 16-bit floats each of those ops and the exp is widened and narrowed on its own (a bf16
+logistic of 1024: 11,264)."""
+
+
+def xla_cpu_flops(op: OpInfo) -> float:
+    """FLOPs XLA's cost analysis counts for this op once XLA:CPU has compiled it (infinity where
+    shapes are dynamic): `OpInfo.flops`, and for an elementwise op on 16-bit floats the
+    converts XLA:CPU computes it with (each such operand widened to f32, the result narrowed
+    back: a bf16 add of 1024 counts 4096, an exp 2048, jax 0.10.2), and the flops of the ops
+    XLA expands a logistic into (`_EXPANDED_FLOPS`)."""
+    if op.flops is None:
+        return math.inf
+    if op.op_class not in ELEMENTWISE_CLASSES or not op.results:
+        return float(op.flops)
+    expanded = _EXPANDED_FLOPS.get(op.short_name, 0)
+    extra = expanded * (op.results[0].num_elements or 0)
+    if op.op_class != "convert":
+        widened = sum(
+            t.num_elements or 0
+            for t in (*op.operands, *op.results[:1])
+            if t.element_type in ("bf16", "f16")
+        )
+        extra += widened * (expanded + 1)
+    return float(op.flops + extra)
 
 
 SINGLE_THREADED = frozenset({"top_k"})
@@ -315,20 +369,27 @@ class HostParams:
 
 
 def _step_fit(
-    kernel_us: np.ndarray, overhead_us: np.ndarray, wakes: np.ndarray, timed: np.ndarray
+    kernel_us: np.ndarray,
+    overhead_us: np.ndarray,
+    wakes: np.ndarray,
+    timed: np.ndarray,
+    handed: np.ndarray,
 ) -> tuple[float, float, float]:
-    """(base, wake, threshold) minimising Σ|overhead − base − wake·[kernel ≥ threshold and
-    timed, or wakes]|: a library call or a kernel XLA splits over threads (`wakes`) wakes the
-    pool whatever its time, a `SINGLE_THREADED` one (not `timed`) never."""
-    best = (np.inf, float(np.median(overhead_us)), 0.0, math.inf)
+    """(base, wake, threshold) minimising
+    Σ|overhead − base·handed − wake·[kernel ≥ threshold and timed, or wakes]|:
+    a call of `INLINE_FLOPS` or more is `handed` to the pool and pays the base, a library
+    call or a kernel XLA splits over threads (`wakes`) wakes the pool whatever its time, a
+    `SINGLE_THREADED` one (not `timed`) never."""
+    best = (np.inf, 0.0, 0.0, math.inf)
     for tau in np.unique(np.quantile(kernel_us, np.linspace(0.05, 0.95, 37))):
         woke = ((kernel_us >= tau) & timed) | wakes
-        below, above = overhead_us[~woke], overhead_us[woke]
-        if len(below) == 0 or len(above) == 0:
+        if not woke.any() or woke.all():
             continue
-        base = float(np.median(below))
-        wake = max(float(np.median(above)) - base, 0.0)
-        cost = np.abs(below - base).sum() + np.abs(above - base - wake).sum()
+        below = overhead_us[~woke & handed]
+        base = float(np.median(below)) if len(below) else 0.0
+        paid = base * handed
+        wake = max(float(np.median(overhead_us[woke] - paid[woke])), 0.0)
+        cost = np.abs(overhead_us - paid - wake * woke).sum()
         if cost < best[0]:
             best = (cost, base, wake, float(tau))
     return best[1], best[2], best[3]
@@ -391,8 +452,9 @@ def _ramp_fit(kernel_us: np.ndarray, residual_us: np.ndarray) -> tuple[float, fl
     return best[1], best[2], best[3]
 
 
-# Calibration rows of one-input reductions.
-_SUM_ROWS = frozenset({"reduce", "sum_axis0", "sum_axis1"})
+# Calibration rows of one-input reductions, and the axis each sums.
+_SUM_AXES = {"reduce": -1, "sum_axis0": 0, "sum_axis1": 1}
+_SUM_ROWS = frozenset(_SUM_AXES)
 
 
 _ROW_CORES = 2
@@ -416,6 +478,34 @@ def _row_wakes(op: str, dtype: str, shape: tuple[int, ...]) -> bool:
         [klass], 0 if transcendental else out, out if transcendental else 0, accessed, _ROW_CORES
     )
     return wakes_pool([op], split, library_reduce)
+
+
+_ROW_EXTRA_FLOPS = {"select": (1, 1), "rsqrt": (1, 3)}
+"""FLOPs an element the rows of these ops run beside the op itself (`runtime.sweeps`: a
+select's predicate is a compare, an rsqrt is rsqrt(x + 1e-5)), on f32 and on 16-bit floats
+(the add widened and narrowed: XLA counts a bf16 row's rsqrt of 1024 as 5120 flops)."""
+
+
+def _row_flops(op: str, dtype: str, shape: tuple[int, ...]) -> float:
+    """XLA flops of a calibration row's program (`xla_cpu_flops`; `runtime.sweeps` makes the
+    programs): an elementwise row on its operands (two for a binary op, a predicate and two
+    values for a select), data movement none, a sum one an element it folds in (16-bit
+    floats widened and its result narrowed); infinity for the other rows (dots, sorts,
+    argmaxes, windows, scans), which count as handed to the pool (`INLINE_FLOPS`)."""
+    n = math.prod(shape[1:]) if op == "gather" else math.prod(shape)
+    klass = op_class(f"stablehlo.{op}")
+    half = dtype in ("bf16", "f16")
+    if klass == "movement":
+        return 0.0
+    if op in _SUM_AXES:
+        kept = n // shape[_SUM_AXES[op]]
+        return float(n - kept + (n + kept if half else 0))
+    if klass not in ELEMENTWISE_CLASSES:
+        return math.inf
+    t = TensorType(shape, dtype)
+    arity = 3 if op == "select" else 2 if klass == "binary" else 1
+    info = OpInfo.build(0, f"stablehlo.{op}", [t] * arity, [t])
+    return xla_cpu_flops(info) + n * _ROW_EXTRA_FLOPS.get(op, (0, 0))[half]
 
 
 def _output_mib(op: str, dtype: str, shape: tuple[int, ...]) -> float:
@@ -454,7 +544,8 @@ def fit_host_params(
 ) -> HostParams:
     """Fit from (op, dtype, shape, in-loop time, standalone program time) rows, times in µs
     (the program time may be NaN: then the call overhead stays unknown)."""
-    bw, rate, small, kernel, program, mib, wakes, timed = [], [], [], [], [], [], [], []
+    bw, rate, small, kernel, program, mib = [], [], [], [], [], []
+    wakes, timed, handed = [], [], []
     for op, dtype, shape, t_us, program_us in rows:
         if op in UNFITTED_ROWS or dtype in UNFITTED_DTYPES:
             continue
@@ -464,6 +555,7 @@ def fit_host_params(
             mib.append(_output_mib(op, dtype, shape))
             wakes.append(_row_wakes(op, dtype, shape))
             timed.append(wakes_by_time([op]))
+            handed.append(_row_flops(op, dtype, shape) >= INLINE_FLOPS)
         if t_us <= 0:
             continue
         numel = math.prod(shape)
@@ -479,15 +571,20 @@ def fit_host_params(
     base = wake = tau = k_wake = per_mib = start = slope = cap = math.nan
     if len(kernel) >= 8:
         k, out_mib, woke = np.array(kernel), np.array(mib), np.array(wakes, dtype=bool)
-        by_time = np.array(timed, dtype=bool)
+        by_time, pooled = np.array(timed, dtype=bool), np.array(handed, dtype=bool)
         overhead = np.array(program) - k
         small_out = ~(out_mib >= 1.0)  # NaN (not elementwise) counts as small
         base, wake, tau = _step_fit(
-            k[small_out], overhead[small_out], woke[small_out], by_time[small_out]
+            k[small_out],
+            overhead[small_out],
+            woke[small_out],
+            by_time[small_out],
+            pooled[small_out],
         )
         paid = ((k >= tau) & by_time) | woke
-        k_wake = wake_slope_fit(k[small_out & paid], overhead[small_out & paid], base, wake)
-        left = overhead - base - np.where(paid, np.minimum(k_wake * k, wake), 0.0)
+        beyond = overhead - base * pooled
+        k_wake = wake_slope_fit(k[small_out & paid], beyond[small_out & paid], 0.0, wake)
+        left = beyond - np.where(paid, np.minimum(k_wake * k, wake), 0.0)
         start, slope, cap = _ramp_fit(k[small_out], left[small_out])
         ramp = np.array([long_call_ns(t * 1e3, start * 1e3, slope, cap * 1e3) for t in k]) / 1e3
         per_mib = _per_mib(out_mib, left - ramp)

@@ -14,9 +14,11 @@ from conftest import op_infos
 from stablehlo_perf.analysis import calibration_files as cf
 from stablehlo_perf.analysis.host_params import (
     HOST_PARAMS_KEY,
+    INLINE_FLOPS,
     UNFITTED_DTYPES,
     UNFITTED_ROWS,
     HostParams,
+    _row_flops,
     eigen_uses_pool,
     fit_host_params,
     parallel_tasks,
@@ -24,6 +26,7 @@ from stablehlo_perf.analysis.host_params import (
     splits_over_threads,
     wakes_by_time,
     wakes_pool,
+    xla_cpu_flops,
 )
 from stablehlo_perf.analysis.targets import load_target
 
@@ -67,7 +70,7 @@ def test_call_overhead_is_a_step_in_kernel_time() -> None:
     (30 us). One outlier per side moves medians, not the fit."""
     short = [(1.0, 6.0), (2.0, 4.0), (4.0, 5.0), (8.0, 5.0), (3.0, 90.0)]
     long = [(30.0, 205.0), (60.0, 205.0), (100.0, 206.0), (500.0, 204.0), (40.0, 20.0)]
-    rows = [("add", "f32", (1,), k, k + o) for k, o in [*short, *long]]
+    rows = [("add", "f32", (1024,), k, k + o) for k, o in [*short, *long]]
     p = fit_host_params(rows)
     assert p.program_overhead_ns == pytest.approx(5000.0)
     assert p.threadpool_wake_ns == pytest.approx(200000.0)
@@ -81,10 +84,10 @@ def test_rows_of_ops_xla_undercounts_stay_out_of_the_overhead_fit() -> None:
     no wake, where the same rows as f32 adds pull the threshold above them."""
     short = [(1.0, 6.0), (2.0, 4.0), (4.0, 5.0), (8.0, 5.0), (3.0, 90.0)]
     long = [(30.0, 205.0), (60.0, 205.0), (100.0, 206.0), (500.0, 204.0), (40.0, 20.0)]
-    rows = [("add", "f32", (1,), k, k + o) for k, o in [*short, *long]]
+    rows = [("add", "f32", (1024,), k, k + o) for k, o in [*short, *long]]
     fitted = fit_host_params(rows)
     ops = ("remainder", "integer_divide", "sine", "cosine", "tan", "negate", "floor")
-    slow = [(op, "f32", (1,), k, k + 5.0) for op in ops for k in (15.0, 20.0, 25.0)]
+    slow = [(op, "f32", (1024,), k, k + 5.0) for op in ops for k in (15.0, 20.0, 25.0)]
     assert set(ops) <= UNFITTED_ROWS and {"f64", "f16"} <= UNFITTED_DTYPES
     assert fit_host_params([*rows, *slow]) == fitted
     # f64 and f16 rows too (the parameters were chosen on f32 and bf16 rows).
@@ -98,7 +101,7 @@ def test_a_loop_kernel_split_over_threads_wakes_the_pool_whatever_its_time() -> 
     """XLA:CPU splits a loop kernel writing >= 256 KiB over its threads, which wakes the pool
     however short the kernel: 4 us adds of 65,536 f32 pay the 200 us wake-up that 4 us adds
     of 256 elements do not. No threshold in time can tell them apart; the split flag does."""
-    small = [("add", "f32", (256,), k, k + 5.0) for k in (2.0, 3.0, 4.0, 5.0)]
+    small = [("add", "f32", (2048,), k, k + 5.0) for k in (2.0, 3.0, 4.0, 5.0)]
     split = [("add", "f32", (1 << 16,), k, k + 205.0) for k in (2.0, 3.0, 4.0, 5.0)]
     long = [("dot_general", "f32", (1, 256, 256, 256), k, k + 205.0) for k in (300.0, 400.0)]
     p = fit_host_params([*small, *split, *long])
@@ -117,10 +120,10 @@ def test_a_library_call_wakes_the_pool_whatever_its_time() -> None:
     """Dots, convolutions and FFTs run as library calls on XLA:CPU's pool: 3 us dots pay the
     200 us wake-up that 3 us adds do not, so they count as woken in the fit (without it
     they sat among the short kernels, and the base and threshold moved to them)."""
-    small = [("add", "f32", (256,), k, k + 5.0) for k in (2.0, 3.0, 4.0, 5.0)]
+    small = [("add", "f32", (2048,), k, k + 5.0) for k in (2.0, 3.0, 4.0, 5.0)]
     dots = [("dot_general", "f32", (1, 8, 8, 8), k, k + 205.0) for k in (2.0, 3.0, 4.0, 5.0, 6.0)]
     fft = [("fft", "f32", (64,), 3.0, 208.0)]
-    long = [("exponential", "f32", (2048,), k, k + 205.0) for k in (300.0, 400.0)]
+    long = [("exponential", "bf16", (2048,), k, k + 205.0) for k in (300.0, 400.0)]
     p = fit_host_params([*small, *dots, *fft, *long])
     assert p.program_overhead_ns == pytest.approx(5000.0)
     assert p.threadpool_wake_ns == pytest.approx(200000.0)
@@ -137,11 +140,11 @@ def test_a_short_woken_call_pays_a_slope_of_its_kernels_time_up_to_the_wake() ->
     ones the whole 200 us wake: the step fits base 5 and wake 200 (its woken rows' median),
     the slope 3 exactly (no other candidate fits every row). A target with it charges a
     woken call min(3 x its pool kernels' time, the wake)."""
-    adds = [("add", "f32", (256,), k, k + 5.0) for k in (2.0, 3.0, 4.0, 5.0)]
+    adds = [("add", "f32", (2048,), k, k + 5.0) for k in (2.0, 3.0, 4.0, 5.0)]
     short = [("dot_general", "f32", (1, 8, 8, 8), k, k + 5.0 + 3.0 * k) for k in (2.0, 4.0, 8.0)]
     long = [("dot_general", "f32", (1, 256, 256, 256), k, k + 205.0) for k in (100.0, 200.0)]
     long += [("dot_general", "f32", (1, 256, 256, 256), k, k + 205.0) for k in (300.0, 400.0)]
-    p = fit_host_params([*adds, *short, *long, ("exponential", "f32", (2048,), 500.0, 705.0)])
+    p = fit_host_params([*adds, *short, *long, ("exponential", "bf16", (2048,), 500.0, 705.0)])
     assert p.program_overhead_ns == pytest.approx(5000.0)
     assert p.threadpool_wake_ns == pytest.approx(200000.0)
     assert p.threadpool_wake_slope == 3.0
@@ -167,7 +170,7 @@ def test_a_reduction_handed_to_ynnpack_wakes_the_pool_whatever_its_time() -> Non
     adds = [("add", "f32", (256 * j,), k, k + 5.0) for j, k in enumerate((2.0, 3, 10, 15, 20))]
     sums = [("reduce", "f32", (64, 64 * j), k, k + 205.0) for j, k in ((1, 10.0), (2, 15), (4, 20))]
     tiny = [("reduce", "f32", (8, 64), 2.5, 7.5)]  # 512 elements: a loop kernel of XLA's own
-    long = [("exponential", "f32", (2048,), k, k + 205.0) for k in (300.0, 400.0)]
+    long = [("exponential", "bf16", (2048,), k, k + 205.0) for k in (300.0, 400.0)]
     p = fit_host_params([*adds, *sums, *tiny, *long])
     assert p.program_overhead_ns == pytest.approx(5000.0)
     assert p.threadpool_wake_ns == pytest.approx(200000.0)
@@ -215,7 +218,7 @@ def test_a_ynnpack_pool_wakes_the_pool_whatever_its_time() -> None:
     ]
     small = [("reduce_window", "f32", (1, 8, 8, 32, 2, 2), 2.5, 7.5)]  # 2048 elements: a loop
     adds = [("add", "f32", (256 * j,), k, k + 5.0) for j, k in enumerate((2.0, 3, 10, 15, 20))]
-    long = [("exponential", "f32", (2048,), k, k + 205.0) for k in (300.0, 400.0)]
+    long = [("exponential", "bf16", (2048,), k, k + 205.0) for k in (300.0, 400.0)]
     p = fit_host_params([*pools, *loops, *small, *adds, *long])
     assert p.program_overhead_ns == pytest.approx(5000.0)
     assert p.threadpool_wake_ns == pytest.approx(200000.0)
@@ -226,9 +229,9 @@ def test_a_top_k_never_wakes_the_pool_by_its_time() -> None:
     """top_k runs on the calling thread: the Zen 5 reference's top_k rows of 20-100 us
     kernels paid a median 40 us less call overhead than the wake. Left out of the time rule,
     long top_k rows that pay 5 us do not pull the wake down or the threshold up."""
-    adds = [("add", "f32", (256,), k, k + 5.0) for k in (2.0, 3.0, 4.0, 5.0)]
+    adds = [("add", "f32", (2048,), k, k + 5.0) for k in (2.0, 3.0, 4.0, 5.0)]
     top_k = [("top_k", "f32", (512, 1000, 8), k, k + 5.0) for k in (100.0, 200.0, 300.0, 500.0)]
-    long = [("exponential", "f32", (2048,), k, k + 205.0) for k in (30.0, 40.0, 300.0)]
+    long = [("exponential", "bf16", (2048,), k, k + 205.0) for k in (30.0, 40.0, 300.0)]
     p = fit_host_params([*adds, *top_k, *long])
     assert p.program_overhead_ns == pytest.approx(5000.0)
     assert p.threadpool_wake_ns == pytest.approx(200000.0)
@@ -329,7 +332,7 @@ def test_output_cost_per_mib_from_large_elementwise_rows() -> None:
     """Past the wake-up step (base 5 us, wake 200 us), programs writing 1-16 MiB pay 40 us per
     MiB more: the fit finds it; rows under 1 MiB, a reduction (its output is not its input's
     size) and one outlier do not move it."""
-    short = [("add", "f32", (256,), k, k + 5.0) for k in (1.0, 2.0, 3.0, 4.0)]
+    short = [("add", "f32", (2048,), k, k + 5.0) for k in (1.0, 2.0, 3.0, 4.0)]
     long = [
         ("add", "f32", (1 << 16,), 30.0, 235.0),  # 0.25 MiB, 30 us more: under 1 MiB
         *[("add", "f32", (m << 18,), 300.0, 300.0 + 205.0 + 40.0 * m) for m in (1, 2, 4, 8, 16)],
@@ -349,7 +352,7 @@ def test_a_long_call_pays_a_ramp_in_its_kernel_time() -> None:
     pay 0.3 us per us beyond it, at most 250 us (the shape of the Xeon reference's rows):
     the fit recovers the ramp, one outlier aside, and the per-MiB term sees only what it
     leaves (40 us per MiB, as in the test above)."""
-    short = [("add", "f32", (256,), k, k + 5.0) for k in (1.0, 2.0, 3.0, 4.0, 6.0, 8.0)]
+    short = [("add", "f32", (2048,), k, k + 5.0) for k in (1.0, 2.0, 3.0, 4.0, 6.0, 8.0)]
 
     def ramp(k: float) -> float:
         return min(0.3 * max(k - 150.0, 0.0), 250.0)
@@ -774,3 +777,95 @@ def test_a_ynnpack_reduction_keeps_an_awake_pool_awake_but_wakes_no_sleeping_one
     assert _rewakes([split, span(13, 14, wakes=False), span(14, 18)], 5e3) == 1
     assert _rewakes([span(0, 1, wakes=False), span(1, 9, eigen=True)], 5e3) == 1
     assert _rewakes([split, span(30, 31, wakes=False), span(31, 40, eigen=True)], 5e3) == 1
+
+
+def test_a_call_under_the_inline_flops_pays_neither_base_nor_multi_kernel(tmp_path: Path) -> None:
+    """The PjRt CPU client runs a program of fewer than 1000 XLA flops on the calling thread
+    (`INLINE_FLOPS`): ADD on 999 elements (999 flops) pays its dispatch and output but not the
+    7 ns base; on 1000 it pays it. Two kernels inline pay no multi-kernel cost either, but a
+    kernel long enough to wake the pool still pays the wake. TWO on 999 counts 999 flops for
+    its add and 998 for its sum: handed over."""
+    import stablehlo_perf as sp
+
+    target = tmp_path / "unit_cpu_inline.toml"
+    target.write_text(
+        UNIT_CPU.read_text()
+        + "\n[program]\noverhead_ns = 7.0\ninline_flops = 1000.0\nmulti_kernel_ns = 40.0\n"
+        + "threadpool_wake_ns = 150.0\nparallel_kernel_ns = 200.0\n"
+    )
+    t = load_target(str(target))
+    assert t.inline_flops == INLINE_FLOPS == 1000
+    assert t.call_overhead_ns(0.0, kernels=2, xla_flops=999) == 0.0
+    assert t.call_overhead_ns(0.0, kernels=2, xla_flops=1000) == 47.0
+    assert t.call_overhead_ns(220.0, kernels=2, xla_flops=999) == 150.0
+    handed = sp.analyze(ADD, target=str(target)).report
+    inline = sp.analyze(ADD.replace("1000x", "999x"), target=str(target)).report
+    assert handed.call_overhead_ns == pytest.approx(7.0 + 150.0)  # 1000 flops: 220 ns wakes
+    assert inline.call_overhead_ns == pytest.approx(150.0)
+    two = sp.analyze(TWO.replace("1000x", "999x"), target=str(target)).report
+    assert two.call_overhead_ns == pytest.approx(7.0 + 150.0)
+    one_kernel = replace(t, parallel_kernel_ns=math.inf)
+    assert one_kernel.call_overhead_ns(220.0, kernels=2, xla_flops=500) == 0.0
+
+
+def test_xla_cpu_flops_counts_the_converts_of_16_bit_elementwise_ops() -> None:
+    """XLA:CPU widens a bf16 elementwise op to f32 and narrows its result: its cost analysis
+    counts a bf16 add of 1024 as 4096 flops (1024 for the add, 3072 converts), an exp as
+    2048, a convert as 1024 (jax 0.10.2); f32 ops count XLA's plain flops."""
+    add_bf, exp_bf, add_f32, cvt = op_infos(
+        """
+func.func @main(%a: tensor<1024xbf16>, %b: tensor<1024xf32>)
+    -> (tensor<1024xbf16>, tensor<1024xbf16>, tensor<1024xf32>, tensor<1024xf32>) {
+  %0 = stablehlo.add %a, %a : tensor<1024xbf16>
+  %1 = stablehlo.exponential %a : tensor<1024xbf16>
+  %2 = stablehlo.add %b, %b : tensor<1024xf32>
+  %3 = stablehlo.convert %a : (tensor<1024xbf16>) -> tensor<1024xf32>
+  return %0, %1, %2, %3 : tensor<1024xbf16>, tensor<1024xbf16>, tensor<1024xf32>, tensor<1024xf32>
+}
+"""
+    )[:4]
+    assert [xla_cpu_flops(op) for op in (add_bf, exp_bf, add_f32, cvt)] == [4096, 2048, 1024, 1024]
+
+
+def test_the_step_fit_charges_the_base_only_to_calls_handed_to_the_pool() -> None:
+    """Adds of 512 f32 (512 flops) run inline and pay nothing beyond their kernels; adds of
+    2048 (2048 flops, not split) pay the 30 us handoff; adds of 2^16 (split) the handoff and the
+    200 us wake. The fit finds base 30 and wake 200 where, with every row handed over, the
+    inline rows' zeros pull the base to their median (they are half the short rows)."""
+    inline = [("add", "f32", (512,), k, k) for k in (1.0, 2.0, 3.0, 4.0, 5.0)]
+    handed = [("add", "f32", (2048,), k, k + 30.0) for k in (1.0, 2.0, 3.0, 4.0)]
+    woken = [("add", "f32", (1 << 16,), k, k + 230.0) for k in (50.0, 60.0, 80.0, 100.0)]
+    p = fit_host_params([*inline, *handed, *woken])
+    assert p.program_overhead_ns == pytest.approx(30e3)
+    assert p.threadpool_wake_ns == pytest.approx(200e3)
+    assert (
+        _row_flops("add", "f32", (512,)) == 512 < INLINE_FLOPS <= _row_flops("add", "f32", (2048,))
+    )
+    as_handed = fit_host_params(
+        [*((op, dt, (4096,), k, t) for op, dt, _, k, t in inline), *handed, *woken]
+    )
+    assert as_handed.program_overhead_ns < 30e3
+
+
+@pytest.mark.parametrize("dtype", ["f32", "bf16"])
+def test_a_calibration_rows_flops_are_xlas(dtype: str) -> None:
+    """`_row_flops` of each row kind that can run inline is the flop count of XLA's cost
+    analysis of that row's compiled program (`runtime.sweeps`), so the fit sorts rows into
+    inline and handed-over calls as the PjRt client does (a bf16 logistic's expansion widened
+    op by op, an rsqrt row's add, a select row's compare)."""
+    import jax
+    from stablehlo_perf.runtime import sweeps
+
+    ops = (
+        "add", "multiply", "divide", "maximum", "select", "exponential", "tanh", "logistic",
+        "negate", "floor", "rsqrt", "sqrt", "log", "convert", "copy", "transpose", "reduce",
+        "sum_axis0", "sum_axis1", "sine",
+    )  # fmt: skip
+    for op in ops:
+        for shape in ((8, 128), (4, 30), (16, 64)):
+            fn, args = sweeps.op_and_shapes(sweeps.Spec(op, dtype, shape))
+            cost = jax.jit(fn).lower(*args).compile().cost_analysis()
+            xla = (cost[0] if isinstance(cost, list) else cost).get("flops", 0.0)
+            ours = _row_flops(op, dtype, shape)
+            assert ours == xla, (op, shape)
+    assert _row_flops("argmax", dtype, (8, 128)) == math.inf

@@ -67,7 +67,10 @@ class Target:
     # Eigen dot on the pool that finds it idle for `rewake_gap_ns` (a first Eigen dot too:
     # `passes.critical_path`); and `handoff_ns_per_mib` per MiB a split loop kernel writes for
     # a YNNPACK kernel to read, on at most `handoff_cap_bytes` of each. Zero where unknown.
+    # A program of fewer XLA flops than `inline_flops` runs on the calling thread and pays
+    # neither the fixed part nor `multi_kernel_ns` (`analysis.host_params.INLINE_FLOPS`).
     program_overhead_ns: float = 0.0
+    inline_flops: float = 0.0
     threadpool_wake_ns: float = 0.0
     threadpool_wake_slope: float = math.inf
     parallel_kernel_ns: float = math.inf
@@ -122,6 +125,7 @@ class Target:
         rewakes: int = 0,
         handoff_bytes: float = 0.0,
         pool_ns: float = math.inf,
+        xla_flops: float = math.inf,
     ) -> float:
         """Per-call cost beyond the kernels' own for a program whose longest kernel that can
         wake the pool by its time (`analysis.host_params.wakes_by_time`) takes this long,
@@ -132,16 +136,18 @@ class Target:
         whose entry wakes the pool `rewakes` times more after `rewake_gap_ns` without
         parallel work and hands `handoff_bytes` from split loop kernels to YNNPACK kernels;
         its kernels on the pool take `pool_ns` in all (each run of a loop's counted), of
-        which the wake costs at most `threadpool_wake_slope` times."""
+        which the wake costs at most `threadpool_wake_slope` times, and whose compiled module
+        counts `xla_flops` (`analysis.host_params.xla_cpu_flops`)."""
         from stablehlo_perf.analysis.host_params import long_call_ns
 
         woke = wakes or longest_kernel_ns >= self.parallel_kernel_ns
         wake = self.threadpool_wake_ns if woke else 0.0
         if math.isfinite(self.threadpool_wake_slope):
             wake = min(wake, self.threadpool_wake_slope * pool_ns)
-        multi = self.multi_kernel_ns if kernels >= 2 else 0.0
+        handed = xla_flops >= self.inline_flops
+        multi = self.multi_kernel_ns if kernels >= 2 and handed else 0.0
         return (
-            self.program_overhead_ns
+            (self.program_overhead_ns if handed else 0.0)
             + max(wake, multi)
             + self.kernel_dispatch_ns * kernels
             + self.output_ns_per_mib * output_bytes / 2**20
@@ -201,6 +207,7 @@ _SCHEMA: dict[str, tuple[type | tuple[type, ...], bool]] = {
     "onchip_mib": (dict, False),
     "l2.bandwidth_gbps": ((int, float), False),
     "program.overhead_ns": ((int, float), False),
+    "program.inline_flops": ((int, float), False),
     "program.threadpool_wake_ns": ((int, float), False),
     "program.threadpool_wake_slope": ((int, float), False),
     "program.parallel_kernel_ns": ((int, float), False),
@@ -284,6 +291,7 @@ def _from_mapping(data: Mapping[str, Any], where: str) -> Target:
         onchip_mib={k: float(v) for k, v in flat.get("onchip_mib", {}).items()},
         l2_bandwidth_gbps=float(flat.get("l2.bandwidth_gbps", 0.0)),
         program_overhead_ns=float(flat.get("program.overhead_ns", 0.0)),
+        inline_flops=float(flat.get("program.inline_flops", 0.0)),
         threadpool_wake_ns=float(flat.get("program.threadpool_wake_ns", 0.0)),
         threadpool_wake_slope=float(flat.get("program.threadpool_wake_slope", math.inf)),
         parallel_kernel_ns=float(flat.get("program.parallel_kernel_ns", math.inf)),
@@ -347,6 +355,7 @@ def _calibrated_host(base: Target) -> Target:
     from stablehlo_perf.analysis.host_params import (
         HANDOFF_CAP_BYTES,
         HANDOFF_NS_PER_MIB,
+        INLINE_FLOPS,
         REWAKE_GAP_NS,
     )
 
@@ -373,6 +382,7 @@ def _calibrated_host(base: Target) -> Target:
         change["launch_overhead_ns"] = params.kernel_overhead_ns
     if math.isfinite(params.program_overhead_ns) and math.isfinite(params.threadpool_wake_ns):
         change["program_overhead_ns"] = params.program_overhead_ns
+        change["inline_flops"] = INLINE_FLOPS
         change["threadpool_wake_ns"] = params.threadpool_wake_ns
         change["parallel_kernel_ns"] = params.parallel_kernel_ns
         if math.isfinite(params.threadpool_wake_slope):
