@@ -17,6 +17,7 @@ from stablehlo_perf.analysis.host_params import (
     wakes_pool,
     xla_cpu_flops,
 )
+from stablehlo_perf.analysis.opinfo import OpInfo
 from stablehlo_perf.analysis.schedule import ScheduledBlock, list_schedule
 from stablehlo_perf.analysis.targets import DEFAULT_TARGET, load_target
 from stablehlo_perf.passes.base import AnalysisCache
@@ -111,8 +112,9 @@ class CriticalPathPass:
                 t > 0 and _wakes(view, node) and not any(_eigen(view, i) for i in node)
                 for t, node in zip(latency, nodes, strict=True)
             ]
+            int8_polls = not target.pool_contention_int8 < target.pool_contention / 2
             starts = [
-                lib and _leaves_pollers(view, node)
+                lib and _leaves_pollers(view, node, int8_polls)
                 for lib, node in zip(library, nodes, strict=True)
             ]
             control = [_control(view, node) for node in nodes]
@@ -390,7 +392,7 @@ def _contention(
     return extra
 
 
-def _leaves_pollers(view: ModuleView, node: list[int]) -> bool:
+def _leaves_pollers(view: ModuleView, node: list[int], int8_polls: bool = True) -> bool:
     """Whether a library kernel leaves its threads polling after it: one holding a dot or a
     YNNPACK pool, not a convolution or a reduction alone (8 tanh kernels after them, in loops
     on the Zen 5 VM, 2026-12-02, 4 passes of 31 rounds: +15-24 us after a 128x256x256 dot,
@@ -403,11 +405,20 @@ def _leaves_pollers(view: ModuleView, node: list[int]) -> bool:
     16 / 32 / 64: 8.8 / 17.7 / 36.0 us) and left none, larger ones mostly did (80 and 96 x
     256 x 256: 17-20 us); but charging nothing after the small ones put the zoo's programs
     with small dots 5-15% under their measured times (deep_transformer, mlp_grad, scan_rnn):
-    every dot counts as the probe's 128x256x256 does."""
+    every dot counts as the probe's 128x256x256 does. An int8 dot counts unless `int8_polls`
+    is False: the pass passes whether the target's contention after the probe's int8 dot is
+    at least half the f32 dot's (`Target.pool_contention_int8`, unknown: it is; the Xeon VM's
+    0.22 against 3.66, `runtime.contention_probes._INT8_DOT`)."""
     return any(
-        view.records[i].info.short_name == "dot_general" or ynn_reduce_window(view.records[i].info)
-        for i in node
+        (info.short_name == "dot_general" and (int8_polls or not _int8(info)))
+        or ynn_reduce_window(info)
+        for info in (view.records[i].info for i in node)
     )
+
+
+def _int8(info: OpInfo) -> bool:
+    """Whether a dot multiplies int8 operands."""
+    return all(t.element_type in ("i8", "ui8") for t in info.operands[:2])
 
 
 def _control(view: ModuleView, node: list[int]) -> bool:

@@ -22,6 +22,7 @@ that VM (another execution mode of XLA's thunk executor), so the chains stay bel
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -63,37 +64,64 @@ rounds: after the dot, 4 and 8 tanh kernels of 8x128 paid 0.81 and 1.90 of their
 row sums of 64x256 3.32 and 1.67, transposes 2.44 and 2.00); the long chain is of tanh."""
 
 
+_INT8_DOT = (128, 256, 256)
+"""The int8 dot (int32 products) whose short chains give `Contention.int8_fraction`: the f32
+dot's shape, which leaves the f32 pool polling on both VMs measured. On the Xeon VM
+(2026-12-06, 31 rounds in loops) the chains after int8 dots of M x 256 x 256, M = 128 to
+1024 (40-161 us), cost no more than alone (a median -0.13 to -0.72 of their time, the
+convert of their input counted), where after f32 dots of 96 and 128 rows they paid 2.7-2.8x
+more: with int8 dots charged the f32 fraction, the zoo's int8_bmm was priced at 2-4x its
+in-loop time."""
+
+
 @dataclass(frozen=True)
 class Contention:
     """Kernels after a library call cost `fraction` of their time more, at most `cap_ns` in
-    all until the next library call."""
+    all until the next library call; after an int8 dot `int8_fraction` (NaN: unmeasured)."""
 
     fraction: float
     cap_ns: float
+    int8_fraction: float = math.nan
 
     def pairs(self) -> dict[str, float]:
         """The calibration header's `name=value` pairs."""
-        return {"fraction": self.fraction, "cap_ns": self.cap_ns}
+        out = {"fraction": self.fraction, "cap_ns": self.cap_ns}
+        if math.isfinite(self.int8_fraction):
+            out["int8_fraction"] = self.int8_fraction
+        return out
+
+
+Pairs = Sequence[tuple[Sequence[float], Sequence[float]]]
+"""Per-round times (us) of chains as (alone, after a library call)."""
+
+
+def _extra(pool_us: Sequence[float], alone: Sequence[float], after: Sequence[float]) -> np.ndarray:
+    """Per round, what a chain took after the call beyond the call and itself alone (us)."""
+    return np.asarray(after, float) - np.asarray(pool_us, float) - np.asarray(alone, float)
+
+
+def _fraction(pool_us: Sequence[float], short: Pairs) -> float:
+    """The median over rounds and chains of what each cost beyond, as a fraction of it alone;
+    not below 0."""
+    frac = [_extra(pool_us, a, b) / np.maximum(np.asarray(a, float), 1e-9) for a, b in short]
+    return max(float(np.median(np.concatenate(frac))), 0.0)
 
 
 def contention_fit(
     pool_us: Sequence[float],
-    short: Sequence[tuple[Sequence[float], Sequence[float]]],
+    short: Pairs,
     long: tuple[Sequence[float], Sequence[float]],
+    int8: tuple[Sequence[float], Pairs] | None = None,
 ) -> Contention:
     """From per-round times (us) of the library call alone, and of each short chain and the
     long one as (alone, after the call): the median over rounds and short chains of
     (after - pool - alone) / alone, and the long chain's median of after - pool - alone (ns);
-    neither below 0."""
-    pool = np.asarray(pool_us, float)
-
-    def extra(alone: Sequence[float], after: Sequence[float]) -> np.ndarray:
-        return np.asarray(after, float) - pool - np.asarray(alone, float)
-
-    frac = [extra(a, b) / np.maximum(np.asarray(a, float), 1e-9) for a, b in short]
+    neither below 0. `int8`, the int8 dot's rounds and its short chains', gives the same
+    fraction after it."""
     return Contention(
-        max(float(np.median(np.concatenate(frac))), 0.0),
-        max(float(np.median(extra(*long))), 0.0) * 1e3,
+        _fraction(pool_us, short),
+        max(float(np.median(_extra(pool_us, *long))), 0.0) * 1e3,
+        _fraction(*int8) if int8 else math.nan,
     )
 
 
@@ -109,10 +137,14 @@ def _chain(kind: str, k: int) -> Callable[[jax.Array], jax.Array]:
 
 
 def _program(kind: str, k: int, with_dot: bool) -> Callable[[jax.Array, jax.Array], object]:
+    """k kernels of a kind alone (on x), or after the dot x @ w (int32 products of int8
+    operands, as f32)."""
+
     def run(x: jax.Array, w: jax.Array) -> object:
         if not with_dot:
             return _chain(kind, k)(x)
-        y = x @ w
+        acc = jnp.int32 if x.dtype == jnp.int8 else None
+        y = jnp.matmul(x, w, preferred_element_type=acc).astype(jnp.float32)
         return (y, _chain(kind, k)(y)) if k else y
 
     return run
@@ -127,25 +159,40 @@ def measure_pool_contention(
     fraction at 0.32-1.47 and the cap at 41-45 us."""
     fits = [_one_pass(repeats, seed, loop_us) for seed in range(passes)]
     return Contention(
-        float(np.median([f.fraction for f in fits])), float(np.median([f.cap_ns for f in fits]))
+        float(np.median([f.fraction for f in fits])),
+        float(np.median([f.cap_ns for f in fits])),
+        float(np.median([f.int8_fraction for f in fits])),
     )
 
 
 def _one_pass(repeats: int, seed: int, loop_us: float) -> Contention:
     """`contention_fit` of one set of interleaved rounds."""
-    m, k, n = _DOT
     rng = np.random.default_rng(seed)
-    x = jnp.asarray(rng.standard_normal((m, k)), jnp.float32)
-    w = jnp.asarray(rng.standard_normal((k, n)) * 0.05, jnp.float32)
+
+    def operands(dtype: str, shape: tuple[int, int, int]) -> tuple[jax.Array, jax.Array]:
+        m, k, n = shape
+        if dtype == "i8":
+            return tuple(
+                jnp.asarray(rng.integers(-127, 128, s), jnp.int8) for s in ((m, k), (k, n))
+            )
+        x = jnp.asarray(rng.standard_normal((m, k)), jnp.float32)
+        return x, jnp.asarray(rng.standard_normal((k, n)) * 0.05, jnp.float32)
+
+    f32, i8 = operands("f32", _DOT), operands("i8", _INT8_DOT)
     trips = jnp.asarray(1, jnp.int32)
     chains = [(kind, steps) for kind in STEPS for steps in SHORT] + [("tanh", LONG)]
-    cases = [("tanh", 0, True)] + [(c, s, d) for c, s in chains for d in (False, True)]
+    cases = [("tanh", 0, True, "f32")]
+    cases += [(c, s, d, "f32") for c, s in chains for d in (False, True)]
+    cases += [("tanh", 0, True, "i8")] + [(c, s, True, "i8") for c, s in chains[:-1]]
     looped = []
-    for kind, steps, with_dot in cases:
-        spec = sweeps.Spec(f"pool_contention_{kind}", "f32", (steps, int(with_dot)))
-        fn = jax.jit(sweeps.in_loop(_program(kind, steps, with_dot))).lower(trips, x, w).compile()
-        looped.append((spec.key, sweeps.LoopCase(spec, fn, (x, w))))
+    for kind, steps, with_dot, dtype in cases:
+        args = i8 if dtype == "i8" else f32
+        spec = sweeps.Spec(f"pool_contention_{kind}", dtype, (steps, int(with_dot)))
+        fn = jax.jit(sweeps.in_loop(_program(kind, steps, with_dot)))
+        looped.append((spec.key, sweeps.LoopCase(spec, fn.lower(trips, *args).compile(), args)))
     out, _, _ = timing.time_in_loop(looped, repeats=repeats, seed=seed, loop_us=loop_us)
     rounds = [out[key][0].rounds_us for key, _ in looped]
     pairs = [(rounds[1 + 2 * i], rounds[2 + 2 * i]) for i in range(len(chains))]
-    return contention_fit(rounds[0], pairs[:-1], pairs[-1])
+    at = 1 + 2 * len(chains)
+    int8 = [(pairs[i][0], rounds[at + 1 + i]) for i in range(len(chains) - 1)]
+    return contention_fit(rounds[0], pairs[:-1], pairs[-1], (rounds[at], int8))

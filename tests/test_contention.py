@@ -35,6 +35,19 @@ def test_fit_is_the_median_fraction_of_short_chains_and_the_long_chains_extra() 
     # A chain faster after the library call than alone is noise, not a negative cost.
     none = contention_probes.contention_fit([50.0], [([4.0], [53.0])], ([40.0], [89.0]))
     assert none == contention_probes.Contention(0.0, 0.0)
+    assert math.isnan(none.int8_fraction) and "int8_fraction" not in none.pairs()
+    # After an int8 dot of 30 / 31 us the same chains pay 1 and 1 us (0.25, 0.25), 1 and 3
+    # (0.125, 0.375): median 0.25, beside the f32 dot's numbers.
+    int8 = ([30.0, 31.0], [([4.0, 4.0], [35.0, 36.0]), ([8.0, 8.0], [39.0, 42.0])])
+    both = contention_probes.contention_fit(
+        [50.0, 52.0],
+        [([4.0, 4.0], [56.0, 60.0]), ([8.0, 8.0], [62.0, 68.0])],
+        ([40.0, 40.0], [135.0, 139.0]),
+        int8,
+    )
+    assert (both.fraction, both.cap_ns) == (fit.fraction, fit.cap_ns)
+    assert both.int8_fraction == pytest.approx(0.25)
+    assert both.pairs()["int8_fraction"] == pytest.approx(0.25)
 
 
 def test_kernels_after_a_library_call_pay_a_fraction_up_to_the_cap() -> None:
@@ -104,6 +117,35 @@ def test_pass_charges_the_kernels_after_a_dot(monkeypatch: pytest.MonkeyPatch) -
     # A cap below what the kernels would pay bounds it.
     capped = _analyze_with(monkeypatch, lowered, pool_contention=0.5, pool_contention_cap_ns=10.0)
     assert capped.report.contention_ns == pytest.approx(10.0)
+
+
+@pytest.mark.parametrize(
+    ("int8_fraction", "charged"), [(math.nan, True), (0.4, True), (0.2, False), (0.0, False)]
+)
+def test_an_int8_dot_leaves_pollers_as_its_probe_says(
+    monkeypatch: pytest.MonkeyPatch, int8_fraction: float, charged: bool
+) -> None:
+    """A batched int8 dot (int32 products), then their convert and scaling, as the zoo's
+    int8_bmm: the kernel after it pays the contention where the target's fraction after an
+    int8 dot is unknown or at least half the f32 dot's (0.5 here), and nothing below; an f32
+    dot's kernels pay it whatever the int8 fraction."""
+    a = jax.ShapeDtypeStruct((4, 64, 256), jnp.int8)
+    b = jax.ShapeDtypeStruct((4, 256, 128), jnp.int8)
+
+    def f(a: jax.Array, b: jax.Array) -> jax.Array:
+        dims = (((2,), (1,)), ((0,), (0,)))
+        q = jax.lax.dot_general(a, b, dims, preferred_element_type=jnp.int32)
+        return jnp.cumsum(q.astype(jnp.float32) * 0.01, axis=1)
+
+    change = {"pool_contention": 0.5, "pool_contention_cap_ns": 1e9}
+    res = _analyze_with(
+        monkeypatch, jax.jit(f).lower(a, b), **change, pool_contention_int8=int8_fraction
+    )
+    assert (res.report.contention_ns > 0) == charged
+    x = jax.ShapeDtypeStruct((64, 128), jnp.float32)
+    lowered = jax.jit(lambda x, w: jnp.cumsum(x @ w, axis=0)).lower(x, x.update(shape=(128, 128)))
+    f32 = _analyze_with(monkeypatch, lowered, **change, pool_contention_int8=int8_fraction)
+    assert f32.report.contention_ns > 0
 
 
 def test_a_loops_trips_each_pay_its_bodys_contention(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -194,14 +236,12 @@ def test_header_carries_the_contention_through_refit_and_merge(tmp_path: Path) -
     a = _calibration(
         tmp_path / "a.csv",
         [_row("add", "4096", 10.0, -0.5), _row("add", "8192", 20.0, 30.0)],
-        {"fraction": 0.5, "cap_ns": 10e3},
+        {"fraction": 0.5, "cap_ns": 10e3, "int8_fraction": 0.1},
     )
     written = parse_latencies(cf.header_value(a, contention_probes.KEY))
-    assert written == {"fraction": 0.5, "cap_ns": 10e3}
+    assert written == {"fraction": 0.5, "cap_ns": 10e3, "int8_fraction": 0.1}
     calibrate.refit(a)
-    assert parse_latencies(cf.header_value(a, contention_probes.KEY)) == {
-        "fraction": 0.5, "cap_ns": 10e3,
-    }  # fmt: skip
+    assert parse_latencies(cf.header_value(a, contention_probes.KEY)) == written
     b = _calibration(
         tmp_path / "b.csv",
         [_row("add", "4096", 40.0, 1.5)],
@@ -211,7 +251,11 @@ def test_header_carries_the_contention_through_refit_and_merge(tmp_path: Path) -
     assert calibrate.merge([a, b], out) == 2
     # Geometric means: sqrt(0.5 x 2) = 1, sqrt(10 x 40) = 20 us.
     merged = parse_latencies(cf.header_value(out, contention_probes.KEY))
-    assert merged == {"fraction": pytest.approx(1.0), "cap_ns": pytest.approx(20e3)}
+    assert merged == {
+        "fraction": pytest.approx(1.0),
+        "cap_ns": pytest.approx(20e3),
+        "int8_fraction": pytest.approx(0.1),  # b measured none: a's alone
+    }
     # A call time of -0.5 us beside 1.5 has no geometric mean: the arithmetic one (0.5), and
     # the row survives a later read (a nan there dropped it).
     row = calibrate.read_partial(out)["add,f32,4096"]

@@ -87,9 +87,11 @@ class Target:
     # How much longer, as a fraction of its own time, a kernel takes when it follows a
     # YNNPACK dot or pool in the entry function (the call's threads still poll for work on
     # the same cores: runtime/contention_probes.py, passes.critical_path._leaves_pollers),
-    # and the most the kernels between two such calls pay for it. Zero where unknown.
+    # and the most the kernels between two such calls pay for it. Zero where unknown. The
+    # fraction measured after an int8 dot (NaN where unknown: as an f32 dot's).
     pool_contention: float = 0.0
     pool_contention_cap_ns: float = 0.0
+    pool_contention_int8: float = math.nan
     # ns per element each op of a fused bf16 loop costs at least (XLA:CPU widens to f32 and
     # rounds back per op: runtime/fused_probes.py). Zero where unknown.
     bf16_fused_ns_per_element: float = 0.0
@@ -412,6 +414,8 @@ def _calibrated_host(base: Target) -> Target:
     if {"fraction", "cap_ns"} <= contention.keys():
         change["pool_contention"] = contention["fraction"]
         change["pool_contention_cap_ns"] = contention["cap_ns"]
+        if "int8_fraction" in contention:
+            change["pool_contention_int8"] = contention["int8_fraction"]
     note = (
         f"calibrated on this machine ({when}) from {found[0].name}: "
         + ", ".join(sorted(change))
