@@ -650,6 +650,8 @@ def test_small_loops_are_the_ones_xla_cpu_compiles_into_one_kernel():
 
 
 def test_small_loop_member_prices_by_hand():
+    import dataclasses
+
     from stablehlo_perf.analysis.fusion_cost import member_compute_ns
     from stablehlo_perf.analysis.opinfo import OpInfo, TensorType
     from stablehlo_perf.analysis.service import OpCost
@@ -661,7 +663,7 @@ def test_small_loop_member_prices_by_hand():
     )
     from stablehlo_perf.analysis.targets import load_target
 
-    target = load_target("host")
+    target = dataclasses.replace(load_target("host"), small_loop_latency_ns={})
     t = TensorType((64,), "f32")
     tanh = OpInfo.build(0, "stablehlo.tanh", [t], [t])
     ref = reference_op(tanh)
@@ -673,15 +675,14 @@ def test_small_loop_member_prices_by_hand():
         2.0 * REFERENCE_ELEMENTS
     )
     own = OpCost(0, 150.0, 0, "m")
+    # Without latencies (no probe): 2 ns for each of its 64 elements.
     assert loop_member_ns(tanh, own, OpCost(0, ref_ns, 0, "m"), target) == pytest.approx(128.0)
     # Not elementwise: its own compute (no launch); a constant nothing.
     assert reference_op(OpInfo.build(0, "stablehlo.sort", [t], [t])) is None
     const = OpInfo.build(0, "stablehlo.constant", [], [t])
     assert loop_member_ns(const, OpCost(0, 50.0, 0, "free"), None, target) == 0.0
     # With the probe's latencies a trip waits for each op's result: one element of tanh
-    # costs its latency, 64 elements the larger of that and 64 x 2 ns.
-    import dataclasses
-
+    # costs its latency, 64 elements that and 2 ns for each element past the first 16.
     from stablehlo_perf.analysis.small_loops import (
         format_latencies,
         op_latency_ns,
@@ -695,11 +696,11 @@ def test_small_loop_member_prices_by_hand():
     one = OpInfo.build(0, "stablehlo.tanh", [TensorType((1,), "f32")], [TensorType((1,), "f32")])
     ref_cost = OpCost(0, ref_ns, 0, "m")
     assert loop_member_ns(one, own, ref_cost, timed) == pytest.approx(150.0)
-    assert loop_member_ns(tanh, own, ref_cost, timed) == pytest.approx(150.0)
+    assert loop_member_ns(tanh, own, ref_cost, timed) == pytest.approx(150.0 + 96.0)
     big = OpInfo.build(
         0, "stablehlo.tanh", [TensorType((100,), "f32")], [TensorType((100,), "f32")]
     )
-    assert loop_member_ns(big, own, ref_cost, timed) == pytest.approx(200.0)
+    assert loop_member_ns(big, own, ref_cost, timed) == pytest.approx(150.0 + 168.0)
     # Fallbacks: an unmeasured transcendental the median of the measured ones, another float
     # op an add's, an integer op (the loop counter) nothing.
     s = TensorType((1,), "f32")
@@ -722,7 +723,7 @@ def test_small_loop_member_prices_by_hand():
     assert loop_member_ns(sized("log", 16), own, ref_cost, scalar) == pytest.approx(480.0)
     assert loop_member_ns(sized("negate", 4), own, ref_cost, scalar) == pytest.approx(2.0)
     assert loop_member_ns(sized("tanh", 1), own, ref_cost, scalar) == pytest.approx(150.0)
-    assert loop_member_ns(big, own, ref_cost, scalar) == pytest.approx(200.0)
+    assert loop_member_ns(big, own, ref_cost, scalar) == pytest.approx(150.0 + 168.0)
     assert op_latency_ns(sized("log", 1), scalar.small_loop_latency_ns) == 30.0
     # 8 bytes per carried value; a sort keeps the loop thunked, a dot does not.
     add, tanh1 = OpInfo.build(0, "stablehlo.add", [s, s], [s]), one
