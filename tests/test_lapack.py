@@ -192,3 +192,32 @@ def test_a_broken_calibration_of_lapack_calls_is_named_and_not_used(
     with pytest.warns(UserWarning, match=r"lapack\.csv:3: bad LAPACK row"):
         model = LapackModel()
     assert model.source == cf.nearest_shipped(SHIPPED)[0].name
+
+
+def test_a_call_whose_other_ops_are_priced_over_its_time_is_left_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The sweep times a call net of the pipeline's price for its program's other ops; where
+    that price passes 90% of the loop's time (a stale model's, say) the call's own time is
+    unknown: the case is named and left out, not stored as 0.01 us, and a sweep that keeps
+    none writes nothing over the file."""
+    from stablehlo_perf.runtime import lapack_sweep
+
+    two = [lapack_sweep.Case("potrf", "f32", 8), lapack_sweep.Case("getrf", "f32", 8)]
+    monkeypatch.setattr(lapack_sweep, "cases", lambda sizes: two)
+    rest_us = lapack_sweep._rest_us
+
+    def stale(fn, args):  # prices the LU's other ops at a second, the Cholesky's at nothing
+        calls, _ = rest_us(fn, args)
+        return calls, 1e6 if calls[0].routine == "getrf" else 0.0
+
+    monkeypatch.setattr(lapack_sweep, "_rest_us", stale)
+    out = tmp_path / "lapack.csv"
+    assert lapack_sweep.write_csv(out, repeats=2) == 1
+    rows = read_rows(out)
+    assert [(c.routine, c.n) for c, _ in rows] == [("potrf", 8)]
+    assert rows[0][1] > 0.01
+    assert "getrf,f32,1x8x0: left out" in capsys.readouterr().err
+    monkeypatch.setattr(lapack_sweep, "_rest_us", lambda fn, args: (rest_us(fn, args)[0], 1e6))
+    assert lapack_sweep.write_csv(out, repeats=2) == 0
+    assert read_rows(out) == rows  # the earlier file stands

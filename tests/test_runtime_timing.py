@@ -363,7 +363,10 @@ def test_calibrate_cli_end_to_end_and_corrupted_cache(
     monkeypatch.setattr(thunked_loop_probes, "SIZES", sizes)
     monkeypatch.setattr(fused_chains, "TRAINING_SHAPES", ((64, 16), (1024,), (64, 64)))
     monkeypatch.setattr(fused_chains, "LARGE_SHAPES", ((128, 64),))
-    two = [lapack_sweep.Case("potrf", "f32", 8), lapack_sweep.Case("getrf", "f64", 8)]
+    # Choleskys of 128 (~45 us): the few rows here price a call's other ops at 2-8 us, more
+    # than a call of 8 takes, and an LU's pivots-to-permutation loop above the LU itself
+    # (`lapack_sweep.REST_LIMIT`).
+    two = [lapack_sweep.Case("potrf", "f32", 128), lapack_sweep.Case("potrf", "f64", 128)]
     monkeypatch.setattr(lapack_sweep, "cases", lambda sizes: two)
     # The LAPACK sweep runs once the rows are written: its calls are timed net of the other
     # ops' price, which must come from this machine's rows (`calibrate.main`).
@@ -462,12 +465,12 @@ def test_calibrate_cli_end_to_end_and_corrupted_cache(
     fused = fused_loops.model_for_host()
     assert fused.source == chains.name and fused.reduce_regressor is not None
     assert fused.wide_regressor is not None
-    # So were LAPACK calls (here two: a Cholesky in f32, an LU in f64), and the host's LAPACK
+    # So were LAPACK calls (here two: Choleskys in f32 and f64), and the host's LAPACK
     # model reads them, not the shipped ones.
     calls = read_rows(lapack_path(path))
     assert [(c.routine, c.dtype, c.n) for c, _ in calls] == [
-        ("potrf", "f32", 8),
-        ("getrf", "f64", 8),
+        ("potrf", "f32", 128),
+        ("potrf", "f64", 128),
     ]
     assert all(us > 0 for _, us in calls)
     assert LapackModel().source == lapack_path(path).name
