@@ -46,9 +46,9 @@ class CriticalPathPass:
     overhead beyond its kernels (`Target.call_overhead_ns`: a fixed part, the larger of a
     thread-pool wake-up once a kernel is long enough to be split over threads or is a
     library call (at most a slope times the time of the call's kernels on the pool, each
-    loop trip's counted), and a one-off cost once the entry runs two kernels or more (neither
-    the fixed part nor that cost for a module of fewer XLA flops than `Target.inline_flops`,
-    which runs on the calling thread), a dispatch cost per entry
+    loop trip's counted), and a one-off cost once the entry of a call that wakes the pool runs
+    two kernels or more (neither the fixed part nor that cost for a module of fewer XLA flops
+    than `Target.inline_flops`, which runs on the calling thread), a dispatch cost per entry
     kernel, a cost per MiB the entry returns, a long call's ramp in its longest kernel's
     time, and a cost per loop kernel XLA splits over threads or
     Eigen dot on the pool (`host_params.eigen_uses_pool`) that starts after the pool has

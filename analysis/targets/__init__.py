@@ -58,8 +58,10 @@ class Target:
     # wake-up, paid once a call runs a kernel of at least `parallel_kernel_ns`, a library
     # call (a dot, a convolution, an FFT) or a loop kernel XLA splits over threads by its
     # HLO cost (at most `threadpool_wake_slope` times the time of the call's kernels on the
-    # pool: `analysis.host_params.wake_slope_fit`), and `multi_kernel_ns`, paid once it
-    # runs more than one kernel;
+    # pool: `analysis.host_params.wake_slope_fit`), and `multi_kernel_ns`, paid once a
+    # call that wakes the pool runs more than one kernel (its probes all wake it: on the
+    # Xeon VM, 2026-12-06, two-kernel programs of no pool kernel paid 29-31 us beyond their
+    # kernels, the base, and ones with a dot or a YNNPACK sum 46-52);
     # `kernel_dispatch_ns` per kernel of the entry function; and
     # `output_ns_per_mib` per MiB the call returns (fresh output buffers' first-touch
     # pages); a long call's ramp in its longest kernel's time
@@ -147,7 +149,7 @@ class Target:
         if math.isfinite(self.threadpool_wake_slope):
             wake = min(wake, self.threadpool_wake_slope * pool_ns)
         handed = xla_flops >= self.inline_flops
-        multi = self.multi_kernel_ns if kernels >= 2 and handed else 0.0
+        multi = self.multi_kernel_ns if kernels >= 2 and handed and woke else 0.0
         return (
             (self.program_overhead_ns if handed else 0.0)
             + max(wake, multi)
