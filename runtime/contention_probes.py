@@ -166,7 +166,9 @@ def measure_pool_contention(
 
 
 def _one_pass(repeats: int, seed: int, loop_us: float) -> Contention:
-    """`contention_fit` of one set of interleaved rounds."""
+    """`contention_fit` of one set of interleaved rounds: the f32 dot alone and before each
+    chain, each chain alone, and the int8 dot (`_INT8_DOT`) alone and before each short
+    chain."""
     rng = np.random.default_rng(seed)
 
     def operands(dtype: str, shape: tuple[int, int, int]) -> tuple[jax.Array, jax.Array]:
