@@ -70,6 +70,8 @@ class CriticalPathPass:
         view = cache.view(module)
         target = load_target(self.target)
         kind = target.kind
+        # Whether int8 dots leave the pool polling: unknown, or at least half an f32 dot's.
+        int8_polls = not target.pool_contention_int8 < target.pool_contention / 2
         schedules: dict[tuple[int, ...], tuple[ScheduledBlock, list[list[int]]]] = {}
         longest_kernel = 0.0  # of the kernels that can wake the pool by their time
         longest_any = 0.0  # of all kernels: the long-call ramp's argument
@@ -112,7 +114,6 @@ class CriticalPathPass:
                 t > 0 and _wakes(view, node) and not any(_eigen(view, i) for i in node)
                 for t, node in zip(latency, nodes, strict=True)
             ]
-            int8_polls = not target.pool_contention_int8 < target.pool_contention / 2
             starts = [
                 lib and _leaves_pollers(view, node, int8_polls)
                 for lib, node in zip(library, nodes, strict=True)
