@@ -49,6 +49,7 @@ from stablehlo_perf.analysis.calibration_files import (
     speed_factors,
     training_files,
 )
+from stablehlo_perf.analysis.fusion import ynn_reduces
 from stablehlo_perf.analysis.opinfo import (
     READS_PART,
     SCALAR_LOOPS,
@@ -877,6 +878,17 @@ def gather_features(
     return row
 
 
+YNN_COLUMN_TILE = 16384
+"""A YNNPACK reduce of one leading axis (dims of 1 aside) that keeps more elements than this
+runs an order of magnitude slower an element (jax 0.10.2; in loops on the Xeon VM, 2026-12-06:
+f32 sums over axis 0 of 8 x 16384 38 us, of 8 x 16385 364-404, 8 x 17000 385, 8 x 18000 395;
+2 x 16385 143, 64 x 16385 2485, 512 x 16385 32586; 8 x 2 x 16384 and 8 x 4 x 8192 620-625;
+bf16 8 x 16384 45, 8 x 16385 503; the max and the mean over axis 0 step alike; the Zen 4 and
+Xeon references' 2 x 16384 -> 2 x 20480 rows 2.6 -> 118 and 3.6 -> 156 us). Sums over two
+leading axes do not follow one rule (4 x 4 x 16385 over both 140 us, 0.5 ns an element; 2 x 8 x
+16385 733 us, 2.8 ns) and keep the plain leading-axis code."""
+
+
 def reduce_axis(in_shape: Sequence[int], dims: Sequence[int]) -> float:
     """1 for a reduce of the minor axis (a row sum: one contiguous run per output), 0 for one
     of the leading axes only (a column sum walks the rows; XLA:CPU's argmax over axis 0 of
@@ -888,6 +900,15 @@ def reduce_axis(in_shape: Sequence[int], dims: Sequence[int]) -> float:
         return 1.0
     before = [d for d in range(max(dims, default=0)) if d not in dims and in_shape[d] > 1]
     return 0.5 if before else 0.0
+
+
+def wide_column_reduce(in_shape: Sequence[int], dims: Sequence[int]) -> bool:
+    """Whether a reduce of this input over `dims` reduces one leading axis (dims of 1 aside)
+    and keeps more than `YNN_COLUMN_TILE` elements: YNNPACK's slow column reduce."""
+    reduced = [d for d in dims if d < len(in_shape) and in_shape[d] > 1]
+    if len(reduced) != 1 or any(in_shape[d] > 1 for d in range(reduced[0])):
+        return False
+    return math.prod(in_shape) // in_shape[reduced[0]] > YNN_COLUMN_TILE
 
 
 def collapsed_reduce(
@@ -913,12 +934,16 @@ def collapsed_reduce(
     return tuple(shape), tuple(i for i, r in enumerate(reduced) if r)
 
 
-def reduce_features(in_shape: Sequence[int], dims: Sequence[int], elem_bytes: float) -> list[float]:
+def reduce_features(
+    in_shape: Sequence[int], dims: Sequence[int], elem_bytes: float, library: bool = False
+) -> list[float]:
     """A reduce (or argmax): `shape_features` of its input (`collapsed_reduce`) with
-    `reduce_axis` in `_AXIS_SLOT` and its output count in `units`."""
+    `reduce_axis` in `_AXIS_SLOT` and its output count in `units`; a `library` (YNNPACK)
+    reduce that is a `wide_column_reduce` has -1 there, a code of its own."""
+    wide = library and wide_column_reduce(in_shape, dims)
     in_shape, dims = collapsed_reduce(in_shape, dims)
     row = shape_features(in_shape, elem_bytes)
-    row[_IDX[_AXIS_SLOT]] = reduce_axis(in_shape, dims)
+    row[_IDX[_AXIS_SLOT]] = -1.0 if wide else reduce_axis(in_shape, dims)
     row[_IDX["units"]] = math.prod(in_shape) / max(math.prod(in_shape[d] for d in dims), 1)
     return row
 
@@ -987,7 +1012,8 @@ def features(ops: Sequence[OpInfo]) -> np.ndarray:
         elif op.short_name == "reduce" and op.operands:
             t = op.operands[0]
             dims = op.attrs.get("dimensions") or ()
-            row = reduce_features(t.shape or (), dims, t.elem_bytes)  # type: ignore[arg-type]
+            library = len(op.operands) == 2 and ynn_reduces(t.element_type, t.num_elements)
+            row = reduce_features(t.shape or (), dims, t.elem_bytes, library)  # type: ignore[arg-type]
         elif op.short_name == "gather" and op.results:
             out = op.results[0]
             table = (
@@ -1055,7 +1081,8 @@ def measurement_features(rows: Sequence[Measurement]) -> np.ndarray:
             table_rows, width, n = r.shape
             row = gather_features((n, width), width, eb, table_rows * width * eb)
         elif r.op in _REDUCE_ROWS:
-            row = reduce_features(r.shape, (_REDUCE_ROWS[r.op] % len(r.shape),), eb)
+            library = r.op not in _VARIADIC_ROWS and ynn_reduces(r.dtype, math.prod(r.shape))
+            row = reduce_features(r.shape, (_REDUCE_ROWS[r.op] % len(r.shape),), eb, library)
         else:
             row = shape_features(r.shape, eb)
         _class_slots(row, r.model_class, r.dtype)

@@ -342,6 +342,45 @@ def test_reduce_features_say_which_axes_are_reduced() -> None:
     ]  # fmt: skip
 
 
+def test_wide_column_reduces_are_told_apart() -> None:
+    """One leading axis reduced, more than 16384 elements kept (dims of 1 aside): YNNPACK's
+    slow column reduce; not two leading axes, a middle or the minor axis. Only a library
+    (YNNPACK) reduce gets the code: an i32 sum of the same shape, an argmax's rows, keep 0."""
+    assert ew.wide_column_reduce((8, 16385), (0,))
+    assert not ew.wide_column_reduce((8, 16384), (0,))
+    assert ew.wide_column_reduce((8, 2, 16384), (0,))
+    assert ew.wide_column_reduce((1, 8, 16385), (1,))
+    assert not ew.wide_column_reduce((4, 4, 16385), (0, 1))
+    assert not ew.wide_column_reduce((8, 16385, 4), (1,))
+    assert not ew.wide_column_reduce((16385, 8), (1,))
+    slot = _I["pad_ratio_8x128"]
+    x = jax.ShapeDtypeStruct((8, 16385), jnp.float32)
+    (f32,) = _ops(lambda v: jnp.sum(v, axis=0), x, name="reduce")
+    (i32,) = _ops(lambda v: jnp.sum(v, axis=0), x.update(dtype=jnp.int32), name="reduce")
+    assert ew.features([f32, i32])[:, slot].tolist() == [-1.0, 0.0]
+    rows = ew.measurement_features(
+        [ew.Measurement(op, "f32", (8, 16385), 1.0) for op in ("sum_axis0", "argmax_axis0")]
+    )
+    assert rows[:, slot].tolist() == [-1.0, 0.0]
+
+
+def test_a_column_sum_past_ynnpacks_tile_costs_an_order_more() -> None:
+    """Sums over axis 0 of 8 x 16385 and 64 x 16385 f32, which the Xeon reference never
+    measured, against 8 x 16384 and 64 x 16384: in loops on that VM (2026-12-06) 364-404 us
+    against 38 for the 8 rows (the reference's 8 x 16384 row: 37.5 us), 2485 for 64 rows. The
+    model without the wide-column code priced the pair alike (40 and 38.7 us) from its
+    neighbours."""
+    xeon = Path(ew.__file__).resolve().parent / "data" / "host_reference_xeon.csv"
+    model = ew.fit_class_models(
+        [r for r in ew.load_measurements(xeon) if r.model_class == "reduction"]
+    )["reduction"]
+    shapes = [(8, 16384), (8, 16385), (64, 16384), (64, 16385)]
+    X = ew.measurement_features([ew.Measurement("sum_axis0", "f32", s, 1.0) for s in shapes])
+    narrow8, wide8, narrow64, wide64 = model.predict(X)
+    assert 30 < narrow8 < 50
+    assert wide8 > 4 * narrow8 and wide64 > 4 * narrow64
+
+
 @pytest.mark.parametrize("op", ["sum", "argmax"])
 def test_row_and_column_reduces_cost_what_the_reference_measured(op: str) -> None:
     """At every 2-D shape the reference measured both ways, the service's row / column price
