@@ -46,6 +46,7 @@ from stablehlo_perf.analysis.elementwise import (
     lad_line,
     residual_trees,
     shape_features,
+    wide_column_reduce,
 )
 from stablehlo_perf.analysis.opinfo import OpInfo
 from threadpoolctl import threadpool_limits
@@ -264,9 +265,14 @@ def summed_shape(op: OpInfo) -> tuple[tuple[int, ...], int]:
     the error factor went 2.81 / 2.73 (priced as the plain sum's bytes) -> 1.41 / 1.38;
     as (rows, last dimension) with 378 chains timed as sums of all of matrices, 1.65 / 1.59
     (Zen 4 VM, 2026-12-05: XLA runs a few of them row by row, `(x * 0.5).sum()` of 65536x3
-    at 4x its time on 196608, but most not)."""
+    at 4x its time on 196608, but most not). A sum over one leading axis that keeps more than
+    YNNPACK's column tile is 0: it runs a slow path no sum chain reached (their last
+    dimensions stop at 2048; `elementwise.wide_column_reduce`: `(x * x).sum(0)` of 8 x 16385
+    f32 343 us in a loop on the Xeon VM, 2026-12-06, priced 29.6 from the chains)."""
     src = op.operands[0] if op.operands else None
     if op.short_name != "reduce" or len(op.operands) != 2 or src is None or not src.shape:
+        return (), 0
+    if wide_column_reduce(src.shape, op.attrs.get("dimensions") or ()):
         return (), 0
     shape, dims = collapsed_reduce(src.shape, op.attrs.get("dimensions") or ())
     if dims == (len(shape) - 1,):

@@ -105,6 +105,12 @@ def test_summed_shape_and_rows_shape_by_hand(monkeypatch) -> None:
     spy.sums.clear()
     perf_jit(lambda x: jnp.sum(x, axis=-1), target="host").analyze(x)
     assert spy.sums == []
+    # A sum over the leading axis keeping more than YNNPACK's column tile (16384) is no
+    # sum chain's: it runs the library's slow path, which the chains never reached.
+    for cols, want in ((16384, [((8, 16384), 2)]), (16385, [])):
+        spy.sums.clear()
+        perf_jit(lambda v: jnp.sum(v * v, axis=0), target="host").analyze(jnp.ones((8, cols)))
+        assert [(s, k) for s, _, k in spy.sums] == want, cols
 
 
 def test_a_square_or_negate_feeding_a_sum_is_no_step_of_its_kernel(monkeypatch) -> None:
