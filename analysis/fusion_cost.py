@@ -423,9 +423,11 @@ def price_groups(
                 head,
             )
         cache = _llc_bytes(target) if _reduces_rows(ops[head]) else _l2_bytes(target)
+        rated = None  # the member whose own measured time set the group's bandwidth
         if target.kind == "cpu" and kind == "input" and t.input_bytes < cache:
             found = _library_reduce_bandwidth(ops[head], costs[head], overhead)
             bandwidth = found or bandwidth
+            rated = head if found else None
         if target.kind == "cpu" and kind == "loop":
             for i in members[g]:
                 bandwidth = max(_gather_bandwidth(ops[i], costs[i], overhead) or 0.0, bandwidth)
@@ -435,7 +437,8 @@ def price_groups(
         l2_bw = target.l2_bandwidth_gbps * 1e9 or target.memory_bandwidth
         memory_s = dram / bandwidth + read * hit / l2_bw
         roofline_ns = max(flops / peak, memory_s) * 1e9
-        best_ns, model = roofline_ns, "roofline"
+        # Moving the bytes at a member's own measured rate is that member's model's price.
+        best_ns, model = roofline_ns, "roofline" if rated is None else costs[rated].model
         streamed = bandwidth == target.memory_bandwidth
         dedicated = [i for i in members[g] if not unmeasured(costs[i].model)]
         if target.kind == "cpu" and dedicated and len(members[g]) > 1:
@@ -446,7 +449,7 @@ def price_groups(
             compute = sum(
                 member_compute_ns(ops[i], costs[i], target)
                 for i in dedicated
-                if ops[i].short_name not in INDEX_MOVES and not _tiny(ops[i])
+                if ops[i].short_name not in INDEX_MOVES and not _tiny(ops[i]) and i != rated
             )
             serial = compute + memory_s * 1e9
             if serial > best_ns:
