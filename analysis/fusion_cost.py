@@ -30,6 +30,7 @@ latency (the group total is what the schedule uses).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -57,11 +58,13 @@ if TYPE_CHECKING:  # the fused-loop model imports scikit-learn: loaded only on t
 
 __all__ = [
     "ALIASED_STRIDE_BYTES",
+    "PAGE_BYTES",
     "UNMEASURED",
     "GroupCost",
     "member_compute_ns",
     "price_groups",
     "sum_absorbs",
+    "transpose_footprint_bytes",
     "unmeasured",
 ]
 
@@ -235,17 +238,48 @@ cache's sets (64 sets of 64-byte lines: 4 KiB apart, one set; 2 KiB, two), so th
 row of the result reads are evicted before the next row reads them again."""
 
 
+PAGE_BYTES = 4096
+"""The OS page. A core's L2 is indexed by physical address: reads a multiple of 2^k bytes
+apart (k up to the page's 12) land in 1 / 2^(k - 6) of the sets a page's lines use, while
+which page frame a read falls in spreads it over the rest."""
+
+
+def transpose_footprint_bytes(shape: Sequence[int], perm: Sequence[int], elem_bytes: float) -> int:
+    """The L2 capacity the lines that one row of a transpose's result reads claim until the
+    next rows reuse them: each of its reads (the result's minor dim) takes the gcd of the
+    read stride and `PAGE_BYTES` (at least a line): rows of 1000 f32 claim a line a read,
+    rows of 1024 a page. Past the L2 the reads miss it (in loops on the Xeon VM, 2 MiB L2,
+    2026-12-06, f32 transposes times a constant, ns an element: footprints of 0.25-1 MiB
+    0.6-0.8 whatever the stride; 2 MiB 1.15-1.69 (1024x512, 512x1024, 512x2048, 512x4096,
+    2048x768), one 2.98 (1024x1536); 4-16 MiB 2.4-4.0 (eleven shapes of 128 to 4096 rows of
+    128 to 1536 elements); 1000x1000, 2000x1000, 4096x192, 2048x640 and 4096x320 0.79-0.91)."""
+    kept = [d for d in perm if shape[d] != 1]
+    if not kept:
+        return 0
+    stride = int(transpose_read_stride_bytes(shape, perm, elem_bytes))
+    return shape[kept[-1]] * max(math.gcd(stride, PAGE_BYTES), 64)
+
+
 def _fused_transpose_rate(op: OpInfo, target: Target) -> float:
-    """ns per element of a fused transpose: the aliased rate where its reads alias
-    (`ALIASED_STRIDE_BYTES`) and the target measured one, the strided rate otherwise."""
+    """ns per element of a fused transpose: the aliased rate where its reads alias in the L1
+    (`ALIASED_STRIDE_BYTES`) and the target measured one, the strided rate otherwise; from
+    there to the target's rate past the L2 (`Target.transpose_fused_l2_ns_per_element`) as
+    its footprint (`transpose_footprint_bytes`) grows from half the L2 to twice it,
+    geometrically in the footprint."""
     x = op.operands[0]
     perm = op.attrs.get("permutation")
+    rate = target.transpose_fused_ns_per_element
+    if not x.shape or not x.is_static or perm is None:
+        return rate
     aliased = target.transpose_fused_aliased_ns_per_element
-    if aliased > 0 and x.shape and x.is_static and perm is not None:
-        stride = transpose_read_stride_bytes(x.shape, perm, x.elem_bytes)  # type: ignore[arg-type]
-        if stride % ALIASED_STRIDE_BYTES == 0:
-            return aliased
-    return target.transpose_fused_ns_per_element
+    stride = transpose_read_stride_bytes(x.shape, perm, x.elem_bytes)  # type: ignore[arg-type]
+    if aliased > 0 and stride % ALIASED_STRIDE_BYTES == 0:
+        rate = aliased
+    past, l2 = target.transpose_fused_l2_ns_per_element, _l2_bytes(target)
+    footprint = transpose_footprint_bytes(x.shape, perm, x.elem_bytes)  # type: ignore[arg-type]
+    if past > rate > 0 and l2 > 0 and footprint > l2 / 2:
+        return rate * (past / rate) ** min(math.log2(footprint / (l2 / 2)) / 2, 1.0)
+    return rate
 
 
 def _fused_transpose_ns(members: Sequence[OpInfo], target: Target) -> float:

@@ -350,6 +350,9 @@ class HostParams:
     # How much of the wake a short call pays per ns of its kernels on the pool
     # (`wake_slope_fit`; infinity: all of it).
     threadpool_wake_slope: float = math.nan
+    # From the fused transpose probe whose reads miss the L2 (runtime/fused_probes.py:
+    # `measure_transpose_l2`): ns per element.
+    transpose_fused_l2_ns_per_elem: float = math.nan
 
     def long_call(self, kernel_ns: float) -> float:
         """`long_call_ns` with these parameters (0 where they are unknown)."""

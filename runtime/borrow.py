@@ -158,6 +158,7 @@ def borrow(out: Path, done: Borrowed) -> None:
         contention,
         m.transpose_fused_ns * f,
         m.transpose_aliased_ns * f,
+        m.transpose_l2_ns * f,
     )
     chains = fused_loops.chains_path(out)
     shipped = [p for p in map(cf.shipped_file, fused_loops.SHIPPED) if p.is_file()]

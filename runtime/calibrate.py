@@ -54,7 +54,7 @@ from stablehlo_perf.analysis.small_loops import (
     format_latencies,
     parse_latencies,
 )
-from stablehlo_perf.analysis.targets import l1_data_mib
+from stablehlo_perf.analysis.targets import l1_data_mib, l2_mib
 from stablehlo_perf.runtime import (
     contention_probes,
     fused_chains,
@@ -341,6 +341,7 @@ def write_calibration(
     pool_contention: Mapping[str, float] | None = None,
     transpose_fused_ns: float = math.nan,
     transpose_aliased_ns: float = math.nan,
+    transpose_l2_ns: float = math.nan,
 ) -> None:
     """Write rows under `head`, the probes, the dispatch floor, the roofline parameters they
     imply (`analysis.host_params`, with the per-call terms fitted from `probes` where given:
@@ -348,7 +349,8 @@ def write_calibration(
     `loop_latencies` from `runtime.small_loop_probes`; `thunked_loop` from
     `runtime.thunked_loop_probes`; `pool_contention` from `runtime.contention_probes`;
     `transpose_fused_ns` and `transpose_aliased_ns` from
-    `runtime.fused_probes.measure_transpose_fused`) and a
+    `runtime.fused_probes.measure_transpose_fused`, `transpose_l2_ns` from its
+    `measure_transpose_l2`) and a
     `# sha256:` of the body, atomically (tmp + rename)."""
     body = ",".join(COLUMNS) + "\n" + "".join(",".join(r) + "\n" for r in sorted(rows))
     digest = hashlib.sha256(body.encode()).hexdigest()
@@ -378,6 +380,7 @@ def write_calibration(
         bf16_fused_ns_per_elem=bf16_fused_ns,
         transpose_fused_ns_per_elem=transpose_fused_ns,
         transpose_fused_aliased_ns_per_elem=transpose_aliased_ns,
+        transpose_fused_l2_ns_per_elem=transpose_l2_ns,
     )
     text = "\n".join(
         [
@@ -397,6 +400,11 @@ def write_calibration(
             *(
                 [f"# {fused_probes.ALIASED_KEY}: {transpose_aliased_ns:.6g}"]
                 if math.isfinite(transpose_aliased_ns)
+                else []
+            ),
+            *(
+                [f"# {fused_probes.L2_KEY}: {transpose_l2_ns:.6g}"]
+                if math.isfinite(transpose_l2_ns)
                 else []
             ),
             *([f"# {LATENCY_KEY}: {format_latencies(loop_latencies)}"] if loop_latencies else []),
@@ -422,6 +430,7 @@ DERIVED_LINES = (
     f"# {fused_probes.KEY}:",
     f"# {fused_probes.TRANSPOSE_KEY}:",
     f"# {fused_probes.ALIASED_KEY}:",
+    f"# {fused_probes.L2_KEY}:",
     f"# {LATENCY_KEY}:",
     f"# {THUNKED_KEY}:",
     f"# {contention_probes.KEY}:",
@@ -453,6 +462,7 @@ def refit(path: Path, note: str = "", rows: Mapping[str, list[str]] | None = Non
         m.pool_contention,
         m.transpose_fused_ns,
         m.transpose_aliased_ns,
+        m.transpose_l2_ns,
     )
 
 
@@ -490,6 +500,7 @@ class HeaderMeasurements:
     pool_contention: dict[str, float]
     transpose_fused_ns: float
     transpose_aliased_ns: float
+    transpose_l2_ns: float = math.nan
 
 
 def measured_header(path: Path, lines: Sequence[str]) -> HeaderMeasurements:
@@ -497,6 +508,7 @@ def measured_header(path: Path, lines: Sequence[str]) -> HeaderMeasurements:
     kept = cf.header_value(path, fused_probes.KEY)
     transpose = cf.header_value(path, fused_probes.TRANSPOSE_KEY)
     aliased = cf.header_value(path, fused_probes.ALIASED_KEY)
+    l2 = cf.header_value(path, fused_probes.L2_KEY)
     return HeaderMeasurements(
         [p for ln in lines if (p := program_probes.Probe.parse(ln))],
         float(kept) if kept else math.nan,
@@ -505,6 +517,7 @@ def measured_header(path: Path, lines: Sequence[str]) -> HeaderMeasurements:
         parse_latencies(cf.header_value(path, contention_probes.KEY)),
         float(transpose) if transpose else math.nan,
         float(aliased) if aliased else math.nan,
+        float(l2) if l2 else math.nan,
     )
 
 
@@ -603,7 +616,10 @@ def merge(paths: Sequence[Path], out: Path, note: str = "") -> int:
     contention = _merged_latencies([m.pool_contention for m in measured])
     transpose = _geomean([m.transpose_fused_ns for m in measured])
     aliased = _geomean([m.transpose_aliased_ns for m in measured])
-    write_calibration(rows, out, head, probes, bf16, loops, thunked, contention, transpose, aliased)
+    l2 = _geomean([m.transpose_l2_ns for m in measured])
+    write_calibration(
+        rows, out, head, probes, bf16, loops, thunked, contention, transpose, aliased, l2
+    )
     return len(rows)
 
 
@@ -817,6 +833,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     transpose, aliased = median_of_runs(
         lambda seed: fused_probes.measure_transpose_fused(repeats=args.repeats, seed=seed)
     )
+    l2_bytes = (l2_mib() or 0.0) * 2**20
+    l2 = (
+        median_of_runs(lambda seed: fused_probes.measure_transpose_l2(l2_bytes, args.repeats, seed))
+        if l2_bytes
+        else math.nan
+    )
     loops = median_of_runs(
         lambda seed: small_loop_probes.measure_loop_latencies(repeats=args.repeats, seed=seed)
     )
@@ -867,6 +889,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         contention,
         transpose,
         aliased,
+        l2,
     )
     partial.unlink()
     if args.target == "host":

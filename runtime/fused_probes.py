@@ -23,10 +23,13 @@ from stablehlo_perf.runtime import sweeps, timing
 __all__ = [
     "ALIASED_KEY",
     "KEY",
+    "L2_KEY",
     "STEPS",
     "TRANSPOSE_KEY",
+    "l2_case",
     "measure_bf16_fused",
     "measure_transpose_fused",
+    "measure_transpose_l2",
 ]
 
 KEY = "bf16_fused_ns_per_elem"
@@ -69,6 +72,9 @@ TRANSPOSE_KEY = "transpose_fused_ns_per_elem"
 ALIASED_KEY = "transpose_fused_aliased_ns_per_elem"
 """The header line of the fused transposes whose reads alias in the cache
 (`analysis.fusion_cost.ALIASED_STRIDE_BYTES`)."""
+L2_KEY = "transpose_fused_l2_ns_per_elem"
+"""The header line of the fused transpose whose reads miss a core's L2
+(`analysis.fusion_cost.transpose_footprint_bytes`, `l2_case`)."""
 
 TRANSPOSE_CASES = (((64, 256, 128), (0, 2, 1)), ((384, 384), (1, 0)), ((1000, 600), (1, 0)))
 """(shape, permutation) of the fused transposes the probe times, their minor axis moved and
@@ -109,3 +115,28 @@ def measure_transpose_fused(repeats: int = 7, seed: int = 0) -> tuple[float, flo
         float(np.median([out[k][0].median_us * 1e3 / size for k, size in g])) for g in groups
     )
     return strided, aliased
+
+
+def l2_case(l2_bytes: float) -> tuple[int, int]:
+    """The shape of the f32 matrix whose fused transpose the L2 probe times: rows 4 KiB long
+    (reads a page apart) and enough of them that the lines one row of the result reads span
+    four times the L2 (`analysis.fusion_cost.transpose_footprint_bytes`): 2048 x 1024 for a
+    2 MiB L2."""
+    return max(int(4 * l2_bytes) // 4096, 256), 1024
+
+
+def measure_transpose_l2(l2_bytes: float, repeats: int = 7, seed: int = 0) -> float:
+    """ns per element of a fused transpose (`transpose(x) * c`, flattened) of `l2_case`'s
+    shape, in a loop: each of its reads misses the L2. On the Xeon VM (2 MiB L2, 2026-12-06,
+    in loops) transposes of power-of-two rows ran 0.6-0.7 ns an element up to a footprint of
+    1 MiB, 1.2-1.7 at 2 MiB and 3.0-3.8 from 4 MiB, where rows of 1000 stayed at 0.8-0.9."""
+    rng = np.random.default_rng(seed)
+    shape = l2_case(l2_bytes)
+    x = jnp.asarray(rng.standard_normal(shape), jnp.float32)
+    n = jnp.asarray(1, jnp.int32)
+    fn = jax.jit(sweeps.in_loop(lambda v: (v.T * 0.5).reshape(-1))).lower(n, x).compile()
+    spec = sweeps.Spec("transpose_l2", "f32", shape)
+    out, _, _ = timing.time_in_loop(
+        [(spec.key, sweeps.LoopCase(spec, fn, (x,)))], repeats=repeats, seed=seed
+    )
+    return out[spec.key][0].median_us * 1e3 / x.size

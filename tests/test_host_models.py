@@ -14,6 +14,7 @@ import stablehlo_perf as sp
 from conftest import op_infos
 from jax import lax
 from stablehlo_perf.analysis import elementwise as ew
+from stablehlo_perf.analysis.fusion_cost import _fused_transpose_rate
 from stablehlo_perf.analysis.targets import load_target
 from stablehlo_perf.runtime import sweeps
 
@@ -539,15 +540,53 @@ def test_a_loop_that_moves_the_minor_axis_and_computes_is_priced_by_its_elements
     swapped = kernel(lambda v: jnp.transpose(v, (0, 2, 1)) * 2, x3)
     assert swapped["model"].endswith("+strided-transpose")
     assert swapped["latency_ns"] == pytest.approx(2_097_152 * rate + host.launch_overhead_ns)
-    wide = kernel(
-        lambda v: jnp.transpose(v, (0, 2, 1)) * 2, jax.ShapeDtypeStruct((8, 512, 512), jnp.float32)
-    )
+    x_wide = jax.ShapeDtypeStruct((8, 512, 512), jnp.float32)
+    wide = kernel(lambda v: jnp.transpose(v, (0, 2, 1)) * 2, x_wide)
+    # Its footprint (1 MiB) is half the project's VMs' 2 MiB L2s: the aliased rate there; on a
+    # machine of a smaller L2 with a measured rate past it, a rate between the two.
+    (t,) = _ops(lambda v: jnp.transpose(v, (0, 2, 1)), x_wide, name="transpose")
+    aliased = _fused_transpose_rate(t, host) if host.transpose_fused_l2_ns_per_element else aliased
     assert wide["latency_ns"] == pytest.approx(2_097_152 * aliased + host.launch_overhead_ns)
     heads = kernel(lambda v: jnp.transpose(v, (0, 2, 1, 3)) * 0.125, x4)
     assert "strided" not in heads["model"]
     alone = kernel(lambda v: jnp.transpose(v, (0, 2, 1)), x3)
     assert "strided" not in alone["model"]
     assert alone["latency_ns"] < swapped["latency_ns"]
+
+
+def test_a_fused_transposes_rate_grows_with_its_footprint_past_the_l2() -> None:
+    """Rates by hand on a target of a 2 MiB L2 (strided 0.7 ns an element, aliased 0.6, past
+    the L2 3.2): footprints (`transpose_footprint_bytes`) of half the L2 or less keep their
+    rate, of twice it or more pay the L2 rate, and between go geometrically; a target with no
+    rate past the L2 keeps the old two."""
+    from dataclasses import replace
+
+    from stablehlo_perf.analysis.fusion_cost import transpose_footprint_bytes as footprint
+
+    assert footprint((2048, 1024), (1, 0), 4.0) == 2048 * 4096  # reads a page apart
+    assert footprint((1000, 1000), (1, 0), 4.0) == 1000 * 64  # a line each
+    assert footprint((4096, 192), (1, 0), 4.0) == 4096 * 256  # 768 B apart: gcd 256
+    assert footprint((8, 512, 512), (0, 2, 1), 4.0) == 512 * 2048
+    host = replace(
+        load_target("host"),
+        transpose_fused_ns_per_element=0.7,
+        transpose_fused_aliased_ns_per_element=0.6,
+        transpose_fused_l2_ns_per_element=3.2,
+        onchip_mib={"l2": 2.0},
+    )
+    want = {
+        (512, 512): 0.6,  # 1 MiB
+        (1000, 1000): 0.7,
+        (1024, 1024): 3.2,  # 4 MiB
+        (1024, 512): math.sqrt(0.6 * 3.2),  # 2 MiB, 2 KiB apart: from the aliased rate
+        (2048, 768): math.sqrt(0.7 * 3.2),  # 2 MiB, 3 KiB apart: from the strided rate
+    }
+    for shape, rate in want.items():
+        x = jax.ShapeDtypeStruct(shape, jnp.float32)
+        (t,) = _ops(lambda v: v.T, x, name="transpose")
+        assert _fused_transpose_rate(t, host) == pytest.approx(rate), shape
+    (t,) = _ops(lambda v: v.T, jax.ShapeDtypeStruct((1024, 1024), jnp.float32), name="transpose")
+    assert _fused_transpose_rate(t, replace(host, transpose_fused_l2_ns_per_element=0.0)) == 0.6
 
 
 def test_transpose_read_stride_is_the_input_stride_of_the_dim_made_minor() -> None:

@@ -408,7 +408,11 @@ def test_calibrate_cli_end_to_end_and_corrupted_cache(
     assert 0.05 < aliased < 20 and params.transpose_fused_aliased_ns_per_elem == pytest.approx(
         aliased, rel=1e-5
     )
+    # And the one past the L2 (~3.2 ns an element on the project's VM).
+    l2 = float(cf.header_value(path, fused_probes.L2_KEY))
+    assert 0.05 < l2 < 50 and params.transpose_fused_l2_ns_per_elem == pytest.approx(l2, rel=1e-5)
     host = load_target("host")
+    assert host.transpose_fused_l2_ns_per_element == pytest.approx(l2, rel=1e-5)
     assert host.calibrated and host.memory_bandwidth_gbps == pytest.approx(
         params.bandwidth_gbps, rel=1e-5
     )

@@ -24,7 +24,15 @@ from stablehlo_perf.analysis.opinfo import is_integer, real_part
 if TYPE_CHECKING:
     from stablehlo_perf.analysis.host_params import HostParams
 
-__all__ = ["DEFAULT_TARGET", "Target", "TargetError", "l1_data_mib", "list_targets", "load_target"]
+__all__ = [
+    "DEFAULT_TARGET",
+    "Target",
+    "TargetError",
+    "l1_data_mib",
+    "l2_mib",
+    "list_targets",
+    "load_target",
+]
 
 DEFAULT_TARGET = "tpu-v5e"
 _KINDS = ("tpu", "gpu", "cpu")
@@ -103,6 +111,9 @@ class Target:
     # unknown aliased rate: the other's).
     transpose_fused_ns_per_element: float = 0.0
     transpose_fused_aliased_ns_per_element: float = 0.0
+    # ns per element of one whose reads miss a core's L2 (`fusion_cost.transpose_footprint_bytes`
+    # past twice the L2; runtime/fused_probes.py). Zero where unknown.
+    transpose_fused_l2_ns_per_element: float = 0.0
     # What one trip of a loop XLA:CPU compiles into one kernel costs: `base` for the loop
     # itself, and each op's latency on one element by short name, its cost a trip on 16 as
     # `name@16` (runtime/small_loop_probes.py). Empty where unknown.
@@ -413,6 +424,8 @@ def _calibrated_host(base: Target) -> Target:
         change["transpose_fused_aliased_ns_per_element"] = (
             params.transpose_fused_aliased_ns_per_elem
         )
+    if math.isfinite(params.transpose_fused_l2_ns_per_elem):
+        change["transpose_fused_l2_ns_per_element"] = params.transpose_fused_l2_ns_per_elem
     if {"fraction", "cap_ns"} <= contention.keys():
         change["pool_contention"] = contention["fraction"]
         change["pool_contention_cap_ns"] = contention["cap_ns"]
@@ -480,6 +493,11 @@ def l1_data_mib() -> float | None:
     return _cache_mib(level=1)
 
 
+def l2_mib() -> float | None:
+    """This machine's per-core L2 cache in MiB (None where the OS does not say)."""
+    return _cache_mib(level=2)
+
+
 def _describe_host(base: Target) -> Target:
     """Fill the host target with this machine's core count (those XLA:CPU runs on), clock and
     SIMD width."""
@@ -501,7 +519,7 @@ def _describe_host(base: Target) -> Target:
     f32 = cores * clock * per_cycle / 1000
     peaks = {"f32": f32, "bf16": f32, "f16": f32, "f64": f32 / 2, "int8": f32, "int32": f32}
     onchip = dict(base.onchip_mib)
-    levels = (("l1", l1_data_mib()), ("l2", _cache_mib()), ("llc", _cache_mib(level=3)))
+    levels = (("l1", l1_data_mib()), ("l2", l2_mib()), ("llc", _cache_mib(level=3)))
     for name, size in levels:
         if size:
             onchip[name] = size
