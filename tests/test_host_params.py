@@ -406,6 +406,7 @@ def test_header_round_trip_and_missing_rows() -> None:
         0.7,
         1.5,
         2.5,
+        3.2,
     )
     assert HostParams.parse(p.header()) == p
     assert p.long_call(1e9) == 9e4
