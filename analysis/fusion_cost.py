@@ -282,6 +282,22 @@ def _fused_transpose_rate(op: OpInfo, target: Target) -> float:
     return rate
 
 
+def _passes(members: Sequence[OpInfo]) -> int:
+    """How many times a kernel reads its inputs: once for each YNNPACK reduce over leading
+    dimensions in it of a tensor as large as the largest any of them reads. XLA:CPU fuses a
+    variance's mean and its sum of squares into one library kernel, which streams a column
+    reduction's input twice but finishes a row's two sums while the row is in the L1 (in
+    loops on the Xeon VM, 2026-12-06: variances over axis 0 of 8x16384 and 64x4096 f32
+    126-134 and 152-161 us, priced 61 and 47 as one pass; over axis 1 of 4096x64 71-87,
+    priced 59 as one pass and 99 as two)."""
+    sizes = [
+        op.operands[0].num_elements or 0
+        for op in members
+        if library_reduce(op) and op.operands and not _reduces_rows(op)
+    ]
+    return max(sum(n == max(sizes) for n in sizes), 1) if sizes else 1
+
+
 def _fused_transpose_ns(members: Sequence[OpInfo], target: Target) -> float:
     """The least a CPU loop kernel that moves a tensor's minor axis and computes on it takes:
     the transposed elements at the target's fused-transpose rate (`_fused_transpose_rate`; 0
@@ -469,7 +485,7 @@ def price_groups(
                 kernel = [ops[i] for i in members[g]], [costs[i] for i in members[g]]
                 bandwidth = max(_movement_bandwidth(*kernel, overhead) or 0.0, bandwidth)
         l2_bw = target.l2_bandwidth_gbps * 1e9 or target.memory_bandwidth
-        memory_s = dram / bandwidth + read * hit / l2_bw
+        memory_s = (dram / bandwidth + read * hit / l2_bw) * _passes([ops[i] for i in members[g]])
         roofline_ns = max(flops / peak, memory_s) * 1e9
         # Moving the bytes at a member's own measured rate is that member's model's price.
         best_ns, model = roofline_ns, "roofline" if rated is None else costs[rated].model

@@ -336,6 +336,30 @@ def test_a_sums_own_rate_is_not_charged_twice(amd_reference_host: Path) -> None:
     assert group["latency_ns"] == pytest.approx(own.latency_ns, rel=0.02)
 
 
+def test_a_column_variance_streams_its_input_twice(amd_reference_host: Path) -> None:
+    """XLA:CPU fuses a variance's mean and sum of squares into one YNNPACK kernel: over axis 0
+    it reads the input once for each (8x16384 f32 in loops on the Xeon VM: 126-134 us, where
+    one pass was priced 61), so the kernel costs at least two of the mean's sums; over rows
+    it finishes each row's two sums while the row is in the L1, one pass."""
+    import stablehlo_perf as sp
+    from stablehlo_perf.analysis.elementwise import LearnedLatencyModel
+
+    def price(axis: int, shape: tuple[int, int]) -> tuple[float, float]:
+        x = jax.ShapeDtypeStruct(shape, jnp.float32)
+        rep = sp.analyze(jax.jit(lambda v: jnp.var(v, axis=axis)).lower(x), target="host").report
+        reduces = [o.id for o in rep.ops if o.name == "stablehlo.reduce"]
+        (group,) = [g for g in rep.fusion_groups if set(reduces) <= set(g["ops"])]
+        (own,) = LearnedLatencyModel().predict(
+            _ops(lambda v: jnp.sum(v, axis=axis), x, name="reduce"), load_target("host")
+        )
+        return group["latency_ns"], own.latency_ns
+
+    both, one = price(0, (8, 16384))
+    assert both > 2 * one
+    both, one = price(1, (4096, 64))
+    assert both < 2 * one
+
+
 def test_reduce_features_say_which_axes_are_reduced() -> None:
     """1 for the minor axis, 0 for leading axes only (a column sum), 0.5 for an axis with a
     kept dim before it (a middle axis); dims of 1 count as neither."""
