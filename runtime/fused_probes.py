@@ -129,7 +129,7 @@ def measure_transpose_l2(l2_bytes: float, repeats: int = 7, seed: int = 0) -> fl
     """ns per element of a fused transpose (`transpose(x) * c`, flattened) of `l2_case`'s
     shape, in a loop: each of its reads misses the L2. On the Xeon VM (2 MiB L2, 2026-12-06,
     in loops) transposes of power-of-two rows ran 0.6-0.7 ns an element up to a footprint of
-    1 MiB, 1.2-1.7 at 2 MiB and 3.0-3.8 from 4 MiB, where rows of 1000 stayed at 0.8-0.9."""
+    1 MiB, 1.2-1.7 at 2 MiB and 2.4-4.0 from 4 MiB, where rows of 1000 stayed at 0.8-0.9."""
     rng = np.random.default_rng(seed)
     shape = l2_case(l2_bytes)
     x = jnp.asarray(rng.standard_normal(shape), jnp.float32)
