@@ -62,7 +62,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from stablehlo_perf.analysis.opinfo import READS_PART, OpInfo
+from stablehlo_perf.analysis.opinfo import HALF_FLOATS, READS_PART, OpInfo
 
 __all__ = [
     "ELEMENTWISE_CLASSES",
@@ -702,7 +702,7 @@ class _State:
         count = 0
         for k, t in enumerate(self.ops[i].operands):
             src = self.srcs[i][k] if k < len(self.srcs[i]) else None
-            if t.element_type in ("bf16", "f16"):
+            if t.element_type in HALF_FLOATS:
                 count += not (src is not None and src >= 0 and self.facts[src].loop)
         return count
 

@@ -70,6 +70,7 @@ from stablehlo_perf.analysis.fusion import (
     ynn_reduces,
 )
 from stablehlo_perf.analysis.opinfo import (
+    HALF_FLOATS,
     SCALAR_LOOPS,
     OpInfo,
     TensorType,
@@ -217,9 +218,6 @@ are paid from there; charged to every call, the base had priced the zoo's small_
 12.9 / 12.1%). The Zen 4 VM's handoff costs next to nothing (a base of 0-1 us)."""
 
 
-_HALF_FLOATS = frozenset({"bf16", "f16"})
-"""Element types XLA:CPU widens to f32 for elementwise work (`xla_cpu_flops`)."""
-
 _EXPANDED_FLOPS = {"logistic": 3}
 """FLOPs an element of the ops XLA:CPU rewrites an op into: 1 / (1 + exp(-x)) for a logistic
 (its cost analysis of a compiled f32 logistic of 1024: 3072 flops, 1024 transcendentals).
@@ -243,7 +241,7 @@ def xla_cpu_flops(op: OpInfo) -> float:
         widened = sum(
             t.num_elements or 0
             for t in (*op.operands, *op.results[:1])
-            if t.element_type in _HALF_FLOATS
+            if t.element_type in HALF_FLOATS
         )
         extra += widened * (expanded + 1)
     return float(op.flops + extra)
@@ -500,7 +498,7 @@ def _row_flops(op: str, dtype: str, shape: tuple[int, ...]) -> float:
     argmaxes, windows, scans), which count as handed to the pool (`INLINE_FLOPS`)."""
     n = math.prod(shape[1:]) if op == "gather" else math.prod(shape)
     klass = op_class(f"stablehlo.{op}")
-    half = dtype in _HALF_FLOATS
+    half = dtype in HALF_FLOATS
     if klass == "movement":
         return 0.0
     if op in _SUM_AXES:

@@ -20,6 +20,7 @@ from functools import cache, cached_property
 from typing import Any
 
 __all__ = [
+    "HALF_FLOATS",
     "READS_PART",
     "READS_WHAT_IT_RETURNS",
     "SCALAR_LOOPS",
@@ -316,6 +317,10 @@ def count_transcendentals(name: str, results: Sequence[TensorType]) -> int | Non
         return 0
     return results[0].num_elements
 
+
+HALF_FLOATS = frozenset({"bf16", "f16"})
+"""The 16-bit float types XLA:CPU widens to f32 to compute on: elementwise work in a loop or
+a YNNPACK fusion (rounding back after each op) and the operands of a dot."""
 
 READS_WHAT_IT_RETURNS = frozenset({"slice", "dynamic_slice"})
 """Ops that read only the elements they return (their bytes and their models' tensor)."""

@@ -23,7 +23,7 @@ from stablehlo_perf.analysis.fusion import (
     f16_vectorised_ops,
 )
 from stablehlo_perf.analysis.fusion_cost import GroupCost, price_groups, unmeasured
-from stablehlo_perf.analysis.opinfo import OpInfo
+from stablehlo_perf.analysis.opinfo import HALF_FLOATS, OpInfo
 from stablehlo_perf.analysis.service import OpCost, Registry, default_registry
 from stablehlo_perf.analysis.targets import DEFAULT_TARGET, Target, load_target
 from stablehlo_perf.passes.base import AnalysisCache
@@ -209,9 +209,6 @@ def _fused_costs(
     return out
 
 
-_HALF = ("bf16", "f16")
-
-
 def _f16_as_f32(
     ops: list[OpInfo],
     costs: list[OpCost],
@@ -266,7 +263,7 @@ def _widened_in_ynn(
         g = plan.groups[k]
         if g not in plan.ynn or op.op_class not in ELEMENTWISE_CLASSES:
             continue
-        if not any(t.element_type in _HALF for t in (*op.operands, *op.results)):
+        if not any(t.element_type in HALF_FLOATS for t in (*op.operands, *op.results)):
             continue
         widened.add(g)
         if op.short_name == "convert":
@@ -286,7 +283,7 @@ def _widened_in_ynn(
 def _as_f32(op: OpInfo) -> OpInfo:
     """op with its 16-bit float operands and results in f32."""
 
-    twin = op.retyped(lambda t: "f32" if t in _HALF else t)
+    twin = op.retyped(lambda t: "f32" if t in HALF_FLOATS else t)
     return dataclasses.replace(twin, bytes=None if op.bytes is None else 2 * op.bytes)
 
 
