@@ -49,7 +49,7 @@ from stablehlo_perf.analysis.calibration_files import (
     speed_factors,
     training_files,
 )
-from stablehlo_perf.analysis.fusion import ynn_reduces
+from stablehlo_perf.analysis.fusion import library_reduce, ynn_reduces
 from stablehlo_perf.analysis.opinfo import (
     READS_PART,
     SCALAR_LOOPS,
@@ -1012,8 +1012,7 @@ def features(ops: Sequence[OpInfo]) -> np.ndarray:
         elif op.short_name == "reduce" and op.operands:
             t = op.operands[0]
             dims = op.attrs.get("dimensions") or ()
-            library = len(op.operands) == 2 and ynn_reduces(t.element_type, t.num_elements)
-            row = reduce_features(t.shape or (), dims, t.elem_bytes, library)  # type: ignore[arg-type]
+            row = reduce_features(t.shape or (), dims, t.elem_bytes, library_reduce(op))  # type: ignore[arg-type]
         elif op.short_name == "gather" and op.results:
             out = op.results[0]
             table = (
