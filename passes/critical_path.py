@@ -72,6 +72,11 @@ class CriticalPathPass:
         kind = target.kind
         # Whether int8 dots leave the pool polling: unknown, or at least half an f32 dot's.
         int8_polls = not target.pool_contention_int8 < target.pool_contention / 2
+        loop_fraction = (
+            target.pool_contention_loop
+            if math.isfinite(target.pool_contention_loop)
+            else target.pool_contention
+        )
         schedules: dict[tuple[int, ...], tuple[ScheduledBlock, list[list[int]]]] = {}
         longest_kernel = 0.0  # of the kernels that can wake the pool by their time
         longest_any = 0.0  # of all kernels: the long-call ramp's argument
@@ -95,17 +100,19 @@ class CriticalPathPass:
 
         def loop_contention(i: int) -> float:
             """What a while op's trips pay in contention (`block_contention` of its regions,
-            each trip); 0 for any other op and a loop XLA:CPU compiles into one kernel."""
+            each trip, at the loop's fraction); 0 for any other op and a loop XLA:CPU
+            compiles into one kernel."""
             info = view.records[i].info
             if info.short_name != "while" or i in cache.one_kernel_loops:
                 return 0.0
-            per_trip = sum(sum(block_contention(b)) for b in view.regions.get(i, ()))
+            per_trip = sum(sum(block_contention(b, True)) for b in view.regions.get(i, ()))
             return (info.attrs.get("trip_count") or 1) * per_trip
 
-        def block_contention(ids: Sequence[int]) -> list[float]:
+        def block_contention(ids: Sequence[int], body: bool = False) -> list[float]:
             """Per schedule node of a block run once, what its kernels after a library call pay
-            (`_contention`) and its loops' trips (`loop_contention`); each op's share is
-            written as `perf.contention_ns` (per run of the block)."""
+            (`_contention`; a while loop's `body` at `Target.pool_contention_loop` where
+            measured) and its loops' trips (`loop_contention`); each op's share is written
+            as `perf.contention_ns` (per run of the block)."""
             if tuple(ids) in contention:
                 return contention[tuple(ids)]
             nodes = block_nodes(ids)[0]
@@ -123,7 +130,7 @@ class CriticalPathPass:
                 latency,
                 library,
                 control,
-                target.pool_contention,
+                loop_fraction if body else target.pool_contention,
                 target.pool_contention_cap_ns,
                 starts,
             )

@@ -18,6 +18,18 @@ chain after the dot: what the short chains (`SHORT`) cost after the dot beyond t
 time, as a fraction of it, is the slowdown; what the long chain (`LONG`) costs beyond its
 own time, the cap. Chains of 32 or more kernels ran at their own speed after the dot on
 that VM (another execution mode of XLA's thunk executor), so the chains stay below 32.
+
+A loop whose body is a dot and one kernel on its result pays far less than the chains'
+fraction of that kernel's time each trip (Xeon VM, 2026-12-06, in loops, three sets of 11
+rounds: 20 trips of `0.5 * v + tanh(a @ v)` with `a` 128, 256 and 512 square and `v` of
+16 columns paid 27, 56 and 177 us beyond the dots' and the kernels' loops alone, 0.8, 0.9
+and 1.4 of the kernels' time, where the pass at the chains' fraction put 74, 169 and 355).
+The probe times that loop at 256 (`LOOP_SIDE`), its dots alone and its kernels alone in
+the same rounds: `Contention.loop_fraction`, which the critical-path pass charges the
+kernels of a while loop's body. Only there: the same 20 steps unrolled (timed as calls)
+paid what the loop did, but charging a lone kernel between two dots in straight code the
+loop's fraction put the zoo's straight programs (the six-layer transformer, the MLP
+gradient) under their measured times, its own-level MAPE 10.9 -> 12.9% on 13 saved runs.
 """
 
 from __future__ import annotations
@@ -33,7 +45,16 @@ from jax import lax
 from stablehlo_perf.analysis.host_params import CONTENTION_KEY as KEY
 from stablehlo_perf.runtime import sweeps, timing
 
-__all__ = ["KEY", "LONG", "SHORT", "Contention", "contention_fit", "measure_pool_contention"]
+__all__ = [
+    "KEY",
+    "LONG",
+    "LOOP_SIDE",
+    "LOOP_TRIPS",
+    "SHORT",
+    "Contention",
+    "contention_fit",
+    "measure_pool_contention",
+]
 
 SHORT = (4, 8)
 LONG = 24
@@ -74,20 +95,29 @@ more: with int8 dots charged the f32 fraction, the zoo's int8_bmm was priced at 
 in-loop time."""
 
 
+LOOP_SIDE = 256
+LOOP_TRIPS = 20
+"""The loop probe's body: `0.5 * v + tanh(a @ v)` with `a` LOOP_SIDE square and `v` LOOP_SIDE
+x 16, LOOP_TRIPS trips (a recurrence's step: a dot, then one kernel on its result)."""
+
+
 @dataclass(frozen=True)
 class Contention:
     """Kernels after a library call cost `fraction` of their time more, at most `cap_ns` in
-    all until the next library call; after an int8 dot `int8_fraction` (NaN: unmeasured)."""
+    all until the next library call; after an int8 dot `int8_fraction`, and in a while
+    loop's body `loop_fraction` (NaN: unmeasured)."""
 
     fraction: float
     cap_ns: float
     int8_fraction: float = math.nan
+    loop_fraction: float = math.nan
 
     def pairs(self) -> dict[str, float]:
         """The calibration header's `name=value` pairs."""
         out = {"fraction": self.fraction, "cap_ns": self.cap_ns}
-        if math.isfinite(self.int8_fraction):
-            out["int8_fraction"] = self.int8_fraction
+        for name in ("int8_fraction", "loop_fraction"):
+            if math.isfinite(getattr(self, name)):
+                out[name] = getattr(self, name)
         return out
 
 
@@ -112,16 +142,19 @@ def contention_fit(
     short: Pairs,
     long: tuple[Sequence[float], Sequence[float]],
     int8: tuple[Sequence[float], Pairs] | None = None,
+    loop: tuple[Sequence[float], Sequence[float], Sequence[float]] | None = None,
 ) -> Contention:
     """From per-round times (us) of the library call alone, and of each short chain and the
     long one as (alone, after the call): the median over rounds and short chains of
     (after - pool - alone) / alone, and the long chain's median of after - pool - alone (ns);
     neither below 0. `int8`, the int8 dot's rounds and its short chains', gives the same
-    fraction after it."""
+    fraction after it; `loop`, the loop probe's rounds as (its dots alone, its kernels
+    alone, the loop), the fraction its kernels pay."""
     return Contention(
         _fraction(pool_us, short),
         max(float(np.median(_extra(pool_us, *long))), 0.0) * 1e3,
         _fraction(*int8) if int8 else math.nan,
+        _fraction(loop[0], [(loop[1], loop[2])]) if loop else math.nan,
     )
 
 
@@ -150,6 +183,22 @@ def _program(kind: str, k: int, with_dot: bool) -> Callable[[jax.Array, jax.Arra
     return run
 
 
+def _loop_program(part: str) -> Callable[[jax.Array, jax.Array], jax.Array]:
+    """The loop probe (`LOOP_TRIPS` trips on v, with `a`): its body whole ("loop"), its dot
+    alone ("dot") or its kernel alone on v ("kernel")."""
+    steps: dict[str, Callable[[jax.Array, jax.Array], jax.Array]] = {
+        "loop": lambda v, a: 0.5 * v + jnp.tanh(a @ v),
+        "dot": lambda v, a: a @ v,
+        "kernel": lambda v, a: 0.5 * v + jnp.tanh(v * 1.0001),
+    }
+    step = steps[part]
+
+    def run(v: jax.Array, a: jax.Array) -> jax.Array:
+        return lax.fori_loop(0, LOOP_TRIPS, lambda i, x: step(x, a), v)
+
+    return run
+
+
 def measure_pool_contention(
     repeats: int = 51, passes: int = 5, loop_us: float = 4000.0
 ) -> Contention:
@@ -162,13 +211,14 @@ def measure_pool_contention(
         float(np.median([f.fraction for f in fits])),
         float(np.median([f.cap_ns for f in fits])),
         float(np.median([f.int8_fraction for f in fits])),
+        float(np.median([f.loop_fraction for f in fits])),
     )
 
 
 def _one_pass(repeats: int, seed: int, loop_us: float) -> Contention:
     """`contention_fit` of one set of interleaved rounds: the f32 dot alone and before each
-    chain, each chain alone, and the int8 dot (`_INT8_DOT`) alone and before each short
-    chain."""
+    chain, each chain alone, the int8 dot (`_INT8_DOT`) alone and before each short chain,
+    and the loop probe (`_loop_program`) whole and in its parts."""
     rng = np.random.default_rng(seed)
 
     def operands(dtype: str, shape: tuple[int, int, int]) -> tuple[jax.Array, jax.Array]:
@@ -192,9 +242,17 @@ def _one_pass(repeats: int, seed: int, loop_us: float) -> Contention:
         spec = sweeps.Spec(f"pool_contention_{kind}", dtype, (steps, int(with_dot)))
         fn = jax.jit(sweeps.in_loop(_program(kind, steps, with_dot)))
         looped.append((spec.key, sweeps.LoopCase(spec, fn.lower(trips, *args).compile(), args)))
+    v = jnp.asarray(rng.standard_normal((LOOP_SIDE, 16)), jnp.float32)
+    a = jnp.asarray(rng.standard_normal((LOOP_SIDE, LOOP_SIDE)) * 0.01, jnp.float32)
+    parts = ("dot", "kernel", "loop")
+    for part in parts:
+        spec = sweeps.Spec(f"pool_contention_loop_{part}", "f32", (LOOP_SIDE, LOOP_TRIPS))
+        fn = jax.jit(sweeps.in_loop(_loop_program(part)))
+        looped.append((spec.key, sweeps.LoopCase(spec, fn.lower(trips, v, a).compile(), (v, a))))
     out, _, _ = timing.time_in_loop(looped, repeats=repeats, seed=seed, loop_us=loop_us)
     rounds = [out[key][0].rounds_us for key, _ in looped]
     pairs = [(rounds[1 + 2 * i], rounds[2 + 2 * i]) for i in range(len(chains))]
     at = 1 + 2 * len(chains)
     int8 = [(pairs[i][0], rounds[at + 1 + i]) for i in range(len(chains) - 1)]
-    return contention_fit(rounds[0], pairs[:-1], pairs[-1], (rounds[at], int8))
+    loop = rounds[-len(parts) :]
+    return contention_fit(rounds[0], pairs[:-1], pairs[-1], (rounds[at], int8), tuple(loop))

@@ -48,6 +48,18 @@ def test_fit_is_the_median_fraction_of_short_chains_and_the_long_chains_extra() 
     assert (both.fraction, both.cap_ns) == (fit.fraction, fit.cap_ns)
     assert both.int8_fraction == pytest.approx(0.25)
     assert both.pairs()["int8_fraction"] == pytest.approx(0.25)
+    # The loop probe: its dots' loop 400 / 410 us, its kernels' 60 / 64, the loop 490 / 500
+    # (30 and 26 beyond: 0.5 and 0.40625), median 0.453125; none measured, none written.
+    loop = ([400.0, 410.0], [60.0, 64.0], [490.0, 500.0])
+    looped = contention_probes.contention_fit(
+        [50.0, 52.0],
+        [([4.0, 4.0], [56.0, 60.0]), ([8.0, 8.0], [62.0, 68.0])],
+        ([40.0, 40.0], [135.0, 139.0]),
+        loop=loop,
+    )
+    assert looped.loop_fraction == pytest.approx(0.453125)
+    assert looped.pairs()["loop_fraction"] == pytest.approx(0.453125)
+    assert "loop_fraction" not in both.pairs()
 
 
 def test_kernels_after_a_library_call_pay_a_fraction_up_to_the_cap() -> None:
@@ -148,20 +160,34 @@ def test_an_int8_dot_leaves_pollers_as_its_probe_says(
     assert f32.report.contention_ns > 0
 
 
-def test_a_loops_trips_each_pay_its_bodys_contention(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A fori_loop of 5 trips whose body runs a dot then a cumulative sum: the sum pays half
-    its latency a trip (`perf.contention_ns` on it, as do the body's other kernels after the
-    dot), the while op 5 times what its regions' ops pay, and the entry's total grows by
-    that."""
+def _loop_of_dots(steps: int = 5) -> object:
+    """A fori_loop of `steps` trips whose body runs a dot then a cumulative sum (lowered)."""
     x = jax.ShapeDtypeStruct((64, 128), jnp.float32)
     w = jax.ShapeDtypeStruct((128, 128), jnp.float32)
 
     def f(x: jax.Array, w: jax.Array) -> jax.Array:
-        return jax.lax.fori_loop(0, 5, lambda i, c: jnp.cumsum(c @ w, axis=0) * 1e-3, x)
+        return jax.lax.fori_loop(0, steps, lambda i, c: jnp.cumsum(c @ w, axis=0) * 1e-3, x)
 
-    lowered = jax.jit(f).lower(x, w)
+    return jax.jit(f).lower(x, w)
+
+
+@pytest.mark.parametrize("loop_fraction", [math.nan, 0.5])
+def test_a_loops_trips_each_pay_its_bodys_contention(
+    monkeypatch: pytest.MonkeyPatch, loop_fraction: float
+) -> None:
+    """A fori_loop of 5 trips whose body runs a dot then a cumulative sum: the sum pays half
+    its latency a trip (the target's fraction, or its loop fraction where measured: both 0.5
+    here; `perf.contention_ns` on it, as do the body's other kernels after the dot), the
+    while op 5 times what its regions' ops pay, and the entry's total grows by that."""
+    lowered = _loop_of_dots()
     off = _analyze_with(monkeypatch, lowered, pool_contention=0.0, pool_contention_cap_ns=0.0)
-    on = _analyze_with(monkeypatch, lowered, pool_contention=0.5, pool_contention_cap_ns=1e9)
+    on = _analyze_with(
+        monkeypatch,
+        lowered,
+        pool_contention=0.5,
+        pool_contention_cap_ns=1e9,
+        pool_contention_loop=loop_fraction,
+    )
     (loop,) = [op for op in _entry_ops(on.module) if op.name == "stablehlo.while"]
     assert loop.attributes["perf.trip_count"].value == 5
     inside = [op for r in loop.regions for b in r.blocks for op in b.operations]
@@ -178,6 +204,31 @@ def test_a_loops_trips_each_pay_its_bodys_contention(monkeypatch: pytest.MonkeyP
     assert on.report.contention_ns == pytest.approx(5 * per_trip)
     delta = on.report.total_latency_ns - off.report.total_latency_ns
     assert delta == pytest.approx(5 * per_trip, rel=1e-9)
+
+
+def test_a_loops_body_pays_the_loop_fraction_and_straight_code_the_chains(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With a loop fraction of 0.1 beside the chains' 0.5 (the Xeon VM measured 0.94 and
+    4.7: `runtime.contention_probes`), the loop body's kernels after its dot pay a tenth of
+    their latency a trip, and a dot then a cumulative sum in straight code still half."""
+    change = {"pool_contention": 0.5, "pool_contention_cap_ns": 1e9}
+    res = _analyze_with(monkeypatch, _loop_of_dots(), **change, pool_contention_loop=0.1)
+    (loop,) = [op for op in _entry_ops(res.module) if op.name == "stablehlo.while"]
+    inside = [op for r in loop.regions for b in r.blocks for op in b.operations]
+    charged = [op for op in inside if "perf.contention_ns" in op.attributes]
+    assert any(op.name == "stablehlo.reduce_window" for op in charged)
+    for op in charged:
+        latency = op.attributes["perf.latency_ns"].value
+        assert op.attributes["perf.contention_ns"].value == pytest.approx(0.1 * latency)
+    per_trip = sum(op.attributes["perf.contention_ns"].value for op in charged)
+    assert res.report.contention_ns == pytest.approx(5 * per_trip)
+    x = jax.ShapeDtypeStruct((64, 128), jnp.float32)
+    straight = jax.jit(lambda x, w: jnp.cumsum(x @ w, axis=0)).lower(x, x.update(shape=(128, 128)))
+    res = _analyze_with(monkeypatch, straight, **change, pool_contention_loop=0.1)
+    (window,) = [op for op in _entry_ops(res.module) if op.name == "stablehlo.reduce_window"]
+    latency = window.attributes["perf.latency_ns"].value
+    assert window.attributes["perf.contention_ns"].value == pytest.approx(0.5 * latency)
 
 
 def _conv(x: jax.Array, k: jax.Array) -> jax.Array:
@@ -236,10 +287,10 @@ def test_header_carries_the_contention_through_refit_and_merge(tmp_path: Path) -
     a = _calibration(
         tmp_path / "a.csv",
         [_row("add", "4096", 10.0, -0.5), _row("add", "8192", 20.0, 30.0)],
-        {"fraction": 0.5, "cap_ns": 10e3, "int8_fraction": 0.1},
+        {"fraction": 0.5, "cap_ns": 10e3, "int8_fraction": 0.1, "loop_fraction": 0.2},
     )
     written = parse_latencies(cf.header_value(a, contention_probes.KEY))
-    assert written == {"fraction": 0.5, "cap_ns": 10e3, "int8_fraction": 0.1}
+    assert written == {"fraction": 0.5, "cap_ns": 10e3, "int8_fraction": 0.1, "loop_fraction": 0.2}
     calibrate.refit(a)
     assert parse_latencies(cf.header_value(a, contention_probes.KEY)) == written
     b = _calibration(
@@ -255,6 +306,7 @@ def test_header_carries_the_contention_through_refit_and_merge(tmp_path: Path) -
         "fraction": pytest.approx(1.0),
         "cap_ns": pytest.approx(20e3),
         "int8_fraction": pytest.approx(0.1),  # b measured none: a's alone
+        "loop_fraction": pytest.approx(0.2),
     }
     # A call time of -0.5 us beside 1.5 has no geometric mean: the arithmetic one (0.5), and
     # the row survives a later read (a nan there dropped it).

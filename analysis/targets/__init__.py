@@ -102,6 +102,9 @@ class Target:
     pool_contention: float = 0.0
     pool_contention_cap_ns: float = 0.0
     pool_contention_int8: float = math.nan
+    # The fraction the kernels of a while loop's body pay after its dot (NaN where unknown:
+    # `pool_contention`; runtime/contention_probes.py's loop probe).
+    pool_contention_loop: float = math.nan
     # ns per element each op of a fused bf16 loop costs at least (XLA:CPU widens to f32 and
     # rounds back per op: runtime/fused_probes.py). Zero where unknown.
     bf16_fused_ns_per_element: float = 0.0
@@ -431,6 +434,8 @@ def _calibrated_host(base: Target) -> Target:
         change["pool_contention_cap_ns"] = contention["cap_ns"]
         if "int8_fraction" in contention:
             change["pool_contention_int8"] = contention["int8_fraction"]
+        if "loop_fraction" in contention:
+            change["pool_contention_loop"] = contention["loop_fraction"]
     note = (
         f"calibrated on this machine ({when}) from {found[0].name}: "
         + ", ".join(sorted(change))
