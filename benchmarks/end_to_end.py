@@ -282,6 +282,7 @@ def measure_zoo(
     rounds: int,
     stat: str,
     split: bool = False,
+    round_warmup: int = 0,
 ) -> tuple[str, float, float | None]:
     """Fill each row's measured latency and noise; returns (method, noise floor %, dispatch ns).
 
@@ -289,8 +290,9 @@ def measure_zoo(
     in interleaved rounds and the measured value is the program's time net of
     dispatch (median over rounds); with `split`, each program inside a while loop
     (`_looped`) is timed in the same rounds, so the machine's drift cannot pass for
-    per-call overhead. Without the harness, every program's calls are timed in
-    interleaved rounds here and the measured value is the `stat` of all calls.
+    per-call overhead; with `round_warmup`, each round's calls follow that many untimed
+    ones. Without the harness, every program's calls are timed in interleaved rounds here
+    and the measured value is the `stat` of all calls.
     """
     try:
         from stablehlo_perf.runtime.timing import METHOD, Case, time_cases, time_in_loop
@@ -300,12 +302,12 @@ def measure_zoo(
         cases = [Case(str(i), step, tuple(args)) for i, (step, args) in enumerate(runs)]
         if split:
             per_iter, timings, dispatch = time_in_loop(
-                _looped(rows, runs), repeats=rounds, extra=cases
+                _looped(rows, runs), repeats=rounds, extra=cases, round_warmup=round_warmup
             )
             for i, row in enumerate(rows):
                 row.in_loop_ns = per_iter[str(i)][0].median_us * 1e3
         else:
-            timings, dispatch = time_cases(cases, repeats=rounds)
+            timings, dispatch = time_cases(cases, repeats=rounds, round_warmup=round_warmup)
         for i, row in enumerate(rows):
             t = timings[str(i)]
             r = np.asarray(t.rounds_us) * 1e3
@@ -313,7 +315,12 @@ def measure_zoo(
             row.noise = float(np.mean(np.abs(r - row.measured_ns)) / abs(row.measured_ns))
             row.rounds_ns = [float(v) for v in r]
         noise = 100 * float(np.mean([row.noise for row in rows]))
-        return f"runtime/timing.py: {METHOD}, median of rounds", noise, dispatch.median_us * 1e3
+        warm = f", {round_warmup} untimed calls a round first" if round_warmup else ""
+        return (
+            f"runtime/timing.py: {METHOD}, median of rounds{warm}",
+            noise,
+            dispatch.median_us * 1e3,
+        )
     per_round: list[list[np.ndarray]] = [[] for _ in rows]
     for _ in range(rounds):
         for i, (step, args) in enumerate(runs):
@@ -409,6 +416,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         default="median",
         help="without the timing harness: statistic of the timed calls (p10 resists load)",
     )
+    p.add_argument(
+        "--round-warmup",
+        type=int,
+        default=0,
+        help="untimed calls of each program at the start of each round (runtime.timing."
+        "time_cases): the programs timed warm, not just after another ran",
+    )
     p.add_argument("--only", nargs="*", default=None, help="family names to run")
     p.add_argument("--json", type=Path, default=None)
     p.add_argument("--save-lasso", type=Path, default=None)
@@ -457,7 +471,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     else:
         machine = machine_fingerprint()
         before = sentinel_us()
-        method, noise, dispatch_ns = measure_zoo(rows, runs, a.rounds, a.stat, a.split)
+        method, noise, dispatch_ns = measure_zoo(
+            rows, runs, a.rounds, a.stat, a.split, a.round_warmup
+        )
         sentinels = [before, sentinel_us()]
 
     feats = sorted({k for row in rows for k in (row.features or {})})

@@ -102,11 +102,19 @@ def time_cases(
     max_iters: int = 200,
     warmup: int = 2,
     seed: int = 0,
+    round_warmup: int = 0,
 ) -> tuple[dict[str, Timing], Timing]:
     """Time `cases` in interleaved rounds; returns ({key: kernel Timing}, dispatch Timing).
 
     Each case runs enough back-to-back calls per round (1..max_iters) to last about
-    `target_round_us`, so timer resolution and per-round noise stay small.
+    `target_round_us`, so timer resolution and per-round noise stay small. With
+    `round_warmup`, each round first makes that many untimed calls: a round then times the
+    program warm, not just after another case ran. The first calls after another program
+    run slower on the project's Xeon VM (2026-12-06: the zoo's six-layer transformer at 16
+    rows 595, 494, 421 us, then ~385; benchmarks/end_to_end.py with two such calls a round
+    measured it 0.76-0.84x and the zoo's programs of 0.5 ms or more 0.85-0.92x, the ones
+    under 0.2 ms 0.96-1.0x, as 2 ms rounds hold many calls of those); the calibrations
+    shipped were measured without.
     """
     if repeats < 1:
         raise ValueError(f"repeats must be >= 1, got {repeats}")
@@ -125,6 +133,8 @@ def time_cases(
     for _ in range(repeats):
         for i in rng.permutation(len(all_cases)):
             c = all_cases[i]
+            for _ in range(round_warmup):
+                jax.block_until_ready(c.fn(*c.args))
             rounds[c.key].append(_call_us(c, iters[c.key]))
     disp = np.array(rounds[DISPATCH_KEY])
     out = {}
@@ -152,6 +162,7 @@ def time_in_loop(
     max_trips: int = 4096,
     seed: int = 0,
     extra: Sequence[Case] = (),
+    round_warmup: int = 0,
 ) -> tuple[dict[str, tuple[Timing, Timing]], dict[str, Timing], Timing]:
     """Each op's cost per loop iteration, net of the program around it (`LOOP_METHOD`).
 
@@ -159,7 +170,7 @@ def time_in_loop(
     (at least 9); the 1-trip and N-trip programs are then timed in the same
     interleaved rounds, and a round's per-iteration time is their difference over
     N - 1. `extra` cases (e.g. the same ops as standalone programs) are timed in the
-    same rounds. Returns ({key: (per-iteration Timing, 1-trip program Timing)},
+    same rounds (`round_warmup`: as `time_cases`). Returns ({key: (per-iteration Timing, 1-trip program Timing)},
     {extra key: Timing net of dispatch}, the dispatch floor's Timing).
     """
     plan: list[tuple[str, Case, Case, int]] = []
@@ -174,7 +185,9 @@ def time_in_loop(
         trips = int(np.clip(math.ceil(max(loop_us, 2 * t1) / per), 9, max_trips))
         plan.append((key, one, nine if trips == 9 else at(trips), trips))
     cases = [c for _, one, many, _ in plan for c in (one, many)]
-    timed, dispatch = time_cases([*cases, *extra], repeats=repeats, seed=seed)
+    timed, dispatch = time_cases(
+        [*cases, *extra], repeats=repeats, seed=seed, round_warmup=round_warmup
+    )
     out = {}
     for key, one, many, trips in plan:
         lo, hi = timed[one.key], timed[many.key]

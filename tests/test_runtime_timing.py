@@ -8,6 +8,7 @@ rows, corrupted cache entries re-measured), never a time threshold.
 from __future__ import annotations
 
 import math
+import time
 from pathlib import Path
 
 import jax
@@ -59,6 +60,27 @@ def test_time_cases_reports_medians_spread_and_dispatch() -> None:
     assert t.median_us == pytest.approx(float(np.median(t.rounds_us)))
     # Kernel time is call time minus dispatch, round by round.
     assert t.median_us < t.call_us
+
+
+def test_round_warmup_times_a_case_warm_after_another_ran() -> None:
+    """A case whose first call after another case's sleeps 3 ms (a cold start): with one call
+    a round, every timed call is a cold one; with one untimed call first, none is."""
+    last: list[str] = [""]
+
+    def call(key: str, cold_s: float) -> float:
+        if last[0] != key:
+            time.sleep(cold_s)
+        last[0] = key
+        return 0.0
+
+    cases = [
+        timing.Case("a", lambda: call("a", 3e-3), ()),
+        timing.Case("b", lambda: call("b", 0.0), ()),
+    ]
+    cold, _ = timing.time_cases(cases, repeats=5, target_round_us=1.0, max_iters=1)
+    warm, _ = timing.time_cases(cases, repeats=5, target_round_us=1.0, max_iters=1, round_warmup=1)
+    assert cold["a"].iters == 1 and cold["a"].call_us > 3000.0
+    assert warm["a"].call_us < 1000.0
 
 
 def test_time_cases_rejects_zero_repeats() -> None:
