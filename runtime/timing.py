@@ -112,8 +112,8 @@ def time_cases(
     program warm, not just after another case ran. The first calls after another program
     run slower on the project's Xeon VM (2026-12-06: the zoo's six-layer transformer at 16
     rows 595, 494, 421 us, then ~385; benchmarks/end_to_end.py with two such calls a round
-    measured it 0.76-0.84x and the zoo's programs of 0.5 ms or more 0.85-0.92x, the ones
-    under 0.2 ms 0.96-1.0x, as 2 ms rounds hold many calls of those); the calibrations
+    measured it 0.76-0.84x, the zoo's other programs of 0.3 ms or more 0.85-0.97x and those
+    under 0.2 ms 0.92-1.0x, as 2 ms rounds hold many calls of those); the calibrations
     shipped were measured without.
     """
     if repeats < 1:
