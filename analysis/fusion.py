@@ -19,8 +19,9 @@ cuBLASLt/Triton epilogues and TPU output fusion, not measured here):
   XLA's simplifier makes of it;
 - a producer whose consumers sit in several groups is *duplicated* into all
   of them when it is cheap and every group accepts it; a cheap producer that
-  reads no more bytes than it writes (a broadcast) is copied into the groups
-  that accept it and keeps its own kernel for the rest
+  reads no more bytes than it writes (a broadcast), or that only YNNPACK
+  fusions refuse (XLA fused it everywhere before it outlined those), is copied
+  into the groups that accept it and keeps its own kernel for the rest
   (`ComputeGloballyUnfusible`); otherwise it keeps its own kernel. Its
   primary group is its first consumer's; `FusionPlan.copies` lists the rest;
 - identical loop-fusible ops on the same operands are merged first (XLA's
@@ -39,15 +40,15 @@ cuBLASLt/Triton epilogues and TPU output fusion, not measured here):
   reshapes, no-op broadcasts and tuple plumbing launches nothing ("free").
 
 XLA:CPU specifics (extra kernels in `FusionPlan.launches`): float reductions
-of 4096+ elements go to YNNPACK (take the elementwise producers all of whose
-readers they hold and a YNNPACK dot producing their input; an f32 one also
+of 4096+ elements go to YNNPACK (take the elementwise producers, of no f16 value, all
+of whose readers they hold and a YNNPACK dot producing their input; an f32 one also
 takes `op(x, broadcast(reduce(x)))` and the single-use elementwise ops after
 it: a softmax head is one kernel; a reduce of 4096+ results takes the ops on them
 too, and fusions holding all readers of a value merge: a softmax, a layer norm,
 a batched attention is one kernel; a reduce of its result alone by the same
 computation merges into it); others with a reduced dimension over 32
 are split by the TreeReductionRewriter into a reduce-window kernel (which
-fuses nothing) and a reduce; a divide by a broadcast YNN reduce gets a
+fuses nothing) and a reduce; a divide by a broadcast YNN reduce (or its convert) gets a
 reciprocal kernel; a convolution outside NHWC/HWIO layout gets a transpose
 per operand and result; bf16/f16 dots run in f32 with a convert kernel per
 operand no fusion absorbs. `while_init_copies` counts the copies of read-only while
@@ -425,15 +426,19 @@ def _is_constant(op: OpInfo) -> bool:
     return _short(op) == "constant"
 
 
-def _constant_fed(j: int, ops: Sequence[OpInfo], deps: Sequence[Sequence[int]]) -> bool:
-    """Op j is a constant or a broadcast/reshape/convert of one (a splat XLA folds)."""
+def _constant_fed(j: int, ops: Sequence[OpInfo], deps: Sequence[Sequence[int | None]]) -> bool:
+    """Op j is a constant or a broadcast/reshape/convert of one (a splat XLA folds); `deps`
+    (or operand sources: None or negative for values from outside) lead to producers."""
     for _ in range(8):
         op = ops[j]
         if _is_constant(op):
             return True
         if _short(op) not in ("broadcast_in_dim", "broadcast", "reshape", "convert") or not deps[j]:
             return False
-        j = deps[j][0]
+        first = deps[j][0]
+        if first is None or first < 0:
+            return False
+        j = first
     return False
 
 
@@ -915,9 +920,18 @@ class _State:
         return f.pointwise and (not f.elementwise or self._ynn_takes(i))
 
     def _ynn_takes(self, i: int) -> bool:
-        """An elementwise op XLA:CPU's YNNPACK fusion takes (`_YNN_ELEMENTWISE`)."""
+        """An elementwise op XLA:CPU's YNNPACK fusion takes (`_YNN_ELEMENTWISE`), of no f16
+        value: XLA:CPU runs f16 ones in loop fusions of their own feeding it (a sigmoid
+        cross-entropy's terms and their convert to f32 before its sum; jax 0.10.2)."""
         f = self.facts[i]
-        return f.elementwise and f.short in _YNN_ELEMENTWISE and not self._clamps(i)
+        return (
+            f.elementwise
+            and f.short in _YNN_ELEMENTWISE
+            and not self._clamps(i)
+            and not any(
+                t.element_type == "f16" for t in (*self.ops[i].operands, *self.ops[i].results)
+            )
+        )
 
     def _clamps(self, i: int) -> bool:
         """A maximum or minimum with a constant bound reading, or read by, the other with one:
@@ -961,13 +975,14 @@ class _State:
         multiply by the broadcast reciprocal: on a CPU the reciprocal is a kernel of its own
         (`x / x.sum(1, keepdims=True)` on 256x1000: a YNN reduce, a reciprocal loop and a
         multiply loop, jax 0.10.2), where a divisor computed by a loop kernel takes it in
-        (`/ sqrt(var + eps)` becomes that kernel's rsqrt)."""
+        (`/ sqrt(var + eps)` becomes that kernel's rsqrt). A convert between them too: an f16
+        softmax divides by its f32 sum rounded to f16 (`convert_divide_fusion`)."""
         op = self.ops[i]
         if self.facts[i].short != "divide" or not op.element_type.startswith(("f", "bf")):
             return False
         j = self.srcs[i][1] if len(self.srcs[i]) > 1 else None
         widened = False
-        while j is not None and j >= 0 and self.facts[j].short in _BROADCASTS:
+        while j is not None and j >= 0 and self.facts[j].short in (*_BROADCASTS, "convert"):
             widened = widened or _grows(self.ops[j])
             j = self.srcs[j][0] if self.srcs[j] else None
         return (
@@ -1035,7 +1050,11 @@ class _State:
         self.group_of[i] = own
         op = self.ops[i]
         widens = sum(t.nbytes or 0 for t in op.operands) <= sum(t.nbytes or 0 for t in op.results)
-        if ok and not expensive and widens and len(ok) <= MAX_COPIES:
+        # Refused only by YNNPACK fusions (they take no value read elsewhere): XLA fused it
+        # into every consumer before it outlined those, which leaves it a kernel of its own
+        # feeding them and its copies in the loop fusions.
+        ynn_only = all(g in ok or self.groups[g].ynn for g in targets)
+        if ok and not expensive and (widens or ynn_only) and len(ok) <= MAX_COPIES:
             self.copies[i] = ok
             for g in ok:
                 self.add(g, i)
@@ -1357,11 +1376,25 @@ def f16_vectorised_ops(
             continue
         size = max(ops[i].results[0].num_elements or 0 for i in found)
 
+        def passes(s: int) -> bool:
+            """Op s hands a YNNPACK reduce's value on as XLA's reduce fusion does: a broadcast
+            or reshape, or JAX's `maximum(-inf, max)` after a max, which XLA folds (a max or
+            min with a constant operand)."""
+            short = ops[s].short_name
+            if short in _BROADCASTS:
+                return True
+            return short in ("maximum", "minimum") and any(
+                t is not None and t >= 0 and _constant_fed(t, ops, sources) for t in sources[s]
+            )
+
         def from_ynn(i: int, g: int = g) -> bool:
-            """Whether op i's value comes from a YNNPACK group, within group g."""
+            """Whether op i's value is a YNNPACK group's, handed on in group g (`passes`): a
+            logsumexp's exp reads the max through a select, XLA's `broadcast_select_fusion`,
+            and broadcasts that in its own kernel."""
             srcs = [s for s in sources[i] if s is not None and s >= 0]
             return any(
-                plan.groups[s] in plan.ynn or (plan.groups[s] == g and from_ynn(s)) for s in srcs
+                plan.groups[s] in plan.ynn or (plan.groups[s] == g and passes(s) and from_ynn(s))
+                for s in srcs
             )
 
         if any(

@@ -957,6 +957,32 @@ def test_f16_ops_are_priced_by_their_own_rows() -> None:
     assert by["round_nearest_even", "f16"] == pytest.approx(by["floor", "f16"])
 
 
+def test_the_xeon_references_f16_rows_price_its_vector_and_scalar_f16_paths() -> None:
+    """On the Xeon VM (AVX-512 FP16) f16 adds, multiplies and floors are vector ops, faster
+    than their bf16 twins (widened to f32), while exp and log stay scalar calls (2.7-3.9x
+    their f32 time over its rows): with its f16 rows (2026-12-06) each f16 op is priced near
+    the median of its 2^20-element rows, where the bf16 rows alone had priced exp and log at
+    0.36-0.41x of them and add and floor at 1.7-2.0x."""
+    host = load_target("host")
+    xeon = Path(ew.__file__).resolve().parent / "data" / "host_reference_xeon.csv"
+    rows = _mega_rows(xeon)
+    names = ("add", "multiply", "floor", "exponential", "log")
+    ops = [
+        _op(n, (1024, 1024), dt, n_in=2 if n in ("add", "multiply") else 1)
+        for dt in ("f16", "bf16", "f32")
+        for n in names
+    ]
+    costs = ew.LearnedLatencyModel(data={"host": xeon}).predict(ops, host)
+    by = {(o.short_name, o.element_type): c.latency_ns / 1e3 for o, c in zip(ops, costs)}
+    for name in names:
+        assert len(rows[name, "f16"]) == 3, name
+        assert by[name, "f16"] == pytest.approx(np.median(rows[name, "f16"]), rel=0.3), name
+    for name in ("add", "multiply", "floor"):
+        assert by[name, "f16"] < 0.8 * by[name, "bf16"], name
+    for name in ("exponential", "log"):
+        assert by[name, "f16"] > 2 * by[name, "f32"], name
+
+
 def test_an_f16_loop_is_marked_apart_from_a_bf16_one_and_roundings_share_a_code() -> None:
     """f16 and bf16 are both two bytes, but XLA:CPU widens bf16 to f32 and runs f16 as scalar
     calls: an elementwise f16 op's features differ from its bf16 twin's in the half slot
