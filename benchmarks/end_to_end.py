@@ -28,9 +28,13 @@ zoo by 20% between two runs of the same code). The calibration's sentinel ops
 their median in the host calibration is the machine's speed now against then, printed
 with the pipeline's error were its predictions scaled by it (a diagnostic).
 
+`--dtype bf16` (or f16) runs the same zoo with every float input in that type (its ops
+follow: bf16 dots, norms, activations as a bf16 model runs them); a saved run is scored only
+against predictions for its own dtype.
+
     python benchmarks/end_to_end.py [--scales 1 2 4] [--rounds 33] [--json out/e2e.json]
         [--save-lasso analysis/data/cc4cs_lasso_host.json] [--split]
-        [--predict-from out/e2e.json]
+        [--predict-from out/e2e.json] [--dtype f32|bf16|f16]
 """
 
 from __future__ import annotations
@@ -70,12 +74,25 @@ from stablehlo_perf.runtime.jit_hook import (
 )
 
 F32, BF16, I8 = jnp.float32, jnp.bfloat16, jnp.int8
+DTYPES = {"f32": F32, "bf16": BF16, "f16": jnp.float16}
+"""Float types `--dtype` runs the zoo in."""
 NHWC = ("NHWC", "HWIO", "NHWC")
 Program = tuple[Callable[..., Any], tuple[Any, ...]]
 
 
 def _s(shape: tuple[int, ...], dtype: Any = F32) -> jax.ShapeDtypeStruct:
     return jax.ShapeDtypeStruct(shape, dtype)
+
+
+def in_dtype(specs: Any, dtype: Any) -> Any:
+    """`specs` with every float input in `dtype` (integer inputs as they are)."""
+
+    def cast(leaf: Any) -> Any:
+        if isinstance(leaf, jax.ShapeDtypeStruct) and jnp.issubdtype(leaf.dtype, jnp.floating):
+            return jax.ShapeDtypeStruct(leaf.shape, dtype)
+        return leaf
+
+    return jax.tree_util.tree_map(cast, specs)
 
 
 def _mlp_loss(params: Any, x: jax.Array, y: jax.Array) -> jax.Array:
@@ -337,12 +354,18 @@ def measure_zoo(
 
 
 def load_saved_run(
-    rows: list[Row], path: Path
+    rows: list[Row], path: Path, dtype: str = "f32"
 ) -> tuple[str, float, float | None, list[float] | None, str]:
-    """Fill rows' measurements from a run saved with --json (rows it lacks are dropped);
-    returns that run's (method, noise floor %, dispatch ns, sentinel us before and after,
-    machine: "" for runs saved before it was recorded)."""
+    """Fill rows' measurements from a run saved with --json (rows it lacks are dropped; a run
+    of the zoo in another `dtype` is refused); returns that run's (method, noise floor %,
+    dispatch ns, sentinel us before and after, machine: "" for runs saved before it was
+    recorded)."""
     saved = json.loads(path.read_text())
+    if saved["summary"].get("dtype", "f32") != dtype:
+        raise SystemExit(
+            f"{path}: a run of the zoo in {saved['summary'].get('dtype', 'f32')}, not {dtype}"
+            " (--dtype)"
+        )
     by_key = {(r["family"], r["scale"]): r for r in saved["rows"]}
     rows[:] = [row for row in rows if (row.family, row.scale) in by_key]
     for row in rows:
@@ -424,6 +447,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "time_cases): the programs timed warm, not just after another ran",
     )
     p.add_argument("--only", nargs="*", default=None, help="family names to run")
+    p.add_argument(
+        "--dtype", choices=sorted(DTYPES), default="f32", help="the type of every float input"
+    )
     p.add_argument("--json", type=Path, default=None)
     p.add_argument("--save-lasso", type=Path, default=None)
     p.add_argument(
@@ -451,6 +477,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     for name, build in families.items():
         for s in a.scales:
             fn, specs = build(s)
+            specs = in_dtype(specs, DTYPES[a.dtype])
             step = perf_jit(fn, target="host")
             res = step.analyze(*specs, branches="observed")
             if res.partial:
@@ -466,7 +493,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 jax.block_until_ready(step(*args))  # compile before the timed rounds
                 runs.append((step, args))
     if a.predict_from is not None:
-        method, noise, dispatch_ns, sentinels, machine = load_saved_run(rows, a.predict_from)
+        method, noise, dispatch_ns, sentinels, machine = load_saved_run(
+            rows, a.predict_from, a.dtype
+        )
         a.split = all(row.in_loop_ns is not None for row in rows)
     else:
         machine = machine_fingerprint()
@@ -494,6 +523,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     summary = {
         "programs": len(rows),
         "families": n_groups,
+        "dtype": a.dtype,
         "method": method,
         "dispatch_ns": dispatch_ns,
         "noise_floor_mape": noise,
@@ -582,7 +612,8 @@ def _print_table(rows: list[Row], summary: dict[str, Any]) -> None:
     s = summary
     print()
     print(
-        f"programs {s['programs']} ({s['families']} families) on {s['backend']}, {s['seconds']:.0f} s"
+        f"programs {s['programs']} ({s['families']} families, float inputs in {s['dtype']}) on "
+        f"{s['backend']}, {s['seconds']:.0f} s"
     )
     print(f"measured: {s['method']}")
     if s["dispatch_ns"] is not None:

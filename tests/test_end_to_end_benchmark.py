@@ -39,6 +39,29 @@ def test_predict_from_a_saved_run_reproduces_its_scores(tmp_path: Path) -> None:
     assert fewer["programs"] == 1
 
 
+def test_the_zoo_runs_in_bf16_and_a_saved_run_keeps_its_dtype(tmp_path: Path) -> None:
+    """`--dtype bf16` casts every float input (the labels and ids stay integers) and the ops
+    follow; a run saved in bf16 scores bf16 predictions and is refused for f32 ones."""
+    import jax
+    import jax.numpy as jnp
+
+    e2e = benchmark_module("end_to_end")
+    _, specs = e2e.softmax_xent(1)
+    logits, labels = e2e.in_dtype(specs, jnp.bfloat16)
+    assert (logits.dtype, labels.dtype) == (jnp.bfloat16, jnp.int32)
+    fn, specs = e2e.mlp_fwd(1)
+    text = jax.jit(fn).lower(*e2e.in_dtype(specs, jnp.bfloat16)).as_text()
+    assert "bf16" in text and "f32" not in text
+    saved = tmp_path / "bf16.json"
+    args = ["--only", "mlp_fwd", "--scales", "1", "--rounds", "2"]
+    measured = e2e.main([*args, "--dtype", "bf16", "--json", str(saved)])
+    assert measured["dtype"] == "bf16"
+    again = e2e.main([*args, "--dtype", "bf16", "--predict-from", str(saved)])
+    assert again["pipeline"]["mape"] == pytest.approx(measured["pipeline"]["mape"], rel=1e-9)
+    with pytest.raises(SystemExit, match="in bf16, not f32"):
+        e2e.main([*args, "--predict-from", str(saved)])
+
+
 def test_unseen_programs_score_a_saved_run_without_measuring(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
