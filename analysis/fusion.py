@@ -990,7 +990,10 @@ class _State:
             and j is not None
             and j >= 0
             and self.facts[j].reduce_mode == "ynn"
-            and (self.ops[j].results[0].num_elements or 0) < YNN_REDUCE_MIN_ELEMENTS
+            and (
+                (self.ops[j].results[0].num_elements or 0) < YNN_REDUCE_MIN_ELEMENTS
+                or op.element_type == "f16"  # not one YNNPACK takes, however many rows
+            )
         )
 
     def _ynn_dot_joins(self, g: int, i: int) -> bool:

@@ -626,6 +626,7 @@ def _attention(q: jax.Array, k: jax.Array, v: jax.Array, causal: bool = False) -
         ("sigmoid cross-entropy f16", _sigmoid_xent, [(1024, 256)] * 2, "f16", 3),
         ("layer norm f16", _layer_norm, [(1024, 512)], "f16", 6),
         ("softmax f16", lambda x: jax.nn.softmax(x, -1), [(256, 256)], "f16", 6),
+        ("softmax of 4096 f16", lambda x: jax.nn.softmax(x, -1), [(4096, 256)], "f16", 6),
     ],
 )
 def test_ynn_fusions_take_a_reduce_of_4096_results_and_its_neighbours(
