@@ -60,6 +60,7 @@ groups.
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -601,6 +602,12 @@ class _State:
             or (f.short == "pad" and self._pads_convolutions(i))
         }
         self.group_of = [-1] * len(ops)
+        # Each value's readers, by its source id (negative: a value from outside the block).
+        self.readers: dict[int, list[int]] = defaultdict(list)
+        for j, row in enumerate(srcs):
+            for src in dict.fromkeys(row):
+                if src is not None:
+                    self.readers[src].append(j)
         self.copies: dict[int, list[int]] = {}
         # reused[(op, group)]: some element of op's result is read more than once in group.
         self.reused: dict[tuple[int, int], bool] = {}
@@ -746,7 +753,9 @@ class _State:
         if expensive and not f.matmul and not grp.ynn and self.reuse_in(i, g):
             # A YNN fusion computes a reduce once, not per element of its broadcast.
             return False
-        if grp.ynn and any(not self.in_group(u, g) for u in self.users[i]):
+        if grp.ynn and (
+            any(not self.in_group(u, g) for u in self.users[i]) or self._shares_upcast(i, g)
+        ):
             return False
         if grp.ynn and not (self._ynn_pointwise(i) and (not f.elementwise or self._preferred(i))):
             # YNNPACK takes elementwise producers only, and not every one: XLA:CPU runs a
@@ -918,6 +927,28 @@ class _State:
         of `_YNN_ELEMENTWISE`."""
         f = self.facts[i]
         return f.pointwise and (not f.elementwise or self._ynn_takes(i))
+
+    def _shares_upcast(self, i: int, g: int) -> bool:
+        """A convert to f32 of a bf16 block input that a bf16 elementwise op also reads, for a
+        YNNPACK reduce of fewer than `YNN_REDUCE_MIN_ELEMENTS` results (group g): XLA:CPU
+        computes that op in f32 on the same convert (one after CSE), which then has readers
+        outside the reduce's fusion (a bf16 layer norm's `x` summed and centred: its convert
+        a kernel of its own, `wrapped_convert`, jax 0.10.2; past 4096 rows the one fusion
+        takes all)."""
+        op, root = self.ops[i], self.ops[self.groups[g].root]
+        if self.facts[i].short != "convert" or not self.srcs[i] or not op.results:
+            return False
+        if op.results[0].element_type != "f32" or op.operands[0].element_type != "bf16":
+            return False
+        if (root.results[0].num_elements or 0) >= YNN_REDUCE_MIN_ELEMENTS:
+            return False
+        src = self.srcs[i][0]
+        if src is None or src >= 0:
+            return False
+        return any(
+            j != i and self.facts[j].elementwise and self.ops[j].element_type == "bf16"
+            for j in self.readers[src]
+        )
 
     def _ynn_takes(self, i: int) -> bool:
         """An elementwise op XLA:CPU's YNNPACK fusion takes (`_YNN_ELEMENTWISE`), of no f16

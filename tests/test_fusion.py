@@ -190,6 +190,23 @@ def test_a_producer_only_ynnpack_refuses_keeps_a_kernel_and_is_copied_into_the_l
     assert {"divide", "subtract", "exponential"} <= set(exp_kernel)
 
 
+def test_a_bf16_input_summed_and_centred_has_its_convert_apart() -> None:
+    """A bf16 layer norm of 128 rows: XLA:CPU converts x to f32 once for its sum and for the
+    centring (computed in f32), so the convert has readers outside the sum's YNNPACK fusion
+    and is a kernel of its own (`wrapped_convert` of the parameter); past 4096 rows the one
+    fusion takes it (`test_ynn_fusions_take_a_reduce_of_4096_results_and_its_neighbours`)."""
+    xk = benchmark_module("_xla_kernels")
+    lowered = jax.jit(_layer_norm).lower(jax.ShapeDtypeStruct((128, 256), jnp.bfloat16))
+    hlo = lowered.compile().as_text()
+    entry = hlo[hlo.index("ENTRY") :]
+    assert any("wrapped_convert" in ln and "fusion(%x" in ln for ln in entry.splitlines()), (
+        "XLA converts the parameter in a kernel of its own"
+    )
+    groups = [names for _, names in xk.our_kernels(xk.flat_blocks(lowered.as_text())).groups]
+    assert ["convert"] in groups
+    assert not any("convert" in g and "reduce" in g and g.index("convert") == 0 for g in groups)
+
+
 def test_expensive_producer_with_two_consumer_groups_keeps_its_kernel() -> None:
     b = Block()
     p = b.op("exponential", [-1])
