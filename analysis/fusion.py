@@ -51,7 +51,8 @@ are split by the TreeReductionRewriter into a reduce-window kernel (which
 fuses nothing) and a reduce; a divide by a broadcast YNN reduce (or its convert) gets a
 reciprocal kernel; a convolution outside NHWC/HWIO layout gets a transpose
 per operand and result; bf16/f16 dots run in f32 with a convert kernel per
-operand no fusion absorbs. `while_init_copies` counts the copies of read-only while
+operand no fusion absorbs, and so does a bf16 input that a sum of under 4096
+results reads converted and a bf16 elementwise op reads too. `while_init_copies` counts the copies of read-only while
 inputs that XLA's copy insertion adds.
 
 Linear in ops + edges: a duplicated producer visits at most `MAX_COPIES`
