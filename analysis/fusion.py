@@ -39,21 +39,20 @@ cuBLASLt/Triton epilogues and TPU output fusion, not measured here):
 - constants join every consumer's group; a group of only constants,
   reshapes, no-op broadcasts and tuple plumbing launches nothing ("free").
 
-XLA:CPU specifics (extra kernels in `FusionPlan.launches`): float reductions
-of 4096+ elements go to YNNPACK (take the elementwise producers, of no f16 value, all
-of whose readers they hold and a YNNPACK dot producing their input; an f32 one also
-takes `op(x, broadcast(reduce(x)))` and the single-use elementwise ops after
-it: a softmax head is one kernel; a reduce of 4096+ results takes the ops on them
-too, and fusions holding all readers of a value merge: a softmax, a layer norm,
-a batched attention is one kernel; a reduce of its result alone by the same
-computation merges into it); others with a reduced dimension over 32
-are split by the TreeReductionRewriter into a reduce-window kernel (which
-fuses nothing) and a reduce; a divide by a broadcast YNN reduce (or its convert) gets a
-reciprocal kernel; a convolution outside NHWC/HWIO layout gets a transpose
-per operand and result; bf16/f16 dots run in f32 with a convert kernel per
-operand no fusion absorbs, and so does a bf16 input that a sum of under 4096
-results reads converted and a bf16 elementwise op reads too. `while_init_copies` counts the copies of read-only while
-inputs that XLA's copy insertion adds.
+XLA:CPU specifics (extra kernels in `FusionPlan.launches`): float reductions of 4096+
+elements go to YNNPACK (take the elementwise producers, of no f16 value, all of whose
+readers they hold and a YNNPACK dot producing their input; an f32 one also takes `op(x,
+broadcast(reduce(x)))` and the single-use elementwise ops after it: a softmax head is
+one kernel; a reduce of 4096+ results takes the ops on them too, and fusions holding all
+readers of a value merge: a softmax, a layer norm, a batched attention is one kernel; a
+reduce of its result alone by the same computation merges into it); others with a
+reduced dimension over 32 are split by the TreeReductionRewriter into a reduce-window
+kernel (which fuses nothing) and a reduce; a divide by a broadcast YNN reduce (or its
+convert) gets a reciprocal kernel; a convolution outside NHWC/HWIO layout gets a
+transpose per operand and result; bf16/f16 dots run in f32 with a convert kernel per
+operand no fusion absorbs, and so does a bf16 input that a sum of under 4096 results
+reads converted and a bf16 elementwise op reads too. `while_init_copies` counts the
+copies of read-only while inputs that XLA's copy insertion adds.
 
 Linear in ops + edges: a duplicated producer visits at most `MAX_COPIES`
 groups.
@@ -603,12 +602,13 @@ class _State:
             or (f.short == "pad" and self._pads_convolutions(i))
         }
         self.group_of = [-1] * len(ops)
-        # Each value's readers, by its source id (negative: a value from outside the block).
-        self.readers: dict[int, list[int]] = defaultdict(list)
+        # The readers of each value from outside the block, by its (negative) source id:
+        # `users` holds those of the block's own ops.
+        self.input_readers: dict[int, list[int]] = defaultdict(list)
         for j, row in enumerate(srcs):
             for src in dict.fromkeys(row):
-                if src is not None:
-                    self.readers[src].append(j)
+                if src is not None and src < 0:
+                    self.input_readers[src].append(j)
         self.copies: dict[int, list[int]] = {}
         # reused[(op, group)]: some element of op's result is read more than once in group.
         self.reused: dict[tuple[int, int], bool] = {}
@@ -948,7 +948,7 @@ class _State:
             return False
         return any(
             j != i and self.facts[j].elementwise and self.ops[j].element_type == "bf16"
-            for j in self.readers[src]
+            for j in self.input_readers[src]
         )
 
     def _ynn_takes(self, i: int) -> bool:

@@ -170,8 +170,9 @@ def time_in_loop(
     (at least 9); the 1-trip and N-trip programs are then timed in the same
     interleaved rounds, and a round's per-iteration time is their difference over
     N - 1. `extra` cases (e.g. the same ops as standalone programs) are timed in the
-    same rounds (`round_warmup`: as `time_cases`). Returns ({key: (per-iteration Timing, 1-trip program Timing)},
-    {extra key: Timing net of dispatch}, the dispatch floor's Timing).
+    same rounds (`round_warmup`: as `time_cases`). Returns ({key: (per-iteration Timing,
+    1-trip program Timing)}, {extra key: Timing net of dispatch}, the dispatch floor's
+    Timing).
     """
     plan: list[tuple[str, Case, Case, int]] = []
     for key, lc in looped:
