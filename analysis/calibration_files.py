@@ -19,6 +19,7 @@ from pathlib import Path
 
 __all__ = [
     "BORROWED_KEY",
+    "RELEVELLED_KEY",
     "SENTINEL_COLUMN",
     "SPEED_KEY",
     "cache_dir",
@@ -44,6 +45,11 @@ BORROWED_KEY = "borrowed"
 """The header line of a calibration borrowed from a shipped reference of another machine and
 scaled to this one's speed (`runtime/borrow.py`): the source file, the median ratio and each
 model class's ratios."""
+
+RELEVELLED_KEY = "relevelled"
+"""The header line of a calibration that is this machine's own shipped reference with every
+time scaled by what a sample of its rows takes now over then (`runtime/borrow.py`,
+`stablehlo-perf-calibrate --relevel`): the source file, the ratio and when it was gauged."""
 
 SENTINEL_COLUMN = "sentinel_us"
 """Calibration column: the in-loop time of fixed sentinel ops (`runtime.calibrate.SENTINELS`,

@@ -65,6 +65,7 @@ from stablehlo_perf.analysis.cc4cs import (
     load_characterisation,
     op_work,
 )
+from stablehlo_perf.analysis.targets import load_target
 from stablehlo_perf.passes.executed import executed_ops
 from stablehlo_perf.passes.extract import view_module
 from stablehlo_perf.runtime.jit_hook import (
@@ -536,6 +537,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "cpus": os.cpu_count(),
         "load_average_1min": os.getloadavg()[0],
         "machine": machine,
+        # Predictions are made now, from the calibration in use now (a saved run's too).
+        "calibration": load_target("host").calibration_note,
+        "relevelled": load_target("host").relevelled,
     }
     if sentinels:
         summary["sentinel_us_before_after"] = sentinels
@@ -635,6 +639,8 @@ def _print_table(rows: list[Row], summary: dict[str, Any]) -> None:
                 else "the calibration records no sentinel times"
             )
         )
+    if s.get("relevelled"):
+        print(f"calibration re-levelled (stablehlo-perf-calibrate --relevel): {s['relevelled']}")
     if "own_level" in s:
         print(f"the run's own level: measured / predicted {s['own_level']:.3f} (geometric mean)")
     # (metrics, their Kendall τ, label): one scale factor for all programs leaves τ as it was.

@@ -73,6 +73,12 @@ def collect_report(view: ModuleView, cache: AnalysisCache, target: Target) -> Re
             f"machine, its times scaled to this one's speed ({target.borrowed_from}; run "
             f"stablehlo-perf-calibrate --target {target.name} --quick to measure it here)"
         )
+    if target.relevelled:
+        caveats.append(
+            f"the {target.name} calibration is this machine's reference re-levelled to the speed"
+            f" it ran at when gauged ({target.relevelled}); a shared machine's speed moves:"
+            f" stablehlo-perf-calibrate --target {target.name} --relevel gauges it again"
+        )
     if target.kind == "cpu" and any(v.get("other_machine") for v in cache.values.values()):
         caveats.append(
             f"some predictions come from a calibration measured on another machine than this one "

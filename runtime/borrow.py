@@ -15,6 +15,18 @@ three saved zoo runs (benchmarks/end_to_end.py --predict-from) priced at MAPE 13
 28.1% by the median ratio alone, and 37.7% (one run) by the fallback for an unknown
 machine (the first reference's rows, none of its fitted parameters). A full calibration
 (`--quick`, ~40 min) replaces it.
+
+`--relevel` is the same for a machine that has a reference of its own but runs at another
+speed today (a shared VM's level moved 0.82-1.05x between sessions): its own reference,
+every time scaled by one factor, the median program-time ratio of six rows of each class
+re-timed now (`relevel`). One factor: on one machine the classes' ratios are mostly the
+noise of six rows; scaled class by class (two checks, 2026-12-06) the zoo's runs that
+morning scored MAPE 9.6-13.1%, Kendall tau 0.89-0.92, by one factor 9.8-11.5%, tau
+0.91-0.92. The program ratio, not the in-loop one: the zoo's level that morning was
+0.81-0.84, the checks' program ratios 0.81-0.86 and their in-loop ones 0.84-0.88; the
+sentinel ops' 0.63-0.89 track it worse. The models do not scale exactly with their rows
+(times compared with fixed thresholds, a constant handoff rate): at x0.824 the zoo's
+predictions moved 0.76-0.87x, costing ~0.01 of tau against scaling the predictions.
 """
 
 from __future__ import annotations
@@ -22,6 +34,7 @@ from __future__ import annotations
 import csv
 import io
 import math
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +42,7 @@ from pathlib import Path
 from stablehlo_perf.analysis import calibration_files as cf
 from stablehlo_perf.analysis import fused_loops
 
-__all__ = ["Borrowed", "borrow", "nearest_by_speed", "reference_speeds"]
+__all__ = ["Borrowed", "borrow", "nearest_by_speed", "reference_speeds", "relevel"]
 
 
 @dataclass(frozen=True)
@@ -102,19 +115,20 @@ def _scaled_chains(text: str, head: Callable[[list[str]], list[str]], factor: fl
     return "\n".join(head([ln for ln in lines if ln.startswith("#")])) + "\n" + out.getvalue()
 
 
-def borrow(out: Path, done: Borrowed) -> None:
+def borrow(out: Path, done: Borrowed, label: str = "") -> None:
     """Write `done.source` to `out` scaled to this machine by `done`'s ratios: each row's
     in-loop and program times by its class's (`Borrowed.factors`); the header measurements
     (small-loop and thunked-loop latencies, fused bf16 and transpose rates, the pool
     contention's cap) and the fused chains beside it (`fused_loops.chains_path`, when the
     source machine has shipped chains) by the overall ratio; the program probes follow the
     rows' sentinels. The header names this machine and `# borrowed:` the source and ratios;
-    its parameters are fitted again from the scaled rows (`calibrate.write_calibration`)."""
+    its parameters are fitted again from the scaled rows (`calibrate.write_calibration`).
+    `label` replaces the `# borrowed:` line (a re-level's, `relevel`)."""
     from stablehlo_perf.runtime import calibrate
     from stablehlo_perf.runtime.calibration_check import row_measurement
 
     f = done.overall
-    label = f"# {cf.BORROWED_KEY}: {done.label()}"
+    label = label or f"# {cf.BORROWED_KEY}: {done.label()}"
 
     def head(lines: list[str]) -> list[str]:
         mine = f"# machine: {cf.machine_fingerprint()}"
@@ -168,3 +182,16 @@ def borrow(out: Path, done: Borrowed) -> None:
         chains.write_text(_scaled_chains(theirs.read_text(), head, f))
     else:
         chains.unlink(missing_ok=True)
+
+
+def relevel(out: Path, source: Path, ratio: float, rows: int) -> None:
+    """Write `source`, this machine's own reference, to `out` with every time scaled by `ratio`
+    (its rows' program times now over then, the median of `rows` re-timed: one factor, not a
+    factor per class, which on one machine is mostly the noise of a few rows), labelled
+    `# relevelled:` with the ratio and the time it was gauged."""
+    when = time.strftime("%Y-%m-%dT%H:%MZ", time.gmtime())
+    label = (
+        f"# {cf.RELEVELLED_KEY}: {source.name} x{ratio:.3g}, the median program time of {rows}"
+        f" of its rows re-timed {when} over their calibrated time (runtime/borrow.py)"
+    )
+    borrow(out, Borrowed(source, {}, {}, ratio), label)

@@ -674,6 +674,14 @@ def _parser() -> argparse.ArgumentParser:
         " what they take here, as this machine's calibration",
     )
     p.add_argument(
+        "--relevel",
+        action="store_true",
+        help="measure six rows of each class of the shipped host reference measured on this"
+        " machine (~1 min) and store it, every time scaled by their program times now over"
+        " then, as this machine's calibration: the reference at the speed the machine runs at"
+        " today",
+    )
+    p.add_argument(
         "--remeasure",
         metavar="REGEX",
         help="re-time the rows of the calibration (--out or the cache entry) whose"
@@ -742,13 +750,14 @@ def _borrow(args: argparse.Namespace, path: Path) -> int:
         print("stablehlo-perf-calibrate: error: --borrow is for --target host (the shipped "
               "references are host calibrations)", file=sys.stderr)  # fmt: skip
         return 2
-    if path.is_file() and not cf.header_value(path, cf.BORROWED_KEY) and not args.fresh:
+    if path.is_file() and not _scaled(path) and not args.fresh:
         print(f"stablehlo-perf-calibrate: error: {path} holds a calibration measured on this "
               "machine; --fresh to replace it with a borrowed one", file=sys.stderr)  # fmt: skip
         return 2
     own = cf.nearest_shipped(cf.shipped_names("host"))
     if own is not None and own[1]:
-        print(f"{own[0].name} was measured on this machine and answers for it: nothing to borrow")
+        print(f"{own[0].name} was measured on this machine and answers for it: nothing to borrow"
+              " (--relevel scales it to the speed the machine runs at today)")  # fmt: skip
         return 0
     here = statistics.median(sentinel_us(args.repeats) for _ in range(3))
     source, there = borrow.nearest_by_speed(here, borrow.reference_speeds())
@@ -769,6 +778,43 @@ def _borrow(args: argparse.Namespace, path: Path) -> int:
     return 0
 
 
+def _relevel(args: argparse.Namespace, path: Path) -> int:
+    """`--relevel`: the shipped host reference measured on this machine, a sample of its rows
+    re-timed (`calibration_check.check`), written to `path` with every time scaled by their
+    median program ratio (`borrow.relevel`)."""
+    from stablehlo_perf.runtime import borrow, calibration_check
+
+    if args.target != "host":
+        print("stablehlo-perf-calibrate: error: --relevel is for --target host (the shipped "
+              "references are host calibrations)", file=sys.stderr)  # fmt: skip
+        return 2
+    if path.is_file() and not _scaled(path) and not args.fresh:
+        print(f"stablehlo-perf-calibrate: error: {path} holds a calibration measured on this "
+              "machine; --fresh to replace it with the re-levelled reference", file=sys.stderr)  # fmt: skip
+        return 2
+    own = cf.nearest_shipped(cf.shipped_names("host"))
+    if own is None or not own[1]:
+        print("stablehlo-perf-calibrate: error: no shipped host reference was measured on this "
+              "machine: --borrow scales the nearest one class by class, --quick measures it",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    drift = calibration_check.check(
+        own[0], per_class=6, repeats=args.repeats, progress=not args.no_progress
+    )
+    rows = sum(c.rows for c in drift.classes)
+    borrow.relevel(path, own[0], drift.call_ratio, rows)
+    print(drift.table().split("\n\n")[0])
+    print(f"{path}: {own[0].name} re-levelled, every time x{drift.call_ratio:.3f} (program time "
+          f"of {rows} rows now over then, median; in a loop {drift.kernel_ratio:.3f})")  # fmt: skip
+    return 0
+
+
+def _scaled(path: Path) -> bool:
+    """Whether the calibration at `path` is a shipped reference scaled here (borrowed or
+    re-levelled), which `--borrow` and `--relevel` replace without `--fresh`."""
+    return bool(cf.header_value(path, cf.BORROWED_KEY) or cf.header_value(path, cf.RELEVELLED_KEY))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of `stablehlo-perf-calibrate`."""
     args = _parser().parse_args(argv)
@@ -785,6 +831,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.borrow:
         return _borrow(args, path)
+    if args.relevel:
+        return _relevel(args, path)
     if args.remeasure is not None:
         return _remeasure(args, path)
     if args.refit:

@@ -167,3 +167,101 @@ def test_borrow_cli_picks_the_nearest_reference_and_scales_by_its_check(
     assert read[some_dot] == pytest.approx(was[some_dot] * 1.25, rel=1e-3)
     # Run again: a borrowed calibration is replaced without --fresh.
     assert calibrate.main(["--target", "host", "--borrow", "--no-progress"]) == 0
+
+
+XEON = "host_reference_xeon.csv"
+
+
+def _on_the_xeon(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """Make this the machine the Xeon reference was measured on, with an empty cache; the
+    reference's path."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    xeon = cf.shipped_file(XEON)
+    machine = cf.header_value(xeon, "machine")
+    monkeypatch.setattr(cf, "machine_fingerprint", lambda: machine)
+    assert cf.training_files("host") == (xeon, True)
+    return xeon
+
+
+def test_relevel_scales_this_machines_reference_by_one_program_ratio(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--relevel` re-times rows of the reference measured on this machine (the check,
+    stubbed: programs 0.8x, in a loop 0.9x, binary rows 2x) and stores it with every time
+    x0.8, the class's ratio ignored: the models read 0.8x, the target and the report say it
+    is re-levelled, and a program is predicted at 0.8x what the reference says."""
+    from stablehlo_perf.runtime import calibration_check
+
+    xeon = _on_the_xeon(monkeypatch, tmp_path)
+    spec = jax.ShapeDtypeStruct((256, 256), jnp.float32)
+
+    def program(x: jax.Array, w: jax.Array) -> jax.Array:
+        return jnp.tanh(x @ w).sum(axis=0) + jnp.exp(x).max()
+
+    before = sp.perf_jit(program, target="host").analyze(spec, spec).predicted_ns
+    checked = []
+
+    def check(path: Path, **_: object) -> calibration_check.DriftReport:
+        checked.append(path)
+        drift = calibration_check.ClassDrift("binary", 6, 50.0, 2.0, 2.0)
+        return calibration_check.DriftReport(path, [drift], 0.9, (0.8, 1.0), 0.8, 0.7)
+
+    monkeypatch.setattr(calibration_check, "check", check)
+    assert calibrate.main(["--target", "host", "--relevel", "--no-progress"]) == 0
+    assert checked == [xeon]
+    assert "every time x0.800" in capsys.readouterr().out
+    out = cf.calibration_path("host")
+    assert cf.training_files("host") == (out, True) and cf.checksum_ok(out)
+    assert cf.header_value(out, cf.RELEVELLED_KEY).startswith(f"{XEON} x0.8, ")
+    assert not cf.header_value(out, cf.BORROWED_KEY)
+    theirs, mine = _rows(xeon), _rows(out)
+    add = next(k for k in theirs if k.startswith("add,f32,"))
+    for col in ("measured_us_median", "call_us_median"):
+        assert float(mine[add][col]) == pytest.approx(float(theirs[add][col]) * 0.8, abs=1e-4)
+    read, was = (
+        {(m.op, m.dtype, m.shape): m.latency_us for m in ew.load_measurements(p)}
+        for p in (out, xeon)
+    )
+    for key in (next(k for k in was if k[0] == op) for op in ("add", "dot_general", "tanh")):
+        assert read[key] == pytest.approx(was[key] * 0.8, rel=1e-3)
+
+    host = load_target("host")
+    assert host.relevelled.startswith(f"{XEON} x0.8") and not host.borrowed_from
+    assert "re-levelled" in host.calibration_note
+    rep = sp.perf_jit(program, target="host").analyze(spec, spec)
+    assert rep.predicted_ns == pytest.approx(0.8 * before, rel=0.03)
+    assert any("re-levelled" in c and "--relevel" in c for c in rep.report.caveats)
+    # Again: a re-levelled calibration is replaced without --fresh, from the reference.
+    assert calibrate.main(["--target", "host", "--relevel", "--no-progress"]) == 0
+    assert checked == [xeon, xeon]
+    assert float(_rows(out)[add]["call_us_median"]) == pytest.approx(
+        float(theirs[add]["call_us_median"]) * 0.8, abs=1e-4
+    )
+
+
+def test_relevel_refuses_without_a_reference_of_this_machine_or_over_a_measured_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Nothing is measured or written: --relevel is for the host, needs a shipped reference
+    measured on this machine (else it points to --borrow), and keeps a calibration measured
+    here unless --fresh."""
+    from stablehlo_perf.runtime import calibration_check
+
+    def no_check(*_: object, **__: object) -> None:
+        raise AssertionError("measured")
+
+    monkeypatch.setattr(calibration_check, "check", no_check)
+    _on_the_xeon(monkeypatch, tmp_path)
+    assert calibrate.main(["--target", "tpu-v4", "--relevel"]) == 2
+    assert "--relevel is for --target host" in capsys.readouterr().err
+    measured = tmp_path / "mine.csv"
+    measured.write_text("# machine: here\nop,dtype\n")
+    assert calibrate.main(["--target", "host", "--relevel", "--out", str(measured)]) == 2
+    assert "measured on this machine; --fresh" in capsys.readouterr().err
+    assert measured.read_text() == "# machine: here\nop,dtype\n"
+    monkeypatch.setattr(
+        cf, "machine_fingerprint", lambda: "Some CPU (family 1 model 1), 4 cores, x86_64"
+    )
+    out = tmp_path / "relevelled.csv"
+    assert calibrate.main(["--target", "host", "--relevel", "--out", str(out)]) == 2
+    assert "--borrow scales the nearest one" in capsys.readouterr().err and not out.exists()

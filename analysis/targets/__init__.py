@@ -130,6 +130,9 @@ class Target:
     # The shipped reference a host calibration was borrowed from and scaled to this machine's
     # speed (runtime/borrow.py), "" for one measured here.
     borrowed_from: str = ""
+    # This machine's own reference scaled to the speed it ran at when last gauged
+    # (runtime/borrow.py: relevel), "" for a calibration read as measured.
+    relevelled: str = ""
     sources: Mapping[str, str] = field(default_factory=dict)
     path: str = ""
 
@@ -380,7 +383,7 @@ def _calibrated_host(base: Target) -> Target:
     found = training_files("host")
     if found is None or not found[1]:
         return base
-    params, when, latencies, thunked, contention, borrowed = _host_header(
+    params, when, latencies, thunked, contention, borrowed, relevelled = _host_header(
         str(found[0]), found[0].stat().st_mtime_ns
     )
     if params is None:
@@ -446,17 +449,24 @@ def _calibrated_host(base: Target) -> Target:
     )
     if borrowed:
         change["borrowed_from"] = borrowed
+    if relevelled:
+        change["relevelled"] = relevelled
+        note += f"; every time re-levelled to this machine's speed then ({relevelled})"
     return Target(**{**base.__dict__, **change, "calibrated": True, "calibration_note": note})
 
 
 @functools.lru_cache(maxsize=8)
 def _host_header(
     path: str, mtime_ns: int
-) -> tuple[HostParams | None, str, dict[str, float], dict[str, float], dict[str, float], str]:
+) -> tuple[HostParams | None, str, dict[str, float], dict[str, float], dict[str, float], str, str]:
     """A calibration's fitted host parameters, date, small-loop latencies, thunked-loop costs,
-    pool contention and where it was borrowed from ("" if measured here), read once per file
-    version (every pass loads its target)."""
-    from stablehlo_perf.analysis.calibration_files import BORROWED_KEY, header_value
+    pool contention, where it was borrowed from ("" if measured here) and its re-level ("" if
+    none), read once per file version (every pass loads its target)."""
+    from stablehlo_perf.analysis.calibration_files import (
+        BORROWED_KEY,
+        RELEVELLED_KEY,
+        header_value,
+    )
     from stablehlo_perf.analysis.host_params import CONTENTION_KEY, HOST_PARAMS_KEY, HostParams
     from stablehlo_perf.analysis.small_loops import LATENCY_KEY, THUNKED_KEY, parse_latencies
 
@@ -468,6 +478,7 @@ def _host_header(
         parse_latencies(header_value(p, THUNKED_KEY)),
         parse_latencies(header_value(p, CONTENTION_KEY)),
         header_value(p, BORROWED_KEY),
+        header_value(p, RELEVELLED_KEY),
     )
 
 
