@@ -34,6 +34,7 @@ __all__ = [
     "median_sentinel",
     "nearest_machine",
     "nearest_shipped",
+    "relevel_of",
     "shipped_file",
     "shipped_names",
     "speed_factors",
@@ -228,6 +229,23 @@ def line_value(lines: Iterable[str], key: str) -> str:
 
 def _header_machine(path: Path) -> str:
     return header_value(path, "machine")
+
+
+def relevel_of(path: Path) -> tuple[Path, float] | None:
+    """(shipped reference, factor) of a re-levelled calibration or of its fused chains (the
+    `RELEVELLED_KEY` header: "NAME xF, ..."), None for any other file or a reference no
+    longer shipped. The learned models fit the reference's own rows and scale their
+    predictions by F: boosted trees fitted on rows scaled by F do not predict exactly F
+    times (the Xeon's matmul trees moved 0.66-0.98x on rows scaled by 0.824)."""
+    value = header_value(path, RELEVELLED_KEY)
+    name, _, rest = value.partition(" x")
+    try:
+        factor = float(rest.split(",", 1)[0])
+    except ValueError:
+        return None
+    source = shipped_file(name)
+    ok = source.is_file() and math.isfinite(factor) and factor > 0
+    return (source, factor) if ok else None
 
 
 def has_learned_data(target: str) -> bool:

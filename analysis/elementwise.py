@@ -46,6 +46,7 @@ from stablehlo_perf.analysis.calibration_files import (
     SENTINEL_COLUMN,
     file_speed,
     header_value,
+    relevel_of,
     speed_factors,
     training_files,
 )
@@ -1398,8 +1399,30 @@ def fit_class_models(rows: Iterable[Measurement], **params: object) -> dict[str,
     return models
 
 
+@dataclass(frozen=True)
+class ScaledRegressor:
+    """A fitted class model whose times are `factor` times its own (a re-levelled
+    calibration's: `calibration_files.relevel_of`)."""
+
+    model: LatencyRegressor
+    factor: float
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        return self.model.predict(X) * self.factor
+
+    def extrapolated(self, X: np.ndarray) -> np.ndarray:
+        return self.model.extrapolated(X)
+
+
 @functools.lru_cache(maxsize=16)
-def _models_for(path: str, mtime_ns: int, lane_padded: bool) -> dict[str, LatencyRegressor]:
+def _models_for(
+    path: str, mtime_ns: int, lane_padded: bool
+) -> dict[str, LatencyRegressor | ScaledRegressor]:
+    relevel = relevel_of(Path(path))
+    if relevel is not None:
+        source, factor = relevel
+        own = _models_for(str(source), source.stat().st_mtime_ns, lane_padded)
+        return {cls: ScaledRegressor(m, factor) for cls, m in own.items()}  # type: ignore[arg-type]
     return model_cache.fitted(
         "class_models",
         Path(path),
@@ -1471,7 +1494,7 @@ class LearnedLatencyModel:
             self._sources[target.name] = training_files(target.name)
         return self._sources[target.name]
 
-    def models(self, target: Target) -> dict[str, LatencyRegressor]:
+    def models(self, target: Target) -> dict[str, LatencyRegressor | ScaledRegressor]:
         """Fitted class models for `target` (fitted once per CSV version, then cached)."""
         src = self._source(target)
         if src is None:
@@ -1479,7 +1502,7 @@ class LearnedLatencyModel:
         path = src[0]
         return _models_for(str(path), path.stat().st_mtime_ns, target.kind == "tpu")
 
-    def _plan(self, cls: str, models: Mapping[str, LatencyRegressor]) -> _Plan:
+    def _plan(self, cls: str, models: Mapping[str, object]) -> _Plan:
         if cls in models:
             return _Plan(cls, cls, False)
         for near in NEAREST.get(cls, ()):

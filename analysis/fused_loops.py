@@ -29,6 +29,7 @@ their bytes said).
 from __future__ import annotations
 
 import csv
+import dataclasses
 import functools
 import math
 import warnings
@@ -496,6 +497,9 @@ class FusedLoopModel:
     source: str
     reduce_regressor: FusedLoopRegressor | None = None
     wide_regressor: FusedLoopRegressor | None = None
+    # Times of a re-levelled calibration's chains: the source's times this many times
+    # (`calibration_files.relevel_of`).
+    factor: float = 1.0
 
     def predict_us(
         self, kernels: Sequence[tuple[Sequence[int], Composition]]
@@ -503,10 +507,10 @@ class FusedLoopModel:
         """Each (output shape, composition) kernel's time in us, from the short chains'
         regressor where they cover it, else from the wide one's, else None."""
         rows = [features(shape, comp) for shape, comp in kernels]
-        out = _covered(self.regressor, rows)
+        out = _covered(self.regressor, rows, self.factor)
         rest = [k for k, t in enumerate(out) if t is None]
         if self.wide_regressor is not None and rest:
-            wide = _covered(self.wide_regressor, [rows[k] for k in rest])
+            wide = _covered(self.wide_regressor, [rows[k] for k in rest], self.factor)
             for k, t in zip(rest, wide, strict=True):
                 out[k] = t
         return out
@@ -519,11 +523,13 @@ class FusedLoopModel:
         if self.reduce_regressor is None:
             return [None] * len(kernels)
         rows = [reduce_features(shape, comp, kind) for shape, comp, kind in kernels]
-        return _covered(self.reduce_regressor, rows)
+        return _covered(self.reduce_regressor, rows, self.factor)
 
 
-def _covered(regressor: FusedLoopRegressor, rows: Sequence[list[float]]) -> list[float | None]:
-    """The regressor's time for the rows it covers, None for the others."""
+def _covered(
+    regressor: FusedLoopRegressor, rows: Sequence[list[float]], factor: float = 1.0
+) -> list[float | None]:
+    """The regressor's time (times `factor`) for the rows it covers, None for the others."""
     if not rows:
         return []
     X = np.array(rows)
@@ -531,12 +537,20 @@ def _covered(regressor: FusedLoopRegressor, rows: Sequence[list[float]]) -> list
     out: list[float | None] = [None] * len(rows)
     if covered.any():
         for i, t in zip(np.flatnonzero(covered), regressor.predict(X[covered])):
-            out[int(i)] = float(t)
+            out[int(i)] = float(t) * factor
     return out
 
 
 @functools.lru_cache(maxsize=4)
 def _fit(path: str, mtime_ns: int) -> FusedLoopModel:
+    relevel = cf.relevel_of(Path(path))
+    if relevel is not None:  # the chains shipped for this machine's reference, scaled
+        theirs = cf.nearest_shipped(SHIPPED)
+        if theirs is not None and theirs[1]:
+            source = theirs[0]
+            own = _fit(str(source), source.stat().st_mtime_ns)
+            return dataclasses.replace(own, factor=relevel[1])
+
     def fit() -> FusedLoopModel:
         rows = _read_chains(Path(path))
         loops = FusedLoopRegressor().fit(*_select(rows, False, Path(path)))

@@ -28,13 +28,17 @@ zoo by 20% between two runs of the same code). The calibration's sentinel ops
 their median in the host calibration is the machine's speed now against then, printed
 with the pipeline's error were its predictions scaled by it (a diagnostic).
 
+`--relevel` gauges the machine before the rounds (`stablehlo-perf-calibrate --relevel` of
+the shipped reference measured on it, into a temporary cache) and scores the predictions
+from that re-levelled calibration beside the pipeline's, in the same run.
+
 `--dtype bf16` (or f16) runs the same zoo with every float input in that type (its ops
 follow: bf16 dots, norms, activations as a bf16 model runs them); a saved run is scored only
 against predictions for its own dtype.
 
     python benchmarks/end_to_end.py [--scales 1 2 4] [--rounds 33] [--json out/e2e.json]
         [--save-lasso analysis/data/cc4cs_lasso_host.json] [--split]
-        [--predict-from out/e2e.json] [--dtype f32|bf16|f16]
+        [--predict-from out/e2e.json] [--dtype f32|bf16|f16] [--relevel]
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ import json
 import math
 import os
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -267,6 +272,33 @@ class Row:
     rounds_ns: list[float] | None = None
     call_overhead_ns: float = 0.0
     in_loop_ns: float | None = None
+    relevelled_ns: float | None = None
+
+
+def relevelled_predictions(
+    programs: list[tuple[Callable[..., Any], tuple[Any, ...]]],
+) -> tuple[list[float], str]:
+    """The pipeline's predictions of `programs` from this machine's shipped reference
+    re-levelled now (`stablehlo-perf-calibrate --relevel` into a temporary cache, read while
+    it lasts; the calibration in use is untouched), and the re-level's label."""
+    from stablehlo_perf.runtime import calibrate
+
+    old = os.environ.get("XDG_CACHE_HOME")
+    with tempfile.TemporaryDirectory() as tmp:
+        os.environ["XDG_CACHE_HOME"] = tmp
+        try:
+            if calibrate.main(["--target", "host", "--relevel", "--no-progress"]) != 0:
+                raise SystemExit("--relevel: this machine has no host reference to re-level")
+            preds = [
+                perf_jit(fn, target="host").analyze(*specs, branches="observed").predicted_ns
+                for fn, specs in programs
+            ]
+            return preds, load_target("host").relevelled
+        finally:
+            if old is None:
+                os.environ.pop("XDG_CACHE_HOME", None)
+            else:
+                os.environ["XDG_CACHE_HOME"] = old
 
 
 def cc4cs_sum(result: Any) -> float | None:
@@ -460,6 +492,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "vs per-call overhead",
     )
     p.add_argument(
+        "--relevel",
+        action="store_true",
+        help="before the rounds, re-level the shipped host reference measured on this machine"
+        " (stablehlo-perf-calibrate --relevel, ~1 min, into a temporary cache) and score the"
+        " predictions from it beside the pipeline's",
+    )
+    p.add_argument(
         "--predict-from",
         type=Path,
         default=None,
@@ -467,6 +506,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "(compares model changes on one measurement, free of run-to-run drift)",
     )
     a = p.parse_args(argv)
+    if a.relevel and a.predict_from is not None:
+        p.error(
+            "--relevel gauges the machine now: it scores a run measured now, not --predict-from"
+        )
     from stablehlo_perf.runtime.calibrate import sentinel_us
     from stablehlo_perf.runtime.calibration_check import machine_speed
     from stablehlo_perf.runtime.cc4cs_host import result_features
@@ -475,6 +518,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     families = {k: v for k, v in ZOO.items() if a.only is None or k in a.only}
     rows: list[Row] = []
     runs: list[tuple[Callable[..., Any], tuple[Any, ...]]] = []
+    programs: list[tuple[Callable[..., Any], tuple[Any, ...]]] = []
+    relevelled: tuple[list[float], str] | None = None
     for name, build in families.items():
         for s in a.scales:
             fn, specs = build(s)
@@ -489,6 +534,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                     features=result_features(res.result),
                     call_overhead_ns=res.report.call_overhead_ns)
             )  # fmt: skip
+            programs.append((fn, specs))
             if a.predict_from is None:
                 args = concrete_inputs(specs)
                 jax.block_until_ready(step(*args))  # compile before the timed rounds
@@ -500,6 +546,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         a.split = all(row.in_loop_ns is not None for row in rows)
     else:
         machine = machine_fingerprint()
+        if a.relevel:
+            relevelled = relevelled_predictions(programs)
+            for row, ns in zip(rows, relevelled[0], strict=True):
+                row.relevelled_ns = ns
         before = sentinel_us()
         method, noise, dispatch_ns = measure_zoo(
             rows, runs, a.rounds, a.stat, a.split, a.round_warmup
@@ -541,6 +591,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "calibration": load_target("host").calibration_note,
         "relevelled": load_target("host").relevelled,
     }
+    if relevelled is not None:
+        r = np.array(relevelled[0])
+        summary["relevel"] = relevelled[1]
+        summary["pipeline_relevelled"] = error_metrics(y, r)
+        summary["pipeline_relevelled_kendall_tau"] = float(stats.kendalltau(r, y).statistic)
     if sentinels:
         summary["sentinel_us_before_after"] = sentinels
         summary["machine_speed_vs_calibration"] = speed = machine_speed(sentinels)
@@ -639,6 +694,8 @@ def _print_table(rows: list[Row], summary: dict[str, Any]) -> None:
                 else "the calibration records no sentinel times"
             )
         )
+    if "relevel" in s:
+        print(f"re-levelled before the rounds (--relevel): {s['relevel']}")
     if s.get("relevelled"):
         print(f"calibration re-levelled (stablehlo-perf-calibrate --relevel): {s['relevelled']}")
     if "own_level" in s:
@@ -648,6 +705,7 @@ def _print_table(rows: list[Row], summary: dict[str, Any]) -> None:
         ("pipeline", "pipeline_kendall_tau", "pipeline (target host)"),
         ("cc4cs_sum", "cc4cs_sum_kendall_tau", "CC4CS op sum"),
         ("lasso_heldout_by_family", "lasso_kendall_tau", "LASSO, held out by family"),
+        ("pipeline_relevelled", "pipeline_relevelled_kendall_tau", "pipeline re-levelled now"),
         ("pipeline_at_measured_speed", "pipeline_kendall_tau", "pipeline x machine speed"),
         ("pipeline_at_own_level", "pipeline_kendall_tau", "pipeline x run's own level"),
     ):

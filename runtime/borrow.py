@@ -24,9 +24,10 @@ noise of six rows; scaled class by class (two checks, 2026-12-06) the zoo's runs
 morning scored MAPE 9.6-13.1%, Kendall tau 0.89-0.92, by one factor 9.8-11.5%, tau
 0.91-0.92. The program ratio, not the in-loop one: the zoo's level that morning was
 0.81-0.84, the checks' program ratios 0.81-0.86 and their in-loop ones 0.84-0.88; the
-sentinel ops' 0.63-0.89 track it worse. The models do not scale exactly with their rows
-(times compared with fixed thresholds, a constant handoff rate): at x0.824 the zoo's
-predictions moved 0.76-0.87x, costing ~0.01 of tau against scaling the predictions.
+sentinel ops' 0.63-0.89 track it worse. Its predictions are the reference's times the
+factor: the learned models fit the reference's own rows and scale their times
+(`calibration_files.relevel_of`), where trees refitted on the scaled rows had moved the
+zoo's predictions 0.76-0.87x at x0.824 (Kendall tau 0.01 lower).
 """
 
 from __future__ import annotations
@@ -190,6 +191,7 @@ def relevel(out: Path, source: Path, ratio: float, rows: int) -> None:
     factor per class, which on one machine is mostly the noise of a few rows), labelled
     `# relevelled:` with the ratio and the time it was gauged."""
     when = time.strftime("%Y-%m-%dT%H:%MZ", time.gmtime())
+    ratio = float(f"{ratio:.3g}")  # the label's: the models scale by it (`cf.relevel_of`)
     label = (
         f"# {cf.RELEVELLED_KEY}: {source.name} x{ratio:.3g}, the median program time of {rows}"
         f" of its rows re-timed {when} over their calibrated time (runtime/borrow.py)"

@@ -3,6 +3,7 @@ without measuring gives that run's own numbers (same measurements, same predicti
 
 import json
 import math
+import os
 from pathlib import Path
 
 import pytest
@@ -176,3 +177,41 @@ def test_the_half_programs_are_f16_and_modelled() -> None:
         assert all(a.dtype == jnp.float16 for a in args), name
         res = perf_jit(fn, target="host").analyze(*args)
         assert not res.to_dict().get("unmodelled"), name
+
+
+def test_relevel_scores_the_zoo_from_the_reference_re_levelled_in_the_same_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--relevel` re-levels this machine's reference into a temporary cache before the rounds
+    (the check stubbed: programs at half their calibrated time) and scores its predictions,
+    half the pipeline's, beside them; the calibration in use afterwards is the one before."""
+    import numpy as np
+    from stablehlo_perf.analysis import calibration_files as cf
+    from stablehlo_perf.analysis.targets import load_target
+    from stablehlo_perf.runtime import calibration_check
+
+    e2e = benchmark_module("end_to_end")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    xeon = cf.shipped_file("host_reference_xeon.csv")
+    machine = cf.header_value(xeon, "machine")
+    monkeypatch.setattr(cf, "machine_fingerprint", lambda: machine)
+
+    def check(path: Path, **_: object) -> calibration_check.DriftReport:
+        drift = calibration_check.ClassDrift("binary", 6, 50.0, 0.5, 0.5)
+        return calibration_check.DriftReport(path, [drift], 0.5, (0.4, 0.6), 0.5, 0.5)
+
+    monkeypatch.setattr(calibration_check, "check", check)
+    saved = tmp_path / "run.json"
+    args = ["--only", "mlp_fwd", "cond", "--scales", "1", "--rounds", "2"]
+    summary = e2e.main([*args, "--relevel", "--json", str(saved)])
+    assert summary["relevel"].startswith("host_reference_xeon.csv x0.5, ")
+    rows = json.loads(saved.read_text())["rows"]
+    y = np.array([r["measured_ns"] for r in rows])
+    half = 0.5 * np.array([r["predicted_ns"] for r in rows])
+    assert [r["relevelled_ns"] for r in rows] == pytest.approx(half, rel=1e-3)
+    mape = 100 * np.mean(np.abs(half / y - 1))
+    assert summary["pipeline_relevelled"]["mape"] == pytest.approx(mape, rel=1e-2)
+    assert os.environ["XDG_CACHE_HOME"] == str(tmp_path / "cache")
+    assert load_target("host").relevelled == "" and not cf.calibration_path("host").exists()
+    with pytest.raises(SystemExit):
+        e2e.main([*args, "--relevel", "--predict-from", str(saved)])

@@ -372,7 +372,7 @@ def load_target(name_or_path: str | os.PathLike[str] | None = None) -> Target:
 def _calibrated_host(base: Target) -> Target:
     """The host with the bandwidth, matrix rate and kernel overhead fitted from a calibration
     measured on this machine (the user's, or the shipped reference if it was measured here)."""
-    from stablehlo_perf.analysis.calibration_files import training_files
+    from stablehlo_perf.analysis.calibration_files import relevel_of, training_files
     from stablehlo_perf.analysis.host_params import (
         HANDOFF_CAP_BYTES,
         HANDOFF_NS_PER_MIB,
@@ -451,6 +451,10 @@ def _calibrated_host(base: Target) -> Target:
         change["borrowed_from"] = borrowed
     if relevelled:
         change["relevelled"] = relevelled
+        found_level = relevel_of(found[0])
+        if found_level is not None and "rewake_ns" in change:  # constants, not fitted: scaled
+            change["rewake_gap_ns"] = REWAKE_GAP_NS * found_level[1]
+            change["handoff_ns_per_mib"] = HANDOFF_NS_PER_MIB * found_level[1]
         note += f"; every time re-levelled to this machine's speed then ({relevelled})"
     return Target(**{**base.__dict__, **change, "calibrated": True, "calibration_note": note})
 
