@@ -94,7 +94,8 @@ class DriftReport:
             lines.append(
                 f"{self.path}: this machine now runs at {self.kernel_ratio:.2f}x the calibrated"
                 " kernel times; predictions from it are off by that much: rerun"
-                " stablehlo-perf-calibrate"
+                " stablehlo-perf-calibrate (--relevel scales this machine's shipped reference"
+                " to its speed now in about a minute)"
             )
         return "\n".join(lines)
 
