@@ -236,7 +236,9 @@ def relevel_of(path: Path) -> tuple[Path, float] | None:
     `RELEVELLED_KEY` header: "NAME xF, ..."), None for any other file or a reference no
     longer shipped. The learned models fit the reference's own rows and scale their
     predictions by F: boosted trees fitted on rows scaled by F do not predict exactly F
-    times (the Xeon's matmul trees moved 0.66-0.98x on rows scaled by 0.824)."""
+    times (the Xeon's matmul trees moved 0.66-0.98x on rows scaled by 0.824). A reference
+    that changed since (its sha256 is not the label's) answers None too: the file's own
+    scaled rows then stand."""
     value = header_value(path, RELEVELLED_KEY)
     name, _, rest = value.partition(" x")
     try:
@@ -244,8 +246,10 @@ def relevel_of(path: Path) -> tuple[Path, float] | None:
     except ValueError:
         return None
     source = shipped_file(name)
-    ok = source.is_file() and math.isfinite(factor) and factor > 0
-    return (source, factor) if ok else None
+    if not (source.is_file() and math.isfinite(factor) and factor > 0):
+        return None
+    sha = header_value(source, "sha256")[:12]
+    return (source, factor) if sha and f"sha256 {sha}" in value else None
 
 
 def has_learned_data(target: str) -> bool:

@@ -194,6 +194,7 @@ def relevel(out: Path, source: Path, ratio: float, rows: int) -> None:
     ratio = float(f"{ratio:.3g}")  # the label's: the models scale by it (`cf.relevel_of`)
     label = (
         f"# {cf.RELEVELLED_KEY}: {source.name} x{ratio:.3g}, the median program time of {rows}"
-        f" of its rows re-timed {when} over their calibrated time (runtime/borrow.py)"
+        f" of its rows re-timed {when} over their calibrated time (runtime/borrow.py;"
+        f" reference sha256 {cf.header_value(source, 'sha256')[:12]})"
     )
     borrow(out, Borrowed(source, {}, {}, ratio), label)

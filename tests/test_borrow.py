@@ -232,6 +232,9 @@ def test_relevel_scales_this_machines_reference_by_one_program_ratio(
     # The models fit the reference's own rows and scale their times (`cf.relevel_of`): no
     # refit of rows scaled by 0.8, which moves boosted trees by more than 0.8.
     assert cf.relevel_of(out) == (xeon, 0.8)
+    stale = tmp_path / "stale.csv"  # a reference changed since: its rows are not the label's
+    stale.write_text(out.read_text().replace("sha256 ", "sha256 0", 1))
+    assert cf.relevel_of(stale) is None
     assert rep.predicted_ns == pytest.approx(0.8 * before, rel=1e-3)
     assert any("re-levelled" in c and "--relevel" in c for c in rep.report.caveats)
     # Again: a re-levelled calibration is replaced without --fresh, from the reference.
