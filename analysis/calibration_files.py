@@ -239,7 +239,10 @@ def relevel_of(path: Path) -> tuple[Path, float] | None:
     times (the Xeon's matmul trees moved 0.66-0.98x on rows scaled by 0.824). A reference
     that changed since (its sha256 is not the label's) answers None too: the file's own
     scaled rows then stand."""
-    value = header_value(path, RELEVELLED_KEY)
+    try:
+        value = header_value(path, RELEVELLED_KEY)
+    except (OSError, UnicodeDecodeError):  # unreadable: the reader reports it in its words
+        return None
     name, _, rest = value.partition(" x")
     try:
         factor = float(rest.split(",", 1)[0])
