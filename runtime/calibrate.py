@@ -746,13 +746,7 @@ def _borrow(args: argparse.Namespace, path: Path) -> int:
     them (`runtime/borrow.py`)."""
     from stablehlo_perf.runtime import borrow, calibration_check
 
-    if args.target != "host":
-        print("stablehlo-perf-calibrate: error: --borrow is for --target host (the shipped "
-              "references are host calibrations)", file=sys.stderr)  # fmt: skip
-        return 2
-    if path.is_file() and not _scaled(path) and not args.fresh:
-        print(f"stablehlo-perf-calibrate: error: {path} holds a calibration measured on this "
-              "machine; --fresh to replace it with a borrowed one", file=sys.stderr)  # fmt: skip
+    if _refuses(args, path, "--borrow", "a borrowed one"):
         return 2
     own = cf.nearest_shipped(cf.shipped_names("host"))
     if own is not None and own[1]:
@@ -784,13 +778,7 @@ def _relevel(args: argparse.Namespace, path: Path) -> int:
     median program ratio (`borrow.relevel`)."""
     from stablehlo_perf.runtime import borrow, calibration_check
 
-    if args.target != "host":
-        print("stablehlo-perf-calibrate: error: --relevel is for --target host (the shipped "
-              "references are host calibrations)", file=sys.stderr)  # fmt: skip
-        return 2
-    if path.is_file() and not _scaled(path) and not args.fresh:
-        print(f"stablehlo-perf-calibrate: error: {path} holds a calibration measured on this "
-              "machine; --fresh to replace it with the re-levelled reference", file=sys.stderr)  # fmt: skip
+    if _refuses(args, path, "--relevel", "the re-levelled reference"):
         return 2
     own = cf.nearest_shipped(cf.shipped_names("host"))
     if own is None or not own[1]:
@@ -809,10 +797,23 @@ def _relevel(args: argparse.Namespace, path: Path) -> int:
     return 0
 
 
-def _scaled(path: Path) -> bool:
-    """Whether the calibration at `path` is a shipped reference scaled here (borrowed or
-    re-levelled), which `--borrow` and `--relevel` replace without `--fresh`."""
-    return bool(cf.header_value(path, cf.BORROWED_KEY) or cf.header_value(path, cf.RELEVELLED_KEY))
+def _refuses(args: argparse.Namespace, path: Path, flag: str, replacement: str) -> bool:
+    """True, after the CLI's error line, where `flag` (--borrow, --relevel) may not write
+    `path`: a target other than the host (the shipped references are host calibrations), or
+    a calibration measured here, which only --fresh replaces (a borrowed or re-levelled one
+    is replaced)."""
+    if args.target != "host":
+        print(f"stablehlo-perf-calibrate: error: {flag} is for --target host (the shipped "
+              "references are host calibrations)", file=sys.stderr)  # fmt: skip
+        return True
+    scaled = path.is_file() and (
+        cf.header_value(path, cf.BORROWED_KEY) or cf.header_value(path, cf.RELEVELLED_KEY)
+    )
+    if path.is_file() and not scaled and not args.fresh:
+        print(f"stablehlo-perf-calibrate: error: {path} holds a calibration measured on this "
+              f"machine; --fresh to replace it with {replacement}", file=sys.stderr)  # fmt: skip
+        return True
+    return False
 
 
 def main(argv: Sequence[str] | None = None) -> int:
