@@ -28,6 +28,26 @@ def _rows(path: Path) -> dict[str, dict[str, str]]:
         return {",".join((r["op"], r["dtype"], r["shape"])): r for r in reader}
 
 
+XEON = "host_reference_xeon.csv"
+
+
+def _stub_check(monkeypatch: pytest.MonkeyPatch, kernel: float, program: float) -> list[Path]:
+    """`calibration_check.check` stubbed: binary rows at 2x in a loop and as programs, all
+    rows at `kernel` and `program`; the list of the paths it was asked to check."""
+    from stablehlo_perf.runtime import calibration_check
+
+    checked: list[Path] = []
+
+    def check(path: Path, **_: object) -> calibration_check.DriftReport:
+        checked.append(path)
+        drift = calibration_check.ClassDrift("binary", 6, 50.0, 2.0, 2.0)
+        lo, hi = 0.8 * kernel, 1.2 * kernel
+        return calibration_check.DriftReport(path, [drift], kernel, (lo, hi), program, 1.0)
+
+    monkeypatch.setattr(calibration_check, "check", check)
+    return checked
+
+
 def test_nearest_by_speed_is_nearest_by_ratio() -> None:
     """60 us is nearer 100 (x1.67) than 30 (x2) by ratio, though nearer 30 in us."""
     refs = [(Path("slow.csv"), 100.0), (Path("fast.csv"), 30.0)]
@@ -138,7 +158,6 @@ def test_borrow_cli_picks_the_nearest_reference_and_scales_by_its_check(
     sentinel time measured here and scales it by the drift check of that reference: here the
     sentinels (stubbed) read the Zen 4 reference's own median, and the check (stubbed)
     says binary rows run 2x and everything else 1.25x."""
-    from stablehlo_perf.runtime import calibration_check
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     monkeypatch.setattr(
@@ -147,14 +166,7 @@ def test_borrow_cli_picks_the_nearest_reference_and_scales_by_its_check(
     speeds = dict(borrow.reference_speeds())
     zen4 = cf.shipped_file(SOURCE)
     monkeypatch.setattr(calibrate, "sentinel_us", lambda repeats=7: speeds[zen4])
-    checked = []
-
-    def check(path: Path, **_: object) -> calibration_check.DriftReport:
-        checked.append(path)
-        drift = calibration_check.ClassDrift("binary", 6, 50.0, 2.0, 2.0)
-        return calibration_check.DriftReport(path, [drift], 1.25, (1.0, 1.5), 1.3, 1.1)
-
-    monkeypatch.setattr(calibration_check, "check", check)
+    checked = _stub_check(monkeypatch, kernel=1.25, program=1.3)
     assert calibrate.main(["--target", "host", "--borrow", "--no-progress"]) == 0
     assert checked == [zen4]
     out = cf.calibration_path("host")
@@ -167,9 +179,6 @@ def test_borrow_cli_picks_the_nearest_reference_and_scales_by_its_check(
     assert read[some_dot] == pytest.approx(was[some_dot] * 1.25, rel=1e-3)
     # Run again: a borrowed calibration is replaced without --fresh.
     assert calibrate.main(["--target", "host", "--borrow", "--no-progress"]) == 0
-
-
-XEON = "host_reference_xeon.csv"
 
 
 def _on_the_xeon(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
@@ -190,7 +199,6 @@ def test_relevel_scales_this_machines_reference_by_one_program_ratio(
     stubbed: programs 0.8x, in a loop 0.9x, binary rows 2x) and stores it with every time
     x0.8, the class's ratio ignored: the models read 0.8x, the target and the report say it
     is re-levelled, and a program is predicted at 0.8x what the reference says."""
-    from stablehlo_perf.runtime import calibration_check
 
     xeon = _on_the_xeon(monkeypatch, tmp_path)
     spec = jax.ShapeDtypeStruct((256, 256), jnp.float32)
@@ -199,14 +207,7 @@ def test_relevel_scales_this_machines_reference_by_one_program_ratio(
         return jnp.tanh(x @ w).sum(axis=0) + jnp.exp(x).max()
 
     before = sp.perf_jit(program, target="host").analyze(spec, spec).predicted_ns
-    checked = []
-
-    def check(path: Path, **_: object) -> calibration_check.DriftReport:
-        checked.append(path)
-        drift = calibration_check.ClassDrift("binary", 6, 50.0, 2.0, 2.0)
-        return calibration_check.DriftReport(path, [drift], 0.9, (0.8, 1.0), 0.8, 0.7)
-
-    monkeypatch.setattr(calibration_check, "check", check)
+    checked = _stub_check(monkeypatch, kernel=0.9, program=0.8)
     assert calibrate.main(["--target", "host", "--relevel", "--no-progress"]) == 0
     assert checked == [xeon]
     assert "every time x0.800" in capsys.readouterr().out
