@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from datetime import UTC, datetime
+
 from stablehlo_perf.analysis.cc4cs import load_module_lasso
 from stablehlo_perf.analysis.report import OpReport, Report
 from stablehlo_perf.analysis.targets import Target
@@ -76,8 +79,9 @@ def collect_report(view: ModuleView, cache: AnalysisCache, target: Target) -> Re
     if target.relevelled:
         caveats.append(
             f"the {target.name} calibration is this machine's reference re-levelled to the speed"
-            f" it ran at when gauged ({target.relevelled}); a shared machine's speed moves:"
-            f" stablehlo-perf-calibrate --target {target.name} --relevel gauges it again"
+            f" it ran at when gauged{_age(target.relevelled)} ({target.relevelled}); a shared"
+            f" machine's speed moves: stablehlo-perf-calibrate --target {target.name} --relevel"
+            " gauges it again"
         )
     if target.kind == "cpu" and any(v.get("other_machine") for v in cache.values.values()):
         caveats.append(
@@ -126,3 +130,14 @@ def collect_report(view: ModuleView, cache: AnalysisCache, target: Target) -> Re
         caveats=list(dict.fromkeys(caveats)),
         target_note=note,
     )
+
+
+def _age(label: str) -> str:
+    """How long ago a re-level's label (`runtime.borrow.relevel`: "re-timed YYYY-MM-DDTHH:MMZ")
+    was gauged, as ", N h ago" ("" where it names no time): a VM's level moves within hours."""
+    found = re.search(r"re-timed (\d{4}-\d\d-\d\dT\d\d:\d\dZ)", label)
+    if not found:
+        return ""
+    then = datetime.strptime(found.group(1), "%Y-%m-%dT%H:%MZ").replace(tzinfo=UTC)
+    hours = (datetime.now(UTC) - then).total_seconds() / 3600
+    return f", {hours:.1f} h ago"

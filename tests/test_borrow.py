@@ -237,7 +237,7 @@ def test_relevel_scales_this_machines_reference_by_one_program_ratio(
     stale.write_text(out.read_text().replace("sha256 ", "sha256 0", 1))
     assert cf.relevel_of(stale) is None
     assert rep.predicted_ns == pytest.approx(0.8 * before, rel=1e-3)
-    assert any("re-levelled" in c and "--relevel" in c for c in rep.report.caveats)
+    assert any("re-levelled" in c and "0.0 h ago" in c for c in rep.report.caveats)
     # Again: a re-levelled calibration is replaced without --fresh, from the reference.
     assert calibrate.main(["--target", "host", "--relevel", "--no-progress"]) == 0
     assert checked == [xeon, xeon]
