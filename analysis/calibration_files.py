@@ -20,6 +20,7 @@ from pathlib import Path
 __all__ = [
     "BORROWED_KEY",
     "RELEVELLED_KEY",
+    "RELEVEL_TIME_FORMAT",
     "SENTINEL_COLUMN",
     "SPEED_KEY",
     "cache_dir",
@@ -51,6 +52,9 @@ RELEVELLED_KEY = "relevelled"
 """The header line of a calibration that is this machine's own shipped reference with every
 time scaled by what a sample of its rows takes now over then (`runtime/borrow.py`,
 `stablehlo-perf-calibrate --relevel`): the source file, the ratio and when it was gauged."""
+
+RELEVEL_TIME_FORMAT = "%Y-%m-%dT%H:%MZ"
+"""How a re-level's label writes the time it was gauged (UTC), after "re-timed "."""
 
 SENTINEL_COLUMN = "sentinel_us"
 """Calibration column: the in-loop time of fixed sentinel ops (`runtime.calibrate.SENTINELS`,

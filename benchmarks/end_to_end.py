@@ -519,7 +519,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     rows: list[Row] = []
     runs: list[tuple[Callable[..., Any], tuple[Any, ...]]] = []
     programs: list[tuple[Callable[..., Any], tuple[Any, ...]]] = []
-    relevelled: tuple[list[float], str] | None = None
+    relevel_label: str | None = None
     for name, build in families.items():
         for s in a.scales:
             fn, specs = build(s)
@@ -547,8 +547,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     else:
         machine = machine_fingerprint()
         if a.relevel:
-            relevelled = relevelled_predictions(programs)
-            for row, ns in zip(rows, relevelled[0], strict=True):
+            preds, relevel_label = relevelled_predictions(programs)
+            for row, ns in zip(rows, preds, strict=True):
                 row.relevelled_ns = ns
         before = sentinel_us()
         method, noise, dispatch_ns = measure_zoo(
@@ -571,6 +571,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         row.lasso_ns = float(v)
 
     pred = np.array([row.predicted_ns for row in rows])
+    host = load_target("host")
     summary = {
         "programs": len(rows),
         "families": n_groups,
@@ -588,12 +589,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "load_average_1min": os.getloadavg()[0],
         "machine": machine,
         # Predictions are made now, from the calibration in use now (a saved run's too).
-        "calibration": load_target("host").calibration_note,
-        "relevelled": load_target("host").relevelled,
+        "calibration": host.calibration_note,
+        "relevelled": host.relevelled,
     }
-    if relevelled is not None:
-        r = np.array(relevelled[0])
-        summary["relevel"] = relevelled[1]
+    if relevel_label is not None:
+        r = np.array([row.relevelled_ns for row in rows])
+        summary["relevel"] = relevel_label
         summary["pipeline_relevelled"] = error_metrics(y, r)
         summary["pipeline_relevelled_kendall_tau"] = float(stats.kendalltau(r, y).statistic)
     if sentinels:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime
 
+from stablehlo_perf.analysis.calibration_files import RELEVEL_TIME_FORMAT
 from stablehlo_perf.analysis.cc4cs import load_module_lasso
 from stablehlo_perf.analysis.report import OpReport, Report
 from stablehlo_perf.analysis.targets import Target
@@ -133,11 +134,14 @@ def collect_report(view: ModuleView, cache: AnalysisCache, target: Target) -> Re
 
 
 def _age(label: str) -> str:
-    """How long ago a re-level's label (`runtime.borrow.relevel`: "re-timed YYYY-MM-DDTHH:MMZ")
-    was gauged, as ", N h ago" ("" where it names no time): a VM's level moves within hours."""
-    found = re.search(r"re-timed (\d{4}-\d\d-\d\dT\d\d:\d\dZ)", label)
-    if not found:
+    """How long ago a re-level's label (`runtime.borrow.relevel`: "re-timed " and the time in
+    `RELEVEL_TIME_FORMAT`) was gauged, as ", N h ago" ("" where it names no time): a VM's
+    level moves within hours."""
+    found = re.search(r"re-timed (\S+)", label)
+    try:
+        then = datetime.strptime(found.group(1) if found else "", RELEVEL_TIME_FORMAT)
+    except ValueError:
         return ""
-    then = datetime.strptime(found.group(1), "%Y-%m-%dT%H:%MZ").replace(tzinfo=UTC)
+    then = then.replace(tzinfo=UTC)
     hours = (datetime.now(UTC) - then).total_seconds() / 3600
     return f", {hours:.1f} h ago"

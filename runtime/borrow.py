@@ -190,7 +190,7 @@ def relevel(out: Path, source: Path, ratio: float, rows: int) -> None:
     (its rows' program times now over then, the median of `rows` re-timed: one factor, not a
     factor per class, which on one machine is mostly the noise of a few rows), labelled
     `# relevelled:` with the ratio and the time it was gauged."""
-    when = time.strftime("%Y-%m-%dT%H:%MZ", time.gmtime())
+    when = time.strftime(cf.RELEVEL_TIME_FORMAT, time.gmtime())
     ratio = float(f"{ratio:.3g}")  # the label's: the models scale by it (`cf.relevel_of`)
     label = (
         f"# {cf.RELEVELLED_KEY}: {source.name} x{ratio:.3g}, the median program time of {rows}"

@@ -372,7 +372,7 @@ def load_target(name_or_path: str | os.PathLike[str] | None = None) -> Target:
 def _calibrated_host(base: Target) -> Target:
     """The host with the bandwidth, matrix rate and kernel overhead fitted from a calibration
     measured on this machine (the user's, or the shipped reference if it was measured here)."""
-    from stablehlo_perf.analysis.calibration_files import relevel_of, training_files
+    from stablehlo_perf.analysis.calibration_files import training_files
     from stablehlo_perf.analysis.host_params import (
         HANDOFF_CAP_BYTES,
         HANDOFF_NS_PER_MIB,
@@ -383,7 +383,7 @@ def _calibrated_host(base: Target) -> Target:
     found = training_files("host")
     if found is None or not found[1]:
         return base
-    params, when, latencies, thunked, contention, borrowed, relevelled = _host_header(
+    params, when, latencies, thunked, contention, borrowed, relevelled, level = _host_header(
         str(found[0]), found[0].stat().st_mtime_ns
     )
     if params is None:
@@ -451,10 +451,9 @@ def _calibrated_host(base: Target) -> Target:
         change["borrowed_from"] = borrowed
     if relevelled:
         change["relevelled"] = relevelled
-        found_level = relevel_of(found[0])
-        if found_level is not None and "rewake_ns" in change:  # constants, not fitted: scaled
-            change["rewake_gap_ns"] = REWAKE_GAP_NS * found_level[1]
-            change["handoff_ns_per_mib"] = HANDOFF_NS_PER_MIB * found_level[1]
+        if level is not None and "rewake_ns" in change:  # constants, not fitted: scaled
+            change["rewake_gap_ns"] = REWAKE_GAP_NS * level[1]
+            change["handoff_ns_per_mib"] = HANDOFF_NS_PER_MIB * level[1]
         note += f"; every time re-levelled to this machine's speed then ({relevelled})"
     return Target(**{**base.__dict__, **change, "calibrated": True, "calibration_note": note})
 
@@ -462,14 +461,25 @@ def _calibrated_host(base: Target) -> Target:
 @functools.lru_cache(maxsize=8)
 def _host_header(
     path: str, mtime_ns: int
-) -> tuple[HostParams | None, str, dict[str, float], dict[str, float], dict[str, float], str, str]:
+) -> tuple[
+    HostParams | None,
+    str,
+    dict[str, float],
+    dict[str, float],
+    dict[str, float],
+    str,
+    str,
+    tuple[Path, float] | None,
+]:
     """A calibration's fitted host parameters, date, small-loop latencies, thunked-loop costs,
-    pool contention, where it was borrowed from ("" if measured here) and its re-level ("" if
-    none), read once per file version (every pass loads its target)."""
+    pool contention, where it was borrowed from ("" if measured here), its re-level's label
+    ("" if none) and (reference, factor) (`relevel_of`), read once per file version (every
+    pass loads its target)."""
     from stablehlo_perf.analysis.calibration_files import (
         BORROWED_KEY,
         RELEVELLED_KEY,
         header_value,
+        relevel_of,
     )
     from stablehlo_perf.analysis.host_params import CONTENTION_KEY, HOST_PARAMS_KEY, HostParams
     from stablehlo_perf.analysis.small_loops import LATENCY_KEY, THUNKED_KEY, parse_latencies
@@ -483,6 +493,7 @@ def _host_header(
         parse_latencies(header_value(p, CONTENTION_KEY)),
         header_value(p, BORROWED_KEY),
         header_value(p, RELEVELLED_KEY),
+        relevel_of(p),
     )
 
 
