@@ -16,6 +16,7 @@ import warnings
 from collections.abc import Iterable, Sequence
 from importlib import resources
 from pathlib import Path
+from typing import NamedTuple
 
 __all__ = [
     "BORROWED_KEY",
@@ -23,6 +24,7 @@ __all__ = [
     "RELEVEL_TIME_FORMAT",
     "SENTINEL_COLUMN",
     "SPEED_KEY",
+    "Relevel",
     "cache_dir",
     "calibration_path",
     "checksum_ok",
@@ -52,6 +54,10 @@ RELEVELLED_KEY = "relevelled"
 """The header line of a calibration that is this machine's own shipped reference with every
 time scaled by what a sample of its rows takes now over then (`runtime/borrow.py`,
 `stablehlo-perf-calibrate --relevel`): the source file, the ratio and when it was gauged."""
+
+RELEVEL_OVERHEAD = "overhead x"
+"""How a re-level's label gives the factor of its per-call overhead, after the kernels' one
+("NAME xF, overhead xG, ..."; `relevel_of`)."""
 
 RELEVEL_TIME_FORMAT = "%Y-%m-%dT%H:%MZ"
 """How a re-level's label writes the time it was gauged (UTC), after "re-timed "."""
@@ -235,28 +241,40 @@ def _header_machine(path: Path) -> str:
     return header_value(path, "machine")
 
 
-def relevel_of(path: Path) -> tuple[Path, float] | None:
-    """(shipped reference, factor) of a re-levelled calibration or of its fused chains (the
-    `RELEVELLED_KEY` header: "NAME xF, ..."), None for any other file or a reference no
-    longer shipped. The learned models fit the reference's own rows and scale their
-    predictions by F: boosted trees fitted on rows scaled by F do not predict exactly F
-    times (the Xeon's matmul trees moved 0.66-0.98x on rows scaled by 0.824). A reference
-    that changed since (its sha256 is not the label's) answers None too: the file's own
-    scaled rows then stand."""
+class Relevel(NamedTuple):
+    """A re-levelled calibration's source reference and factors (`relevel_of`): its kernels'
+    times are the reference's times `factor`, its per-call overhead's `overhead`."""
+
+    source: Path
+    factor: float
+    overhead: float
+
+
+def relevel_of(path: Path) -> Relevel | None:
+    """The `Relevel` of a re-levelled calibration or of its fused chains (the
+    `RELEVELLED_KEY` header: "NAME xF[, overhead xG], ..."; G is F where the label has none),
+    None for any other file or a reference no longer shipped. The learned models fit the
+    reference's own rows and scale their predictions by F: boosted trees fitted on rows
+    scaled by F do not predict exactly F times (the Xeon's matmul trees moved 0.66-0.98x on
+    rows scaled by 0.824). A reference that changed since (its sha256 is not the label's)
+    answers None too: the file's own scaled rows then stand."""
     try:
         value = header_value(path, RELEVELLED_KEY)
     except (OSError, UnicodeDecodeError):  # unreadable: the reader reports it in its words
         return None
     name, _, rest = value.partition(" x")
+    parts = rest.split(", ")
     try:
-        factor = float(rest.split(",", 1)[0])
+        factor = float(parts[0])
+        given = len(parts) > 1 and parts[1].startswith(RELEVEL_OVERHEAD)
+        overhead = float(parts[1][len(RELEVEL_OVERHEAD) :]) if given else factor
     except ValueError:
         return None
     source = shipped_file(name)
-    if not (source.is_file() and math.isfinite(factor) and factor > 0):
+    if not (source.is_file() and all(math.isfinite(f) and f > 0 for f in (factor, overhead))):
         return None
     sha = header_value(source, "sha256")[:12]
-    return (source, factor) if sha and f"sha256 {sha}" in value else None
+    return Relevel(source, factor, overhead) if sha and f"sha256 {sha}" in value else None
 
 
 def has_learned_data(target: str) -> bool:

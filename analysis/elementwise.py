@@ -1440,9 +1440,9 @@ def _models_for(
 ) -> dict[str, LatencyRegressor | ScaledRegressor]:
     relevel = relevel_of(Path(path))
     if relevel is not None:
-        source, factor = relevel
+        source = relevel.source
         own = _models_for(str(source), source.stat().st_mtime_ns, lane_padded)
-        return {cls: ScaledRegressor(m, factor) for cls, m in own.items()}  # type: ignore[arg-type]
+        return {cls: ScaledRegressor(m, relevel.factor) for cls, m in own.items()}  # type: ignore[arg-type]
     return model_cache.fitted(
         "class_models",
         Path(path),

@@ -549,7 +549,7 @@ def _fit(path: str, mtime_ns: int) -> FusedLoopModel:
         if theirs is not None and theirs[1]:
             source = theirs[0]
             own = _fit(str(source), source.stat().st_mtime_ns)
-            return dataclasses.replace(own, factor=relevel[1])
+            return dataclasses.replace(own, factor=relevel.factor)
 
     def fit() -> FusedLoopModel:
         rows = _read_chains(Path(path))

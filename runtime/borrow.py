@@ -19,7 +19,7 @@ machine (the first reference's rows, none of its fitted parameters). A full cali
 `--relevel` is the same for a machine that has a reference of its own but runs at another
 speed today (a shared VM's level moved 0.82-1.05x between sessions): its own reference,
 every time scaled by one factor, the median program-time ratio of six rows of each class
-re-timed now (`relevel`). One factor: on one machine the classes' ratios are mostly the
+re-timed now (`relevel`; two factors with its program probes, below). One factor: on one machine the classes' ratios are mostly the
 noise of six rows; scaled class by class (two checks, 2026-12-06) the zoo's runs that
 morning scored MAPE 9.6-13.1%, Kendall tau 0.89-0.92, by one factor 9.8-11.5%, tau
 0.91-0.92. The program ratio, not the in-loop one: the zoo's level that morning was
@@ -28,6 +28,15 @@ sentinel ops' 0.63-0.89 track it worse. Its predictions are the reference's time
 factor: the learned models fit the reference's own rows and scale their times
 (`calibration_files.relevel_of`), where trees refitted on the scaled rows had moved the
 zoo's predictions 0.76-0.87x at x0.824 (Kendall tau 0.01 lower).
+
+Two factors where the reference has program probes (all shipped ones do): kernel times by
+the rows' median in-loop ratio, each program's time beyond its in-loop one by the probes'
+median overhead ratio (`program_probes.overhead_ratio`). On the Xeon VM that afternoon the
+probes' overheads ran 0.66-0.73x while the rows' kernels ran 0.86-0.87x; two same-run
+re-levels (benchmarks/end_to_end.py --relevel) scored the zoo at MAPE 10.1 / 10.3%, Kendall
+tau 0.920 / 0.926, where their program ratios as one factor gave 10.7 / 10.7%, tau 0.918 /
+0.922; the unseen short calls (benchmarks/unseen_programs.py --set short, mostly overhead)
+went from an error factor of 1.35 to 1.25, the other sets within 0.03 either way.
 """
 
 from __future__ import annotations
@@ -37,7 +46,7 @@ import io
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from stablehlo_perf.analysis import calibration_files as cf
@@ -56,6 +65,8 @@ class Borrowed:
     kernel: Mapping[str, float]
     program: Mapping[str, float]
     overall: float
+    # The factor of a program's time beyond its in-loop one (`relevel`'s probes), NaN: none.
+    overhead: float = math.nan
 
     def factors(self, cls: str) -> dict[str, float]:
         """The factor of each time column of a row of model class `cls`: its class's in-loop
@@ -122,7 +133,8 @@ def borrow(out: Path, done: Borrowed, label: str = "") -> None:
     (small-loop and thunked-loop latencies, fused bf16 and transpose rates, the pool
     contention's cap) and the fused chains beside it (`fused_loops.chains_path`, when the
     source machine has shipped chains) by the overall ratio; the program probes follow the
-    rows' sentinels. The header names this machine and `# borrowed:` the source and ratios;
+    rows' sentinels. Where `done.overhead` is given, a row's and a probe's time beyond its
+    in-loop one is scaled by it instead. The header names this machine and `# borrowed:` the source and ratios;
     its parameters are fitted again from the scaled rows (`calibrate.write_calibration`).
     `label` replaces the `# borrowed:` line (a re-level's, `relevel`)."""
     from stablehlo_perf.runtime import calibrate
@@ -144,15 +156,24 @@ def borrow(out: Path, done: Borrowed, label: str = "") -> None:
 
     lines = done.source.read_text().splitlines()
     rows = []
+    kernel, call = (calibrate.COLUMNS.index(c) for c in ("measured_us_median", "call_us_median"))
     for fields in calibrate.read_partial(done.source).values():
         scale = done.factors(row_measurement(fields).model_class)
-        rows.append(
-            [
-                f"{float(v) * scale[col]:.4f}" if col in scale else v
-                for col, v in zip(calibrate.COLUMNS, fields, strict=True)
-            ]
-        )
+        row = [
+            f"{float(v) * scale[col]:.4f}" if col in scale else v
+            for col, v in zip(calibrate.COLUMNS, fields, strict=True)
+        ]
+        if math.isfinite(done.overhead):
+            over = float(fields[call]) - float(fields[kernel])
+            row[call] = f"{float(row[kernel]) + over * done.overhead:.4f}"
+        rows.append(row)
     m = calibrate.measured_header(done.source, lines)
+    probes = m.probes
+    if math.isfinite(done.overhead):  # the fit reads them at the scaled rows' speed (x f)
+        probes = [
+            replace(p, program_ns=p.program_ns + p.overhead_ns * (done.overhead / f - 1.0))
+            for p in probes
+        ]
     thunked = {k: v / f if k.endswith("_gbps") else v * f for k, v in m.thunked.items()}
     contention = {k: v * f if k == "cap_ns" else v for k, v in m.pool_contention.items()}
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -166,7 +187,7 @@ def borrow(out: Path, done: Borrowed, label: str = "") -> None:
                 if ln.startswith("#") and not ln.startswith(calibrate.DERIVED_LINES)
             ]
         ),
-        m.probes,
+        probes,
         m.bf16_fused_ns * f,
         {k: v * f for k, v in m.loops.items()},
         thunked,
@@ -185,16 +206,31 @@ def borrow(out: Path, done: Borrowed, label: str = "") -> None:
         chains.unlink(missing_ok=True)
 
 
-def relevel(out: Path, source: Path, ratio: float, rows: int) -> None:
+def relevel(
+    out: Path, source: Path, ratio: float, rows: int, overhead: tuple[float, int] | None = None
+) -> None:
     """Write `source`, this machine's own reference, to `out` with every time scaled by `ratio`
-    (its rows' program times now over then, the median of `rows` re-timed: one factor, not a
-    factor per class, which on one machine is mostly the noise of a few rows), labelled
-    `# relevelled:` with the ratio and the time it was gauged."""
+    (its rows' times now over then, the median of `rows` re-timed: one factor, not a factor
+    per class, which on one machine is mostly the noise of a few rows), labelled
+    `# relevelled:` with the ratio and the time it was gauged. With `overhead` (the factor
+    and how many program probes gave it: `program_probes.overhead_ratio`), each program's
+    time beyond its in-loop one is scaled by that factor instead, rows and probes alike."""
     when = time.strftime(cf.RELEVEL_TIME_FORMAT, time.gmtime())
     ratio = float(f"{ratio:.3g}")  # the label's: the models scale by it (`cf.relevel_of`)
+    sha = cf.header_value(source, "sha256")[:12]
+    if overhead is None:
+        label = (
+            f"# {cf.RELEVELLED_KEY}: {source.name} x{ratio:.3g}, the median program time of"
+            f" {rows} of its rows re-timed {when} over their calibrated time (runtime/borrow.py;"
+            f" reference sha256 {sha})"
+        )
+        borrow(out, Borrowed(source, {}, {}, ratio), label)
+        return
+    factor = float(f"{overhead[0]:.3g}")
     label = (
-        f"# {cf.RELEVELLED_KEY}: {source.name} x{ratio:.3g}, the median program time of {rows}"
-        f" of its rows re-timed {when} over their calibrated time (runtime/borrow.py;"
-        f" reference sha256 {cf.header_value(source, 'sha256')[:12]})"
+        f"# {cf.RELEVELLED_KEY}: {source.name} x{ratio:.3g}, {cf.RELEVEL_OVERHEAD}{factor:.3g},"
+        f" the median in-loop time of {rows} of its rows and the median per-call overhead of"
+        f" {overhead[1]} program probes re-timed {when} over their calibrated time"
+        f" (runtime/borrow.py; reference sha256 {sha})"
     )
-    borrow(out, Borrowed(source, {}, {}, ratio), label)
+    borrow(out, Borrowed(source, {}, {}, ratio, factor), label)

@@ -117,6 +117,10 @@ the Zen 5 VM (2026-12-02; 53-80 s per 170-255 chains) one per shape (85 chains) 
 held-out chains (benchmarks/fused_chains.py) at an error factor of 1.88, three (255) at 1.62,
 nine (765) at 1.54; the zoo's pipeline MAPE on four saved runs 25.0 / 16.9 / 18.0 / 24.2%,
 22.9 / 14.4 / 17.0 / 21.6% and 22.4 / 13.9 / 16.8 / 21.0%."""
+RELEVEL_PROBE_PASSES = 3
+"""Passes of the program probes `--relevel` times (`program_probes.measure_probes`, ~20 s on
+the project's Xeon VM): their median overheads' ratio moved 0.75-0.77 between two runs of
+three passes (2026-12-06)."""
 PROBE_RUNS = 3
 """Runs of each short header probe (fused bf16, fused transposes, small loops, thunked loops;
 ~2-5 s a run), whose per-quantity median the header keeps. One run can fall in a VM's slow
@@ -774,8 +778,10 @@ def _borrow(args: argparse.Namespace, path: Path) -> int:
 
 def _relevel(args: argparse.Namespace, path: Path) -> int:
     """`--relevel`: the shipped host reference measured on this machine, a sample of its rows
-    re-timed (`calibration_check.check`), written to `path` with every time scaled by their
-    median program ratio (`borrow.relevel`)."""
+    re-timed (`calibration_check.check`) and, where it has them, its program probes, written
+    to `path` with every kernel time scaled by the rows' median in-loop ratio and every
+    per-call overhead by the probes' median (`borrow.relevel`; without probes, every time by
+    the rows' median program ratio)."""
     from stablehlo_perf.runtime import borrow, calibration_check
 
     if _refuses(args, path, "--relevel", "the re-levelled reference"):
@@ -790,8 +796,20 @@ def _relevel(args: argparse.Namespace, path: Path) -> int:
         own[0], per_class=6, repeats=args.repeats, progress=not args.no_progress
     )
     rows = sum(c.rows for c in drift.classes)
-    borrow.relevel(path, own[0], drift.call_ratio, rows)
+    then = measured_header(own[0], own[0].read_text().splitlines()).probes
+    overhead = (math.nan, 0)
+    if then:
+        now = program_probes.measure_probes(repeats=args.repeats, passes=RELEVEL_PROBE_PASSES)
+        speed = calibration_check.calibration_sentinel_us(own[0])
+        overhead = program_probes.overhead_ratio(then, now, speed)
     print(drift.table().split("\n\n")[0])
+    if math.isfinite(overhead[0]):
+        borrow.relevel(path, own[0], drift.kernel_ratio, rows, overhead)
+        print(f"{path}: {own[0].name} re-levelled, kernel times x{drift.kernel_ratio:.3f} (in a "
+              f"loop, {rows} rows now over then, median), per-call overhead x{overhead[0]:.3f} "
+              f"({overhead[1]} program probes, median; programs {drift.call_ratio:.3f})")  # fmt: skip
+        return 0
+    borrow.relevel(path, own[0], drift.call_ratio, rows)
     print(f"{path}: {own[0].name} re-levelled, every time x{drift.call_ratio:.3f} (program time "
           f"of {rows} rows now over then, median; in a loop {drift.kernel_ratio:.3f})")  # fmt: skip
     return 0

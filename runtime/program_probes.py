@@ -35,7 +35,15 @@ import numpy as np
 from scipy.optimize import linprog
 from stablehlo_perf.runtime import sweeps, timing
 
-__all__ = ["PROBE_KEY", "Probe", "ProbeFit", "fit_probes", "measure_probes", "pooled"]
+__all__ = [
+    "PROBE_KEY",
+    "Probe",
+    "ProbeFit",
+    "fit_probes",
+    "measure_probes",
+    "overhead_ratio",
+    "pooled",
+]
 
 CHAIN_LENGTHS = (1, 2, 4, 8, 16, 32, 64)
 BRANCH_COUNTS = (1, 2, 4, 8, 16, 32)
@@ -165,6 +173,11 @@ class Probe:
         (`SPLIT_KINDS`: one a step after the first)."""
         return self.steps - 1 if self.kind in SPLIT_KINDS else 0
 
+    @property
+    def overhead_ns(self) -> float:
+        """What the call took beyond its steps' in-loop time."""
+        return self.program_ns - self.step_loop_ns * self.steps
+
     def at_speed(self, sentinel_us: float) -> Probe:
         """This probe's times as if measured when the sentinels took `sentinel_us` (itself
         where either is unknown)."""
@@ -182,6 +195,28 @@ def pooled(earlier: list[Probe], new: list[Probe], keep: int = 8) -> list[Probe]
     dates = sorted({p.measured for p in earlier} - now)
     kept = set(dates[-(keep - 1) :]) if keep > 1 else set()
     return [p for p in earlier if p.measured in kept] + list(new)
+
+
+def overhead_ratio(then: list[Probe], now: list[Probe], speed_us: float) -> tuple[float, int]:
+    """The median over the fitted probes measured both `then` (the latest date's, read at
+    `speed_us` as the calibration reads them) and `now` of their overhead now over then, and
+    how many there were (NaN, 0 where none). A shared VM's per-call overhead drifts apart from
+    its kernels: on the project's Xeon VM (2026-12-06) the probes' overheads ran 0.75-0.77x
+    the reference's in two passes, their in-loop times 0.85x, and the zoo's programs
+    (benchmarks/end_to_end.py) fitted as a x kernels + b x overhead gave b/a 0.79 that day,
+    0.66-0.90 over 30 saved runs."""
+    latest = max((p.measured for p in then), default="")
+    was = {
+        (p.kind, p.steps): p.at_speed(speed_us)
+        for p in then
+        if p.measured == latest and p.kind not in UNFITTED_KINDS
+    }
+    ratios = [
+        q.overhead_ns / was[q.kind, q.steps].overhead_ns
+        for q in now
+        if (q.kind, q.steps) in was and was[q.kind, q.steps].overhead_ns > 0
+    ]
+    return (float(np.median(ratios)), len(ratios)) if ratios else (math.nan, 0)
 
 
 @dataclass(frozen=True)

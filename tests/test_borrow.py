@@ -48,6 +48,32 @@ def _stub_check(monkeypatch: pytest.MonkeyPatch, kernel: float, program: float) 
     return checked
 
 
+def _stub_probes(
+    monkeypatch: pytest.MonkeyPatch, reference: Path, loop: float, overhead: float
+) -> None:
+    """`program_probes.measure_probes` stubbed: `reference`'s probes at its speed, their
+    in-loop times x `loop` and their overheads x `overhead` (none at all for NaN)."""
+    from dataclasses import replace
+
+    from stablehlo_perf.runtime import calibration_check, program_probes
+
+    then = calibrate.measured_header(reference, reference.read_text().splitlines()).probes
+    speed = calibration_check.calibration_sentinel_us(reference)
+    now = [
+        replace(
+            p,
+            program_ns=p.step_loop_ns * p.steps * loop + p.overhead_ns * overhead,
+            step_loop_ns=p.step_loop_ns * loop,
+        )
+        for p in (q.at_speed(speed) for q in then)
+    ]
+    monkeypatch.setattr(
+        program_probes,
+        "measure_probes",
+        lambda **_: [] if math.isnan(overhead) else now,
+    )
+
+
 def test_nearest_by_speed_is_nearest_by_ratio() -> None:
     """60 us is nearer 100 (x1.67) than 30 (x2) by ratio, though nearer 30 in us."""
     refs = [(Path("slow.csv"), 100.0), (Path("fast.csv"), 30.0)]
@@ -196,11 +222,13 @@ def test_relevel_scales_this_machines_reference_by_one_program_ratio(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """`--relevel` re-times rows of the reference measured on this machine (the check,
-    stubbed: programs 0.8x, in a loop 0.9x, binary rows 2x) and stores it with every time
-    x0.8, the class's ratio ignored: the models read 0.8x, the target and the report say it
-    is re-levelled, and a program is predicted at 0.8x what the reference says."""
+    stubbed: programs 0.8x, in a loop 0.9x, binary rows 2x) and, where no program probe
+    answers (stubbed: none), stores it with every time x0.8, the class's ratio ignored: the
+    models read 0.8x, the target and the report say it is re-levelled, and a program is
+    predicted at 0.8x what the reference says."""
 
     xeon = _on_the_xeon(monkeypatch, tmp_path)
+    _stub_probes(monkeypatch, xeon, 1.0, math.nan)
     spec = jax.ShapeDtypeStruct((256, 256), jnp.float32)
 
     def program(x: jax.Array, w: jax.Array) -> jax.Array:
@@ -232,7 +260,7 @@ def test_relevel_scales_this_machines_reference_by_one_program_ratio(
     rep = sp.perf_jit(program, target="host").analyze(spec, spec)
     # The models fit the reference's own rows and scale their times (`cf.relevel_of`): no
     # refit of rows scaled by 0.8, which moves boosted trees by more than 0.8.
-    assert cf.relevel_of(out) == (xeon, 0.8)
+    assert cf.relevel_of(out) == (xeon, 0.8, 0.8)
     stale = tmp_path / "stale.csv"  # a reference changed since: its rows are not the label's
     stale.write_text(out.read_text().replace("sha256 ", "sha256 0", 1))
     assert cf.relevel_of(stale) is None
@@ -244,6 +272,45 @@ def test_relevel_scales_this_machines_reference_by_one_program_ratio(
     assert float(_rows(out)[add]["call_us_median"]) == pytest.approx(
         float(theirs[add]["call_us_median"]) * 0.8, abs=1e-4
     )
+
+
+def test_relevel_scales_kernels_by_the_rows_and_overhead_by_the_probes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With the program probes re-timed (stubbed: in a loop 0.9x, overheads 0.6x) `--relevel`
+    scales kernel times by the rows' in-loop ratio (the check, stubbed: 0.9) and a program's
+    time beyond its in-loop one by the probes' (0.6): a row's program time is 0.9 of its
+    in-loop time plus 0.6 of the rest, the per-call terms fitted again from them are 0.6x the
+    reference's, and a program is predicted at 0.9x its kernels plus 0.6x its overhead."""
+
+    xeon = _on_the_xeon(monkeypatch, tmp_path)
+    spec = jax.ShapeDtypeStruct((64, 64), jnp.float32)
+
+    def program(x: jax.Array, w: jax.Array) -> jax.Array:
+        return jnp.tanh(x @ w).sum(axis=0) + jnp.exp(x).max()
+
+    before = sp.perf_jit(program, target="host").analyze(spec, spec).report
+    assert before.call_overhead_ns > 50e3  # the pool's wake-up and the multi-kernel step
+    _stub_check(monkeypatch, kernel=0.9, program=0.8)
+    _stub_probes(monkeypatch, xeon, 0.9, 0.6)
+    assert calibrate.main(["--target", "host", "--relevel", "--no-progress"]) == 0
+    assert "kernel times x0.900" in (said := capsys.readouterr().out)
+    assert "per-call overhead x0.600 (20 program probes, median" in said
+    out = cf.calibration_path("host")
+    assert cf.header_value(out, cf.RELEVELLED_KEY).startswith(f"{XEON} x0.9, overhead x0.6, ")
+    assert cf.relevel_of(out) == (xeon, 0.9, 0.6)
+    theirs, mine = _rows(xeon), _rows(out)
+    add = next(k for k in theirs if k.startswith("add,f32,"))
+    k, c = (float(theirs[add][col]) for col in ("measured_us_median", "call_us_median"))
+    assert float(mine[add]["measured_us_median"]) == pytest.approx(0.9 * k, abs=1e-4)
+    assert float(mine[add]["call_us_median"]) == pytest.approx(0.9 * k + 0.6 * (c - k), abs=1e-4)
+    was, now = (HostParams.parse(cf.header_value(p, HOST_PARAMS_KEY)) for p in (xeon, out))
+    for term in ("program_overhead_ns", "threadpool_wake_ns", "multi_kernel_ns", "rewake_ns"):
+        assert getattr(now, term) == pytest.approx(0.6 * getattr(was, term), rel=0.01), term
+    after = sp.perf_jit(program, target="host").analyze(spec, spec).report
+    assert after.call_overhead_ns == pytest.approx(0.6 * before.call_overhead_ns, rel=0.01)
+    kernels = [r.total_latency_ns - r.call_overhead_ns for r in (before, after)]
+    assert kernels[1] == pytest.approx(0.9 * kernels[0], rel=0.01)
 
 
 def test_relevel_refuses_without_a_reference_of_this_machine_or_over_a_measured_one(

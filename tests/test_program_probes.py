@@ -196,3 +196,30 @@ def test_probe_times_are_put_at_the_calibrations_speed() -> None:
     old = pp.Probe("dense", 4, 8, 100e3, 10e3, "2026-11-30T00:00Z")
     assert old.at_speed(150.0) is old and p.at_speed(math.nan) is p
     assert pp.Probe.parse(p.line() + " 1.0") is None
+
+
+def test_overhead_ratio_is_the_median_over_the_latest_fitted_probes() -> None:
+    """Probes re-timed now against a calibration's, read at its speed (sentinels 200 us then,
+    read at 100: halved): dense overheads 40 -> 30 us (x0.75), branches 50 -> 45 (x0.9), gelu
+    20 -> 10 (x0.5); the median 0.75 of three. Centring probes (not fitted), an earlier
+    date's and probes timed only now do not vote; none in common: NaN."""
+    when, old = "2026-12-05T00:00Z", "2026-12-01T00:00Z"
+    then = [
+        pp.Probe("dense", 2, 4, 100e3, 10e3, when, 200.0),  # overhead 80 us, 40 at speed
+        pp.Probe("branches", 4, 9, 140e3, 10e3, when, 200.0),  # 100 -> 50
+        pp.Probe("gelu", 1, 8, 80e3, 40e3, when, 200.0),  # 40 -> 20
+        pp.Probe("center", 2, 4, 100e3, 10e3, when, 200.0),
+        pp.Probe("dense", 4, 8, 100e3, 10e3, old, 200.0),
+    ]
+    now = [
+        pp.Probe("dense", 2, 4, 40e3, 5e3),
+        pp.Probe("branches", 4, 9, 65e3, 5e3),
+        pp.Probe("gelu", 1, 8, 30e3, 20e3),
+        pp.Probe("center", 2, 4, 10e3, 5e3),
+        pp.Probe("dense", 4, 8, 10e3, 1e3),
+        pp.Probe("dense", 64, 128, 1e3, 1.0),
+    ]
+    ratio, probes = pp.overhead_ratio(then, now, 100.0)
+    assert (ratio, probes) == (pytest.approx(0.75), 3)
+    assert math.isnan(pp.overhead_ratio(then, now[3:], 100.0)[0])
+    assert pp.overhead_ratio([], now, 100.0)[1] == 0

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from stablehlo_perf.analysis.opinfo import is_integer, real_part
 
 if TYPE_CHECKING:
+    from stablehlo_perf.analysis.calibration_files import Relevel
     from stablehlo_perf.analysis.host_params import HostParams
 
 __all__ = [
@@ -452,8 +453,8 @@ def _calibrated_host(base: Target) -> Target:
     if relevelled:
         change["relevelled"] = relevelled
         if level is not None and "rewake_ns" in change:  # constants, not fitted: scaled
-            change["rewake_gap_ns"] = REWAKE_GAP_NS * level[1]
-            change["handoff_ns_per_mib"] = HANDOFF_NS_PER_MIB * level[1]
+            change["rewake_gap_ns"] = REWAKE_GAP_NS * level.factor  # the pool idle: kernels'
+            change["handoff_ns_per_mib"] = HANDOFF_NS_PER_MIB * level.overhead
         note += f"; every time re-levelled to this machine's speed then ({relevelled})"
     return Target(**{**base.__dict__, **change, "calibrated": True, "calibration_note": note})
 
@@ -469,7 +470,7 @@ def _host_header(
     dict[str, float],
     str,
     str,
-    tuple[Path, float] | None,
+    Relevel | None,
 ]:
     """A calibration's fitted host parameters, date, small-loop latencies, thunked-loop costs,
     pool contention, where it was borrowed from ("" if measured here), its re-level's label
