@@ -32,11 +32,12 @@ zoo's predictions 0.76-0.87x at x0.824 (Kendall tau 0.01 lower).
 Two factors where the reference has program probes (all shipped ones do): kernel times by
 the rows' median in-loop ratio, each program's time beyond its in-loop one by the probes'
 median overhead ratio (`program_probes.overhead_ratio`). On the Xeon VM that afternoon the
-probes' overheads ran 0.66-0.73x while the rows' kernels ran 0.86-0.87x; two same-run
-re-levels (benchmarks/end_to_end.py --relevel) scored the zoo at MAPE 10.1 / 10.3%, Kendall
-tau 0.920 / 0.926, where their program ratios as one factor gave 10.7 / 10.7%, tau 0.918 /
-0.922; the unseen short calls (benchmarks/unseen_programs.py --set short, mostly overhead)
-went from an error factor of 1.35 to 1.25, the other sets within 0.03 either way.
+probes' overheads ran 0.66-0.75x while the rows' kernels ran 0.83-0.87x; three same-run
+re-levels (benchmarks/end_to_end.py --relevel) scored the zoo at MAPE 10.1 / 10.3 / 11.0%,
+Kendall tau 0.920 / 0.926 / 0.913, where their program ratios as one factor gave 10.7 /
+10.7 / 11.1%, tau 0.918 / 0.922 / 0.917 (the bf16 zoo 18.1% against 17.4%); the unseen
+short calls (benchmarks/unseen_programs.py --set short, mostly overhead) went from an error
+factor of 1.35 to 1.25, the other sets within 0.03 either way.
 """
 
 from __future__ import annotations
