@@ -19,10 +19,10 @@ machine (the first reference's rows, none of its fitted parameters). A full cali
 `--relevel` is the same for a machine that has a reference of its own but runs at another
 speed today (a shared VM's level moved 0.82-1.05x between sessions): its own reference,
 every time scaled by one factor, the median program-time ratio of six rows of each class
-re-timed now (`relevel`; two factors with its program probes, below). One factor: on one machine the classes' ratios are mostly the
-noise of six rows; scaled class by class (two checks, 2026-12-06) the zoo's runs that
-morning scored MAPE 9.6-13.1%, Kendall tau 0.89-0.92, by one factor 9.8-11.5%, tau
-0.91-0.92. The program ratio, not the in-loop one: the zoo's level that morning was
+re-timed now (`relevel`; two factors with its program probes, below). One factor: on one
+machine the classes' ratios are mostly the noise of six rows; scaled class by class (two
+checks, 2026-12-06) the zoo's runs that morning scored MAPE 9.6-13.1%, Kendall tau
+0.89-0.92, by one factor 9.8-11.5%, tau 0.91-0.92. The program ratio, not the in-loop one: the zoo's level that morning was
 0.81-0.84, the checks' program ratios 0.81-0.86 and their in-loop ones 0.84-0.88; the
 sentinel ops' 0.63-0.89 track it worse. Its predictions are the reference's times the
 factor: the learned models fit the reference's own rows and scale their times
@@ -135,8 +135,9 @@ def borrow(out: Path, done: Borrowed, label: str = "") -> None:
     contention's cap) and the fused chains beside it (`fused_loops.chains_path`, when the
     source machine has shipped chains) by the overall ratio; the program probes follow the
     rows' sentinels. Where `done.overhead` is given, a row's and a probe's time beyond its
-    in-loop one is scaled by it instead. The header names this machine and `# borrowed:` the source and ratios;
-    its parameters are fitted again from the scaled rows (`calibrate.write_calibration`).
+    in-loop one is scaled by it instead. The header names this machine and `# borrowed:` the
+    source and ratios; its parameters are fitted again from the scaled rows
+    (`calibrate.write_calibration`).
     `label` replaces the `# borrowed:` line (a re-level's, `relevel`)."""
     from stablehlo_perf.runtime import calibrate
     from stablehlo_perf.runtime.calibration_check import row_measurement

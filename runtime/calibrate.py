@@ -805,9 +805,10 @@ def _relevel(args: argparse.Namespace, path: Path) -> int:
     print(drift.table().split("\n\n")[0])
     if math.isfinite(overhead[0]):
         borrow.relevel(path, own[0], drift.kernel_ratio, rows, overhead)
-        print(f"{path}: {own[0].name} re-levelled, kernel times x{drift.kernel_ratio:.3f} (in a "
-              f"loop, {rows} rows now over then, median), per-call overhead x{overhead[0]:.3f} "
-              f"({overhead[1]} program probes, median; programs {drift.call_ratio:.3f})")  # fmt: skip
+        print(f"{path}: {own[0].name} re-levelled, kernel times x{drift.kernel_ratio:.3f} (in "
+              f"a loop, {rows} rows now over then, median), per-call overhead "
+              f"x{overhead[0]:.3f} ({overhead[1]} program probes, median; programs "
+              f"{drift.call_ratio:.3f})")  # fmt: skip
         return 0
     borrow.relevel(path, own[0], drift.call_ratio, rows)
     print(f"{path}: {own[0].name} re-levelled, every time x{drift.call_ratio:.3f} (program time "
