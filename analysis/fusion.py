@@ -64,7 +64,7 @@ from collections import defaultdict
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from stablehlo_perf.analysis.opinfo import HALF_FLOATS, READS_PART, OpInfo
+from stablehlo_perf.analysis.opinfo import HALF_FLOATS, READS_PART, READS_WHAT_IT_RETURNS, OpInfo
 
 __all__ = [
     "ELEMENTWISE_CLASSES",
@@ -83,6 +83,7 @@ __all__ = [
     "loop_body_copies",
     "one_read_ops",
     "plan_fusion",
+    "reduces_unit_dims",
     "runs_on_eigen",
     "while_init_copies",
     "ynn_convolution",
@@ -190,6 +191,13 @@ class GroupTraffic:
     output_bytes: int
     flops: int
     gathered: Mapping[int, float] = field(default_factory=dict)
+    # The inputs' bytes as XLA's HLO cost analysis counts a fusion's parameters (what its
+    # parallel task assignment weighs: `host_params.parallel_tasks`): in full, but for a
+    # slice's or dynamic slice's part and an in-place update's update. A gather or the
+    # members it evaluates at its positions count their inputs in full: XLA:CPU split
+    # softmax cross-entropy's take_along_axis kernel (reading 256 of a 256x1000 f32
+    # operand) over two threads, where 128 rows (500 KiB) it did not (jax 0.10.2).
+    cost_input_bytes: int = 0
 
 
 @dataclass
@@ -408,7 +416,7 @@ def _is_noop(op: OpInfo) -> bool:
     )
 
 
-def _reduces_unit_dims(op: OpInfo) -> bool:
+def reduces_unit_dims(op: OpInfo) -> bool:
     """A one-input reduce over dimensions of size 1 only: XLA's simplifier makes it a
     bitcast (jax's gradient of a broadcast bias sums its 1x256 reshape over the unit
     dimension: no kernel of XLA:CPU's, jax 0.10.2)."""
@@ -450,7 +458,7 @@ def _is_expensive(
     reduce over unit dimensions, which XLA's simplifier has made a bitcast)."""
     op = ops[i]
     s = _short(op)
-    if (s in ("reduce", "reduce_window") and not _reduces_unit_dims(op)) or _is_matmul(op):
+    if (s in ("reduce", "reduce_window") and not reduces_unit_dims(op)) or _is_matmul(op):
         return True
     floating = op.element_type.startswith(("f", "bf", "complex"))
     if s in _EXPENSIVE_ELEMENTWISE:
@@ -554,7 +562,7 @@ class _Facts:
     def _compute(cls, op: OpInfo, kind: str) -> _Facts:
         s = _short(op)
         window = kind == "cpu" and s == "reduce_window" and ynn_reduce_window(op)
-        unit = _reduces_unit_dims(op)
+        unit = reduces_unit_dims(op)
         reduce = (s == "reduce" and not unit) or window
         return cls(
             short=s,
@@ -1315,6 +1323,7 @@ def group_traffic(
         # Per distinct input value: its full size, and the bytes read of it (the full
         # size, or what the group's slices and gathers of it return).
         reads: dict[object, tuple[float, float]] = {}
+        costed: dict[object, tuple[float, float]] = {}
         inp = outb = flops = 0.0
         gathered = gathered_scales(ops, sorted(members[g]), srcs, live_out)
         for i in sorted(members[g]):
@@ -1332,14 +1341,17 @@ def group_traffic(
                     continue
                 key: object = (s, t) if s is not None else (i, k, "ext")
                 full = t.nbytes or 0
+                returned = min(sum(r.nbytes or 0 for r in op.results), full)
                 if in_place and k == 0:
-                    read = op.operands[1].nbytes or 0
+                    read = cost = op.operands[1].nbytes or 0
                 elif k == 0 and _short(op) in READS_PART:
-                    read = min(sum(r.nbytes or 0 for r in op.results), full)
+                    read = returned
+                    cost = returned if _short(op) in READS_WHAT_IT_RETURNS else full
                 else:
-                    read = full * share
-                size, before = reads.get(key, (full, 0))
-                reads[key] = (size, min(before + read, size) if read < size else size)
+                    read, cost = full * share, full
+                for seen, part in ((reads, read), (costed, cost)):
+                    size, before = seen.get(key, (full, 0))
+                    seen[key] = (size, min(before + part, size) if part < size else size)
             if group_of[i] != g or (_is_constant(op) and users[i]):
                 continue
             external = i in escapes or not users[i]
@@ -1349,8 +1361,9 @@ def group_traffic(
             if external:
                 written = op.operands[1:2] if in_place else op.results
                 outb += sum(t.nbytes or 0 for t in written)
+        cost = inp + sum(read for _, read in costed.values())
         inp += sum(read for _, read in reads.values())
-        out.append(GroupTraffic(round(inp), round(outb), round(flops), gathered))
+        out.append(GroupTraffic(round(inp), round(outb), round(flops), gathered, round(cost)))
     return out
 
 

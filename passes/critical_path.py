@@ -9,7 +9,7 @@ from typing import ClassVar
 
 from jaxlib.mlir import ir
 from stablehlo_perf.analysis.critical_path import topological_order
-from stablehlo_perf.analysis.fusion import library_reduce, ynn_reduce_window
+from stablehlo_perf.analysis.fusion import library_reduce, reduces_unit_dims, ynn_reduce_window
 from stablehlo_perf.analysis.host_params import (
     eigen_uses_pool,
     splits_over_threads,
@@ -308,7 +308,7 @@ def _nodes(
         KernelCost(
             float(t.flops),
             float(sum(view.records[bf.ids[k]].info.transcendentals or 0 for k in computed[g])),
-            float(t.input_bytes + t.output_bytes),
+            float(t.cost_input_bytes + t.output_bytes),
             float(t.output_bytes),
         )
         for g, t in enumerate(bf.traffic)
@@ -436,9 +436,11 @@ def _control(view: ModuleView, node: list[int]) -> bool:
 
 def _splits(view: ModuleView, node: list[int], cost: KernelCost, cores: int) -> bool:
     """Whether XLA:CPU splits this loop kernel over its thread pool by its HLO cost
-    (`host_params.splits_over_threads`)."""
+    (`host_params.splits_over_threads`); a reduce over unit dimensions is XLA's bitcast
+    (take_along_axis's bounds check: jnp.all over the index's unit dimension)."""
+    infos = [view.records[i].info for i in node]
     return splits_over_threads(
-        [view.records[i].info.op_class for i in node],
+        ["movement" if reduces_unit_dims(i) else i.op_class for i in infos],
         cost.flops,
         cost.transcendentals,
         cost.bytes_accessed,

@@ -648,6 +648,41 @@ def test_a_split_kernel_after_the_pool_slept_pays_the_rewake(tmp_path: Path) -> 
     assert calls[2, 1] == pytest.approx(calls[1, 1]) == pytest.approx(calls[0, 1])
 
 
+def test_a_gathering_kernel_splits_by_its_whole_operand_as_xla_counts_it(
+    tmp_path: Path,
+) -> None:
+    """Softmax cross-entropy's take_along_axis kernel evaluates `z - m` at one position a row
+    but XLA's cost analysis counts all of z: XLA:CPU splits it over two threads at 192 rows
+    of 1000 f32 (750 KiB), not at 128 (500 KiB; `parallel_tasks`: 512 KiB), and the split
+    kernel wakes the pool (a 150 ns wake-up on this target) where jnp's bounds check, a
+    reduce over a unit dimension, is XLA's bitcast and no reduction that would keep it
+    whole."""
+    import jax
+    import jax.numpy as jnp
+    import stablehlo_perf as sp
+
+    def nll(z: Any, m: Any, labels: Any) -> Any:
+        return -jnp.mean(jnp.take_along_axis(z - m[:, None], labels[:, None], axis=-1))
+
+    target = _unit_cpu_with(
+        tmp_path,
+        "unit_cpu_gather",
+        "overhead_ns = 7.0\nthreadpool_wake_ns = 150.0\nparallel_kernel_ns = 1e9\n",
+        cores=2,
+    )
+    for rows, splits in ((128, False), (192, True)):
+        args = (
+            jax.ShapeDtypeStruct((rows, 1000), jnp.float32),
+            jax.ShapeDtypeStruct((rows,), jnp.float32),
+            jax.ShapeDtypeStruct((rows,), jnp.int32),
+        )
+        lowered = jax.jit(nll).lower(*args)
+        hlo = lowered.compile().as_text()
+        assert (re.search(r'outer_dimension_partitions":\["[2-9]', hlo) is not None) == splits
+        rep = sp.analyze(lowered.as_text(), target=target).report
+        assert rep.call_overhead_ns == pytest.approx(7.0 + 150.0 * splits), rows
+
+
 def test_dots_whose_lhs_contracts_elsewhere_run_on_eigen() -> None:
     """`runs_on_eigen` against XLA:CPU's compiled HLO: a dot_general whose lhs contracts over
     its last dimension becomes a YNNPACK fusion, over its first a plain `dot` (Eigen)."""
