@@ -495,7 +495,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "--relevel",
         action="store_true",
         help="before the rounds, re-level the shipped host reference measured on this machine"
-        " (stablehlo-perf-calibrate --relevel, ~1 min, into a temporary cache) and score the"
+        " (stablehlo-perf-calibrate --relevel, ~1.5 min, into a temporary cache) and score the"
         " predictions from it beside the pipeline's",
     )
     p.add_argument(

@@ -95,7 +95,7 @@ class DriftReport:
                 f"{self.path}: this machine now runs at {self.kernel_ratio:.2f}x the calibrated"
                 " kernel times; predictions from it are off by that much: rerun"
                 " stablehlo-perf-calibrate (--relevel scales this machine's shipped reference"
-                " to its speed now in about a minute)"
+                " to its speed now in a minute and a half)"
             )
         return "\n".join(lines)
 
