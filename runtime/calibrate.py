@@ -117,10 +117,6 @@ the Zen 5 VM (2026-12-02; 53-80 s per 170-255 chains) one per shape (85 chains) 
 held-out chains (benchmarks/fused_chains.py) at an error factor of 1.88, three (255) at 1.62,
 nine (765) at 1.54; the zoo's pipeline MAPE on four saved runs 25.0 / 16.9 / 18.0 / 24.2%,
 22.9 / 14.4 / 17.0 / 21.6% and 22.4 / 13.9 / 16.8 / 21.0%."""
-RELEVEL_PROBE_PASSES = 3
-"""Passes of the program probes `--relevel` times (`program_probes.measure_probes`, ~20 s on
-the project's Xeon VM): their median overheads' ratio moved 0.75-0.77 between two runs of
-three passes (2026-12-06)."""
 PROBE_RUNS = 3
 """Runs of each short header probe (fused bf16, fused transposes, small loops, thunked loops;
 ~2-5 s a run), whose per-quantity median the header keeps. One run can fall in a VM's slow
@@ -737,7 +733,7 @@ def _check(args: argparse.Namespace) -> int:
               file=sys.stderr)  # fmt: skip
         return 2
     report = calibration_check.check(
-        found[0].resolve(), repeats=args.repeats, progress=not args.no_progress
+        found[0].resolve(), repeats=args.repeats, progress=not args.no_progress, probes=True
     )
     print(report.table())
     return 0 if report.within_tolerance else 1
@@ -793,17 +789,12 @@ def _relevel(args: argparse.Namespace, path: Path) -> int:
               file=sys.stderr)  # fmt: skip
         return 2
     drift = calibration_check.check(
-        own[0], per_class=6, repeats=args.repeats, progress=not args.no_progress
+        own[0], per_class=6, repeats=args.repeats, progress=not args.no_progress, probes=True
     )
     rows = sum(c.rows for c in drift.classes)
-    then = measured_header(own[0], own[0].read_text().splitlines()).probes
-    overhead = (math.nan, 0)
-    if then:
-        now = program_probes.measure_probes(repeats=args.repeats, passes=RELEVEL_PROBE_PASSES)
-        speed = calibration_check.calibration_sentinel_us(own[0])
-        overhead = program_probes.overhead_ratio(then, now, speed)
     print(drift.table().split("\n\n")[0])
-    if math.isfinite(overhead[0]):
+    if math.isfinite(drift.overhead_ratio):
+        overhead = (drift.overhead_ratio, drift.overhead_probes)
         borrow.relevel(path, own[0], drift.kernel_ratio, rows, overhead)
         print(f"{path}: {own[0].name} re-levelled, kernel times x{drift.kernel_ratio:.3f} (in "
               f"a loop, {rows} rows now over then, median), per-call overhead "

@@ -6,6 +6,8 @@ day later, which no model fitted on the earlier rows can know. `check` re-times 
 of every model class with the calibration's own harness (`calibrate.measure`) and reports
 measured / calibrated per class, for the kernels in a loop and for the op as a program,
 and the sentinel ops (`calibrate.SENTINELS`) now over the file's speed (`cf.file_speed`).
+With `probes`, it re-times the calibration's program probes too: a call's overhead beyond its
+kernels drifts apart from them (`program_probes.overhead_ratio`).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from pathlib import Path
 import numpy as np
 from stablehlo_perf.analysis import calibration_files as cf
 from stablehlo_perf.analysis.elementwise import Measurement, row_speed_factors
-from stablehlo_perf.runtime import calibrate, sweeps
+from stablehlo_perf.runtime import calibrate, program_probes, sweeps
 
 __all__ = [
     "ClassDrift",
@@ -38,6 +40,9 @@ _MIN_US, _MAX_US = 5.0, 5000.0
 # Within this band of 1.0 the calibration is taken to still describe the machine: wider than
 # the same-run repeat spread of a row (median ~3-10% on the VM), narrower than a slow spell.
 TOLERANCE = (0.8, 1.25)
+PROBE_PASSES = 3
+"""Passes of the program probes a check with `probes` times: their median overheads' ratio
+moved 0.75-0.77 between two runs of three passes on the project's Xeon VM (2026-12-06)."""
 
 
 @dataclass(frozen=True)
@@ -61,11 +66,20 @@ class DriftReport:
     kernel_ratio_iqr: tuple[float, float]
     call_ratio: float
     sentinel_ratio: float  # the sentinel ops now over the file's speed (NaN: none recorded)
+    # The program probes' median per-call overhead now over then, and how many answered
+    # (NaN, 0: not re-timed or none).
+    overhead_ratio: float = math.nan
+    overhead_probes: int = 0
 
     @property
     def within_tolerance(self) -> bool:
         lo, hi = TOLERANCE
-        return lo <= self.kernel_ratio <= hi and lo <= self.call_ratio <= hi
+        overhead = self.overhead_ratio
+        return (
+            lo <= self.kernel_ratio <= hi
+            and lo <= self.call_ratio <= hi
+            and (math.isnan(overhead) or lo <= overhead <= hi)
+        )
 
     def table(self) -> str:
         """Markdown table of the classes, then the overall line and the verdict."""
@@ -87,13 +101,25 @@ class DriftReport:
                 if math.isfinite(self.sentinel_ratio)
                 else "no sentinel ops recorded in this calibration"
             )
+            + (
+                f"; per-call overhead {self.overhead_ratio:.2f} ({self.overhead_probes}"
+                " program probes)"
+                if math.isfinite(self.overhead_ratio)
+                else ""
+            )
         )
         if self.within_tolerance:
             lines.append(f"{self.path}: still describes this machine (within {TOLERANCE})")
         else:
             lines.append(
                 f"{self.path}: this machine now runs at {self.kernel_ratio:.2f}x the calibrated"
-                " kernel times; predictions from it are off by that much: rerun"
+                " kernel times"
+                + (
+                    f" and {self.overhead_ratio:.2f}x its per-call overhead"
+                    if math.isfinite(self.overhead_ratio)
+                    else ""
+                )
+                + "; predictions from it are off by that much: rerun"
                 " stablehlo-perf-calibrate (--relevel scales this machine's shipped reference"
                 " to its speed now in a minute and a half)"
             )
@@ -136,9 +162,16 @@ def machine_speed(sentinels: Sequence[float], target: str = "host") -> float:
     return math.exp(float(np.mean(np.log(sentinels)))) / then
 
 
-def check(path: Path, per_class: int = 3, repeats: int = 7, progress: bool = False) -> DriftReport:
+def check(
+    path: Path,
+    per_class: int = 3,
+    repeats: int = 7,
+    progress: bool = False,
+    probes: bool = False,
+) -> DriftReport:
     """Re-measure `sample(path's rows)` now and compare with the calibrated values (each at the
-    file's speed, as the models read them)."""
+    file's speed, as the models read them); with `probes`, the file's program probes too
+    (`program_probes.measure_probes`, `PROBE_PASSES` passes: ~20 s on the project's VM)."""
     rows = list(calibrate.read_partial(path).values())
     picked = sample(rows, per_class)
     if not picked:
@@ -177,6 +210,11 @@ def check(path: Path, per_class: int = 3, repeats: int = 7, progress: bool = Fal
     kernel = ratios(K, picked)
     q1, q3 = np.percentile(kernel, [25, 75])
     now_sentinel = float(next(iter(fresh.values()))[-1])
+    overhead = (math.nan, 0)
+    calibrated = calibrate.measured_header(path, path.read_text().splitlines()).probes
+    if probes and calibrated:
+        now = program_probes.measure_probes(repeats=repeats, passes=PROBE_PASSES)
+        overhead = program_probes.overhead_ratio(calibrated, now, ref)
     return DriftReport(
         path,
         classes,
@@ -184,4 +222,5 @@ def check(path: Path, per_class: int = 3, repeats: int = 7, progress: bool = Fal
         (float(q1), float(q3)),
         float(np.median(ratios(C, picked))),
         now_sentinel / ref,
+        *overhead,
     )

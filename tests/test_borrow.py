@@ -31,9 +31,12 @@ def _rows(path: Path) -> dict[str, dict[str, str]]:
 XEON = "host_reference_xeon.csv"
 
 
-def _stub_check(monkeypatch: pytest.MonkeyPatch, kernel: float, program: float) -> list[Path]:
+def _stub_check(
+    monkeypatch: pytest.MonkeyPatch, kernel: float, program: float, overhead: float = math.nan
+) -> list[Path]:
     """`calibration_check.check` stubbed: binary rows at 2x in a loop and as programs, all
-    rows at `kernel` and `program`; the list of the paths it was asked to check."""
+    rows at `kernel` and `program`, the program probes' overheads at `overhead` (20 of them;
+    NaN: none answered); the list of the paths it was asked to check."""
     from stablehlo_perf.runtime import calibration_check
 
     checked: list[Path] = []
@@ -42,36 +45,13 @@ def _stub_check(monkeypatch: pytest.MonkeyPatch, kernel: float, program: float) 
         checked.append(path)
         drift = calibration_check.ClassDrift("binary", 6, 50.0, 2.0, 2.0)
         lo, hi = 0.8 * kernel, 1.2 * kernel
-        return calibration_check.DriftReport(path, [drift], kernel, (lo, hi), program, 1.0)
+        probes = 0 if math.isnan(overhead) else 20
+        return calibration_check.DriftReport(
+            path, [drift], kernel, (lo, hi), program, 1.0, overhead, probes
+        )
 
     monkeypatch.setattr(calibration_check, "check", check)
     return checked
-
-
-def _stub_probes(
-    monkeypatch: pytest.MonkeyPatch, reference: Path, loop: float, overhead: float
-) -> None:
-    """`program_probes.measure_probes` stubbed: `reference`'s probes at its speed, their
-    in-loop times x `loop` and their overheads x `overhead` (none at all for NaN)."""
-    from dataclasses import replace
-
-    from stablehlo_perf.runtime import calibration_check, program_probes
-
-    then = calibrate.measured_header(reference, reference.read_text().splitlines()).probes
-    speed = calibration_check.calibration_sentinel_us(reference)
-    now = [
-        replace(
-            p,
-            program_ns=p.step_loop_ns * p.steps * loop + p.overhead_ns * overhead,
-            step_loop_ns=p.step_loop_ns * loop,
-        )
-        for p in (q.at_speed(speed) for q in then)
-    ]
-    monkeypatch.setattr(
-        program_probes,
-        "measure_probes",
-        lambda **_: [] if math.isnan(overhead) else now,
-    )
 
 
 def test_nearest_by_speed_is_nearest_by_ratio() -> None:
@@ -222,13 +202,12 @@ def test_relevel_scales_this_machines_reference_by_one_program_ratio(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """`--relevel` re-times rows of the reference measured on this machine (the check,
-    stubbed: programs 0.8x, in a loop 0.9x, binary rows 2x) and, where no program probe
-    answers (stubbed: none), stores it with every time x0.8, the class's ratio ignored: the
+    stubbed: programs 0.8x, in a loop 0.9x, binary rows 2x, no program probe answering) and
+    stores it with every time x0.8, the class's ratio ignored: the
     models read 0.8x, the target and the report say it is re-levelled, and a program is
     predicted at 0.8x what the reference says."""
 
     xeon = _on_the_xeon(monkeypatch, tmp_path)
-    _stub_probes(monkeypatch, xeon, 1.0, math.nan)
     spec = jax.ShapeDtypeStruct((256, 256), jnp.float32)
 
     def program(x: jax.Array, w: jax.Array) -> jax.Array:
@@ -277,9 +256,9 @@ def test_relevel_scales_this_machines_reference_by_one_program_ratio(
 def test_relevel_scales_kernels_by_the_rows_and_overhead_by_the_probes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """With the program probes re-timed (stubbed: in a loop 0.9x, overheads 0.6x) `--relevel`
-    scales kernel times by the rows' in-loop ratio (the check, stubbed: 0.9) and a program's
-    time beyond its in-loop one by the probes' (0.6): a row's program time is 0.9 of its
+    """With the program probes re-timed (the check, stubbed: rows in a loop 0.9x, the probes'
+    overheads 0.6x) `--relevel` scales kernel times by the rows' in-loop ratio and a program's
+    time beyond its in-loop one by the probes': a row's program time is 0.9 of its
     in-loop time plus 0.6 of the rest, the per-call terms fitted again from them are 0.6x the
     reference's, and a program is predicted at 0.9x its kernels plus 0.6x its overhead."""
 
@@ -291,8 +270,7 @@ def test_relevel_scales_kernels_by_the_rows_and_overhead_by_the_probes(
 
     before = sp.perf_jit(program, target="host").analyze(spec, spec).report
     assert before.call_overhead_ns > 50e3  # the pool's wake-up and the multi-kernel step
-    _stub_check(monkeypatch, kernel=0.9, program=0.8)
-    _stub_probes(monkeypatch, xeon, 0.9, 0.6)
+    _stub_check(monkeypatch, kernel=0.9, program=0.8, overhead=0.6)
     assert calibrate.main(["--target", "host", "--relevel", "--no-progress"]) == 0
     assert "kernel times x0.900" in (said := capsys.readouterr().out)
     assert "per-call overhead x0.600 (20 program probes, median" in said

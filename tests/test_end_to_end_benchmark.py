@@ -188,7 +188,7 @@ def test_relevel_scores_the_zoo_from_the_reference_re_levelled_in_the_same_run(
     import numpy as np
     from stablehlo_perf.analysis import calibration_files as cf
     from stablehlo_perf.analysis.targets import load_target
-    from stablehlo_perf.runtime import calibration_check, program_probes
+    from stablehlo_perf.runtime import calibration_check
 
     e2e = benchmark_module("end_to_end")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
@@ -201,7 +201,6 @@ def test_relevel_scores_the_zoo_from_the_reference_re_levelled_in_the_same_run(
         return calibration_check.DriftReport(path, [drift], 0.5, (0.4, 0.6), 0.5, 0.5)
 
     monkeypatch.setattr(calibration_check, "check", check)
-    monkeypatch.setattr(program_probes, "measure_probes", lambda **_: [])  # one factor
     saved = tmp_path / "run.json"
     args = ["--only", "mlp_fwd", "cond", "--scales", "1", "--rounds", "2"]
     summary = e2e.main([*args, "--relevel", "--json", str(saved)])

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import jax
@@ -690,6 +691,43 @@ def test_check_flags_a_calibration_the_machine_no_longer_matches(
     assert "rerun stablehlo-perf-calibrate" in out
     assert "; sentinel ops " in out  # the rows' sentinel (80 us) against today's
     assert calibrate.main(["--check", "--out", str(tmp_path / "none.csv")]) == 2
+
+
+def test_check_with_probes_reports_the_per_call_overhead_drift(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A calibration whose rows still match (re-timed, stubbed: as calibrated) but whose
+    program probes' overheads now take half their time (stubbed: 80 -> 40 us beyond their
+    in-loop time, at the file's speed): the check with probes reports per-call overhead 0.50 of
+    2 probes and flags the calibration; without probes it times none and passes."""
+    rows = [
+        _cal_row("add", "f32", "256x256", 40.0),
+        _cal_row("exponential", "f32", "64x512", 30.0),
+    ]
+    when = "2026-12-06T00:00Z"
+    then = [
+        program_probes.Probe("dense", k, 2 * k, 80e3 + k * 4e3, 4e3, when, 80.0) for k in (1, 2)
+    ]
+    path = tmp_path / "cal.csv"
+    calibrate.write_calibration(rows, path, calibrate.header("host"), then)
+    monkeypatch.setattr(
+        calibrate, "measure", lambda specs, *a, **k: {",".join(r[:3]): r for r in rows}
+    )
+    now = [replace(p, program_ns=p.program_ns - 40e3) for p in then]
+    timed: list[int] = []
+    monkeypatch.setattr(
+        program_probes, "measure_probes", lambda **k: timed.append(k["passes"]) or now
+    )
+    report = calibration_check.check(path, repeats=3, probes=True)
+    assert (report.kernel_ratio, report.call_ratio) == (pytest.approx(1.0), pytest.approx(1.0))
+    assert (report.overhead_ratio, report.overhead_probes) == (pytest.approx(0.5), 2)
+    assert not report.within_tolerance and timed == [calibration_check.PROBE_PASSES]
+    assert "per-call overhead 0.50 (2 program probes)" in report.table()
+    assert "and 0.50x its per-call overhead" in report.table()
+    plain = calibration_check.check(path, repeats=3)
+    assert math.isnan(plain.overhead_ratio) and plain.within_tolerance and len(timed) == 1
+    assert calibrate.main(["--check", "--out", str(path), "--no-progress"]) == 1
+    assert "per-call overhead 0.50" in capsys.readouterr().out
 
 
 def _calibration(path: Path, rows: list[list[str]], note: str, date: str, probe: float) -> Path:
