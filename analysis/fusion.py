@@ -1341,12 +1341,11 @@ def group_traffic(
                     continue
                 key: object = (s, t) if s is not None else (i, k, "ext")
                 full = t.nbytes or 0
-                returned = min(sum(r.nbytes or 0 for r in op.results), full)
                 if in_place and k == 0:
                     read = cost = op.operands[1].nbytes or 0
                 elif k == 0 and _short(op) in READS_PART:
-                    read = returned
-                    cost = returned if _short(op) in READS_WHAT_IT_RETURNS else full
+                    read = min(sum(r.nbytes or 0 for r in op.results), full)
+                    cost = read if _short(op) in READS_WHAT_IT_RETURNS else full
                 else:
                     read, cost = full * share, full
                 for seen, part in ((reads, read), (costed, cost)):

@@ -22,9 +22,9 @@ every time scaled by one factor, the median program-time ratio of six rows of ea
 re-timed now (`relevel`; two factors with its program probes, below). One factor: on one
 machine the classes' ratios are mostly the noise of six rows; scaled class by class (two
 checks, 2026-12-06) the zoo's runs that morning scored MAPE 9.6-13.1%, Kendall tau
-0.89-0.92, by one factor 9.8-11.5%, tau 0.91-0.92. The program ratio, not the in-loop one: the zoo's level that morning was
-0.81-0.84, the checks' program ratios 0.81-0.86 and their in-loop ones 0.84-0.88; the
-sentinel ops' 0.63-0.89 track it worse. Its predictions are the reference's times the
+0.89-0.92, by one factor 9.8-11.5%, tau 0.91-0.92. The program ratio, not the in-loop one:
+the zoo's level that morning was 0.81-0.84, the checks' program ratios 0.81-0.86 and their
+in-loop ones 0.84-0.88; the sentinel ops' 0.63-0.89 track it worse. Its predictions are the reference's times the
 factor: the learned models fit the reference's own rows and scale their times
 (`calibration_files.relevel_of`), where trees refitted on the scaled rows had moved the
 zoo's predictions 0.76-0.87x at x0.824 (Kendall tau 0.01 lower).
@@ -220,19 +220,15 @@ def relevel(
     when = time.strftime(cf.RELEVEL_TIME_FORMAT, time.gmtime())
     ratio = float(f"{ratio:.3g}")  # the label's: the models scale by it (`cf.relevel_of`)
     sha = cf.header_value(source, "sha256")[:12]
-    if overhead is None:
-        label = (
-            f"# {cf.RELEVELLED_KEY}: {source.name} x{ratio:.3g}, the median program time of"
-            f" {rows} of its rows re-timed {when} over their calibrated time (runtime/borrow.py;"
-            f" reference sha256 {sha})"
+    factor, gauged = math.nan, f"the median program time of {rows} of its rows"
+    if overhead is not None:
+        factor = float(f"{overhead[0]:.3g}")
+        gauged = (
+            f"{cf.RELEVEL_OVERHEAD}{factor:.3g}, the median in-loop time of {rows} of its rows"
+            f" and the median per-call overhead of {overhead[1]} program probes"
         )
-        borrow(out, Borrowed(source, {}, {}, ratio), label)
-        return
-    factor = float(f"{overhead[0]:.3g}")
     label = (
-        f"# {cf.RELEVELLED_KEY}: {source.name} x{ratio:.3g}, {cf.RELEVEL_OVERHEAD}{factor:.3g},"
-        f" the median in-loop time of {rows} of its rows and the median per-call overhead of"
-        f" {overhead[1]} program probes re-timed {when} over their calibrated time"
-        f" (runtime/borrow.py; reference sha256 {sha})"
+        f"# {cf.RELEVELLED_KEY}: {source.name} x{ratio:.3g}, {gauged} re-timed {when} over"
+        f" their calibrated time (runtime/borrow.py; reference sha256 {sha})"
     )
     borrow(out, Borrowed(source, {}, {}, ratio, factor), label)

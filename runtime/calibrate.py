@@ -677,9 +677,9 @@ def _parser() -> argparse.ArgumentParser:
         "--relevel",
         action="store_true",
         help="measure six rows of each class of the shipped host reference measured on this"
-        " machine (~1 min) and store it, every time scaled by their program times now over"
-        " then, as this machine's calibration: the reference at the speed the machine runs at"
-        " today",
+        " machine and its program probes (~1.5 min) and store it, its kernel times scaled by"
+        " the rows' in-loop times now over then and its per-call overhead by the probes', as"
+        " this machine's calibration: the reference at the speed the machine runs at today",
     )
     p.add_argument(
         "--remeasure",

@@ -211,10 +211,11 @@ def check(
     q1, q3 = np.percentile(kernel, [25, 75])
     now_sentinel = float(next(iter(fresh.values()))[-1])
     overhead = (math.nan, 0)
-    calibrated = calibrate.measured_header(path, path.read_text().splitlines()).probes
-    if probes and calibrated:
-        now = program_probes.measure_probes(repeats=repeats, passes=PROBE_PASSES)
-        overhead = program_probes.overhead_ratio(calibrated, now, ref)
+    if probes:
+        calibrated = calibrate.measured_header(path, path.read_text().splitlines()).probes
+        if calibrated:
+            now = program_probes.measure_probes(repeats=repeats, passes=PROBE_PASSES)
+            overhead = program_probes.overhead_ratio(calibrated, now, ref)
     return DriftReport(
         path,
         classes,

@@ -202,9 +202,9 @@ def overhead_ratio(then: list[Probe], now: list[Probe], speed_us: float) -> tupl
     `speed_us` as the calibration reads them) and `now` of their overhead now over then, and
     how many there were (NaN, 0 where none). A shared VM's per-call overhead drifts apart from
     its kernels: on the project's Xeon VM (2026-12-06) the probes' overheads ran 0.75-0.77x
-    the reference's in two runs of three passes, their in-loop times 0.85x, and the zoo's programs
-    (benchmarks/end_to_end.py) fitted as a x kernels + b x overhead gave b/a 0.79 that day,
-    0.66-0.90 over 30 saved runs."""
+    the reference's in two runs of three passes, their in-loop times 0.85x, and the zoo's
+    programs (benchmarks/end_to_end.py) fitted as a x kernels + b x overhead gave b/a 0.79
+    that day, 0.66-0.90 over 30 saved runs."""
     latest = max((p.measured for p in then), default="")
     was = {
         (p.kind, p.steps): p.at_speed(speed_us)

@@ -137,6 +137,20 @@ def _rows_chains(path: Path) -> dict[str, str]:
         }
 
 
+def _refuses_other_targets_and_keeps_a_measured_one(
+    flag: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`flag` (--borrow, --relevel) exits 2 for a target other than the host, and over a
+    calibration measured here without --fresh, which it leaves as it was."""
+    assert calibrate.main(["--target", "tpu-v4", flag]) == 2
+    assert f"{flag} is for --target host" in capsys.readouterr().err
+    measured = tmp_path / "mine.csv"
+    measured.write_text("# machine: here\nop,dtype\n")
+    assert calibrate.main(["--target", "host", flag, "--out", str(measured)]) == 2
+    assert "measured on this machine; --fresh" in capsys.readouterr().err
+    assert measured.read_text() == "# machine: here\nop,dtype\n"
+
+
 def test_borrow_refuses_other_targets_and_a_measured_calibration(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -144,13 +158,7 @@ def test_borrow_refuses_other_targets_and_a_measured_calibration(
     is kept unless --fresh, and a machine with a shipped reference of its own has nothing to
     borrow."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    assert calibrate.main(["--target", "tpu-v4", "--borrow"]) == 2
-    assert "--borrow is for --target host" in capsys.readouterr().err
-    measured = tmp_path / "mine.csv"
-    measured.write_text("# machine: here\nop,dtype\n")
-    assert calibrate.main(["--target", "host", "--borrow", "--out", str(measured)]) == 2
-    assert "measured on this machine; --fresh" in capsys.readouterr().err
-    assert measured.read_text() == "# machine: here\nop,dtype\n"
+    _refuses_other_targets_and_keeps_a_measured_one("--borrow", tmp_path, capsys)
     if cf.nearest_shipped(cf.shipped_names("host"))[1]:  # a shipped reference of this machine
         out = tmp_path / "borrowed.csv"
         assert calibrate.main(["--target", "host", "--borrow", "--out", str(out)]) == 0
@@ -203,9 +211,9 @@ def test_relevel_scales_this_machines_reference_by_one_program_ratio(
 ) -> None:
     """`--relevel` re-times rows of the reference measured on this machine (the check,
     stubbed: programs 0.8x, in a loop 0.9x, binary rows 2x, no program probe answering) and
-    stores it with every time x0.8, the class's ratio ignored: the
-    models read 0.8x, the target and the report say it is re-levelled, and a program is
-    predicted at 0.8x what the reference says."""
+    stores it with every time x0.8, the class's ratio ignored: the models read 0.8x, the
+    target and the report say it is re-levelled, and a program is predicted at 0.8x what the
+    reference says."""
 
     xeon = _on_the_xeon(monkeypatch, tmp_path)
     spec = jax.ShapeDtypeStruct((256, 256), jnp.float32)
@@ -304,13 +312,7 @@ def test_relevel_refuses_without_a_reference_of_this_machine_or_over_a_measured_
 
     monkeypatch.setattr(calibration_check, "check", no_check)
     _on_the_xeon(monkeypatch, tmp_path)
-    assert calibrate.main(["--target", "tpu-v4", "--relevel"]) == 2
-    assert "--relevel is for --target host" in capsys.readouterr().err
-    measured = tmp_path / "mine.csv"
-    measured.write_text("# machine: here\nop,dtype\n")
-    assert calibrate.main(["--target", "host", "--relevel", "--out", str(measured)]) == 2
-    assert "measured on this machine; --fresh" in capsys.readouterr().err
-    assert measured.read_text() == "# machine: here\nop,dtype\n"
+    _refuses_other_targets_and_keeps_a_measured_one("--relevel", tmp_path, capsys)
     monkeypatch.setattr(
         cf, "machine_fingerprint", lambda: "Some CPU (family 1 model 1), 4 cores, x86_64"
     )

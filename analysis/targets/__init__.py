@@ -474,8 +474,8 @@ def _host_header(
 ]:
     """A calibration's fitted host parameters, date, small-loop latencies, thunked-loop costs,
     pool contention, where it was borrowed from ("" if measured here), its re-level's label
-    ("" if none) and (reference, factor) (`relevel_of`), read once per file version (every
-    pass loads its target)."""
+    ("" if none) and its `Relevel` (`relevel_of`), read once per file version (every pass
+    loads its target)."""
     from stablehlo_perf.analysis.calibration_files import (
         BORROWED_KEY,
         RELEVELLED_KEY,
