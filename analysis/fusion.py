@@ -403,7 +403,10 @@ def _grows(op: OpInfo) -> bool:
 
 
 def _is_noop(op: OpInfo) -> bool:
-    """A broadcast or convert that returns its operand unchanged (XLA's simplifier drops it)."""
+    """A broadcast or convert that returns its operand unchanged, or a binary op with its
+    identity splat (`passes_through`, `x + 0`): XLA's simplifier drops it."""
+    if "passes_through" in op.attrs:
+        return True
     return (
         _short(op) in ("broadcast_in_dim", "broadcast", "convert", "reshape", "transpose")
         and len(op.operands) == 1
@@ -549,7 +552,7 @@ class _Facts:
     @classmethod
     def of(cls, op: OpInfo, kind: str) -> _Facts:
         """Facts of op, shared between ops of one name unless they depend on shapes."""
-        key = (op.name, kind)
+        key = (op.name, kind, "passes_through" in op.attrs)
         found = _FACTS.get(key)
         if found is not None:
             return found
@@ -584,7 +587,7 @@ def _reduce_mode(op: OpInfo, kind: str, reduce: bool, window: bool) -> str:
     return cpu_reduce_mode(op) if reduce and kind == "cpu" else ""
 
 
-_FACTS: dict[tuple[str, str], _Facts] = {}
+_FACTS: dict[tuple[str, str, bool], _Facts] = {}
 _SHAPE_DEPENDENT = frozenset(
     {"broadcast_in_dim", "broadcast", "convert", "reshape", "transpose", "reduce", "reduce_window"}
 )
@@ -654,6 +657,15 @@ class _State:
                 if src == i and any(d >= len(perm) or perm[d] != d for d in batch):
                     return False
         return True
+
+    def _dropped(self, i: int) -> bool:
+        """Op i is read only as the identity of ops XLA's simplifier drops (the splat zero
+        of `x + 0`): dead once they are gone."""
+        return bool(self.users[i]) and all(
+            "passes_through" in self.ops[u].attrs
+            and self.srcs[u][self.ops[u].attrs["passes_through"]] != i
+            for u in self.users[i]
+        )
 
     def _folds_to_constant(self, i: int) -> bool:
         """A convert of a constant: XLA folds it into a constant (a pad's zero, given as an
@@ -737,7 +749,7 @@ class _State:
             grp.extra += 1
         grp.ynn |= f.reduce_mode == "ynn"
         grp.window |= f.reduce_mode == "ynn" and f.short == "reduce_window"
-        if not f.free and i not in self.folded and not self._folds_to_constant(i):
+        if not (f.free or i in self.folded or self._folds_to_constant(i) or self._dropped(i)):
             grp.work_ops += 1
         if not f.pointwise:
             grp.only_elementwise = False
@@ -1331,7 +1343,8 @@ def group_traffic(
             if i in same_as:
                 continue
             share = gathered.get(i, 1.0)
-            flops += (op.flops or 0) * share
+            if "passes_through" not in op.attrs:  # `x + 0`: XLA's simplifier drops it
+                flops += (op.flops or 0) * share
             if _is_constant(op) and (op.results[0].num_elements or 0) > 1:
                 inp += op.results[0].nbytes or 0
             in_place = _updates_in_place(op)

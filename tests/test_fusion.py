@@ -712,6 +712,23 @@ def test_a_reduce_over_a_unit_dimension_is_no_kernel(batch: int) -> None:
 
 
 @pytest.mark.parametrize(
+    ("name", "fn", "kernels"),
+    # XLA:CPU (jax 0.10.2): its simplifier drops an op with its identity splat, so the
+    # lone one before a dot is no kernel; `x * 0` stays (NaN * 0 is NaN), `0 - x` negates.
+    [
+        ("sum([x]) @ w", lambda x, w: sum([x]) @ w, 1),
+        ("(x - 0) * 1 / 1 @ w", lambda x, w: ((x - 0.0) * 1.0 / 1.0) @ w, 1),
+        ("1 * x @ w", lambda x, w: (1.0 * x) @ w, 1),
+        ("x * 0 @ w", lambda x, w: (x * 0.0) @ w, 2),
+        ("(0 - x) @ w", lambda x, w: (0.0 - x) @ w, 2),
+        ("x / 2 @ w", lambda x, w: (x / 2.0) @ w, 2),
+    ],
+)
+def test_an_op_with_its_identity_is_no_kernel(name: str, fn: object, kernels: int) -> None:
+    assert _cpu_kernel_counts(fn, [(256, 256), (256, 256)]) == (kernels, kernels)
+
+
+@pytest.mark.parametrize(
     ("name", "fn", "shapes", "kernels"),
     # XLA:CPU's own counts (jax 0.10.2): a max or sum pool whose windows do not overlap, on
     # 4096+ elements, is YNNPACK's and heads a fusion like a YNN reduce's, up through the
