@@ -659,8 +659,10 @@ class _State:
         return True
 
     def _dropped(self, i: int) -> bool:
-        """Op i is read only as the identity of ops XLA's simplifier drops (the splat zero
-        of `x + 0`): dead once they are gone."""
+        """Op i is dead (OpInfo attribute `dead`: nothing reads it) or read only as the
+        identity of ops XLA's simplifier drops (the splat zero of `x + 0`)."""
+        if self.ops[i].attrs.get("dead"):
+            return True
         return bool(self.users[i]) and all(
             "passes_through" in self.ops[u].attrs
             and self.srcs[u][self.ops[u].attrs["passes_through"]] != i
@@ -1164,7 +1166,7 @@ def plan_fusion(
     rep = _cse(ops, srcs)
     users: list[list[int]] = [[] for _ in range(n)]
     for i in range(n):
-        if rep[i] != i:
+        if rep[i] != i or ops[i].attrs.get("dead"):  # a dead op reads nothing XLA keeps
             continue
         seen: set[int] = set()
         for j in deps[i]:
@@ -1343,7 +1345,7 @@ def group_traffic(
             if i in same_as:
                 continue
             share = gathered.get(i, 1.0)
-            if "passes_through" not in op.attrs:  # `x + 0`: XLA's simplifier drops it
+            if not ("passes_through" in op.attrs or op.attrs.get("dead")):  # XLA drops them
                 flops += (op.flops or 0) * share
             if _is_constant(op) and (op.results[0].num_elements or 0) > 1:
                 inp += op.results[0].nbytes or 0

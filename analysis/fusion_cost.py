@@ -129,7 +129,7 @@ def _tiny(op: OpInfo) -> bool:
 
 
 # Cost models that price an op from its work alone, not from a measurement of it.
-UNMEASURED = frozenset({"roofline", "roofline+l2", "free"})
+UNMEASURED = frozenset({"roofline", "roofline+l2", "free", "dead-code"})
 
 
 def unmeasured(model: str) -> bool:

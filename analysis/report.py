@@ -131,7 +131,7 @@ class Report:
         steps: list[list[OpReport]] = []
         for i in self.critical_path:
             o = by_id[i]
-            if o.latency_ns == 0 and o.model == "free":
+            if o.latency_ns == 0 and o.model in ("free", "dead-code"):
                 continue
             if steps and o.fusion is not None and steps[-1][0].fusion == o.fusion:
                 steps[-1].append(o)

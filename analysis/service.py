@@ -17,9 +17,19 @@ from typing import Protocol
 from stablehlo_perf.analysis.opinfo import OpInfo
 from stablehlo_perf.analysis.targets import Target
 
-__all__ = ["FREE_MODEL", "UNKNOWN_SHAPE", "CostModel", "OpCost", "Registry", "default_registry"]
+__all__ = [
+    "DEAD_MODEL",
+    "FREE_MODEL",
+    "UNKNOWN_SHAPE",
+    "CostModel",
+    "OpCost",
+    "Registry",
+    "default_registry",
+]
 
 FREE_MODEL = "free"
+DEAD_MODEL = "dead-code"
+"""What prices an op whose results nothing reads (OpInfo attribute `dead`): XLA removes it."""
 UNKNOWN_SHAPE = "unknown-shape"
 
 
@@ -69,6 +79,13 @@ def _has_data() -> Callable[[Target], bool]:
     return available
 
 
+def _unpriced(op: OpInfo) -> str:
+    """The model name of an op no service prices: dead, free or of unknown shape."""
+    if op.attrs.get("dead"):
+        return DEAD_MODEL
+    return FREE_MODEL if op.name in _FREE_OPS else UNKNOWN_SHAPE
+
+
 def _zero(model: str) -> OpCost:
     return OpCost(cycles=0, latency_ns=0.0, dram_bytes=0, model=model)
 
@@ -97,8 +114,8 @@ class Registry:
         self._entries.append(_Entry(model, frozenset(kinds), applies))
 
     def route(self, op: OpInfo, target: Target) -> CostModel | None:
-        """The service that will price `op` on `target` (None: free or unknown shape)."""
-        if op.name in _FREE_OPS or not op.is_static:
+        """The service that will price `op` on `target` (None: free, dead or unknown shape)."""
+        if op.name in _FREE_OPS or not op.is_static or op.attrs.get("dead"):
             return None
         for e in self._entries:
             if target.kind in e.kinds and e.applies(op) and e.model.supports(op, target):
@@ -113,7 +130,7 @@ class Registry:
         for i, op in enumerate(ops):
             model = self.route(op, target)
             if model is None:
-                out[i] = _zero(FREE_MODEL if op.name in _FREE_OPS else UNKNOWN_SHAPE)
+                out[i] = _zero(_unpriced(op))
                 continue
             batches[id(model)].append(i)
             models[id(model)] = model

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -235,7 +235,59 @@ def view_module(module: ir.Operation | ir.Module, filename: str) -> ModuleView:
         view.funcs[name] = fv
         for bi, block in enumerate(fop.regions[0].blocks):
             fv.top.extend(_visit_block(view, types, block, name, None, (id(fv), 0, bi)))
+    for fv in view.funcs.values():
+        _mark_dead(view, fv.top)
     return view
+
+
+# Ops XLA keeps though nothing reads them: they talk to the host or other devices.
+_EFFECTS = frozenset(
+    {
+        "stablehlo.infeed", "stablehlo.outfeed", "stablehlo.send", "stablehlo.recv",
+        "stablehlo.all_reduce", "stablehlo.all_gather", "stablehlo.all_to_all",
+        "stablehlo.reduce_scatter", "stablehlo.collective_permute",
+        "stablehlo.collective_broadcast", "func.call",
+    }
+)  # fmt: skip
+
+
+def _has_effects(view: ModuleView, i: int) -> bool:
+    """Whether op i, or an op inside its regions, has an effect beyond its results."""
+    op = view.records[i].op
+    if op.name in _EFFECTS:
+        return True
+    if op.name == "stablehlo.custom_call":
+        flag = op.attributes.get("has_side_effect") if "has_side_effect" in op.attributes else None
+        return bool(flag is not None and ir.BoolAttr(flag).value)
+    return any(_has_effects(view, j) for block in view.regions.get(i, ()) for j in block)
+
+
+def _mark_dead(view: ModuleView, ids: Sequence[int]) -> None:
+    """Mark the ops of a block whose results nothing reads and that have no effect (OpInfo
+    attribute `dead`), last to first, and everything inside a dead op's regions; then the
+    blocks of the live ones. XLA's dead-code elimination removes them before it compiles
+    (jnp.linalg.det's LU permutation, a 384-trip while loop, is no kernel of XLA:CPU's,
+    jax 0.10.2). A block without a terminator to say what it returns is left as it is."""
+    if not ids or tuple(ids) not in view.terminators:
+        return
+    users: list[list[int]] = [[] for _ in ids]
+    for k, deps in enumerate(view.block_deps(ids)):
+        for d in deps:
+            users[d].append(k)
+    live_out = set(view.block_live_out(ids))
+    dead = [False] * len(ids)
+    for k in range(len(ids) - 1, -1, -1):
+        dead[k] = (
+            k not in live_out and all(dead[u] for u in users[k]) and not _has_effects(view, ids[k])
+        )
+    for k, i in enumerate(ids):
+        if dead[k]:
+            for j in [i, *(j for block in view.blocks_inside(i) for j in block)]:
+                rec = view.records[j]
+                rec.info = replace(rec.info, attrs={**rec.info.attrs, "dead": True})
+        else:
+            for block in view.regions.get(i, ()):
+                _mark_dead(view, block)
 
 
 def _visit_block(

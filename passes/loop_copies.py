@@ -50,7 +50,12 @@ def loop_copies(
     for rec in view.records:
         info = rec.info
         regions = view.regions.get(info.id, [])
-        if info.name != "stablehlo.while" or info.id in skipped or len(regions) < 2:
+        if (
+            info.name != "stablehlo.while"
+            or info.id in skipped
+            or len(regions) < 2
+            or info.attrs.get("dead")
+        ):
             continue
         body = regions[1]
         if not body:

@@ -26,13 +26,13 @@ func.func @compute_bound(%a: tensor<64x64xf32>, %b: tensor<64x64xf32>) -> tensor
 }
 
 // CHECK-LABEL: func.func @free_and_empty
-func.func @free_and_empty(%a: tensor<0xf32>) -> tensor<0xf32> {
+func.func @free_and_empty(%a: tensor<0xf32>) -> (tensor<0xf32>, tensor<f32>) {
   // CHECK: stablehlo.constant {{.*}}perf.latency_ns = 0.000000e+00 : f64, perf.model = "free"
   %c = stablehlo.constant dense<1.0> : tensor<f32>
   // Zero-size tensors cost nothing.
   // CHECK: stablehlo.add {{.*}}perf.cycles = 0 : i64{{.*}}perf.latency_ns = 0.000000e+00 : f64, perf.model = "roofline"
   %0 = stablehlo.add %a, %a : tensor<0xf32>
-  return %0 : tensor<0xf32>
+  return %0, %c : tensor<0xf32>, tensor<f32>
 }
 
 // CHECK-LABEL: func.func @counted_loop
@@ -107,4 +107,30 @@ func.func @branches(%i: tensor<i32>, %x: tensor<1000xf32>) -> (tensor<1000xf32>,
     stablehlo.return %b : tensor<1000xf32>
   }) {perf.branch_weights = array<f64: 1.0, 0.0>} : (tensor<i32>) -> tensor<1000xf32>
   return %0, %1, %2 : tensor<1000xf32>, tensor<1000xf32>, tensor<1000xf32>
+}
+
+// CHECK-LABEL: func.func @dead_code
+func.func @dead_code(%x: tensor<1000xf32>) -> tensor<1000xf32> {
+  // Nothing reads the loop or the multiply but the loop: XLA removes both, and what the
+  // loop would run, before it compiles. Only the live add costs (220 ns).
+  %c0 = stablehlo.constant dense<0> : tensor<i32>
+  // CHECK: stablehlo.multiply {{.*}}perf.latency_ns = 0.000000e+00 : f64, perf.model = "dead-code"
+  %m = stablehlo.multiply %x, %x : tensor<1000xf32>
+  // CHECK: stablehlo.while{{.*}}perf.latency_ns = 0.000000e+00 : f64, perf.model = "dead-code"
+  %r:2 = stablehlo.while(%i = %c0, %v = %m) : tensor<i32>, tensor<1000xf32>
+  cond {
+    %n = stablehlo.constant dense<7> : tensor<i32>
+    // CHECK: stablehlo.compare {{.*}}perf.model = "dead-code"
+    %p = stablehlo.compare LT, %i, %n, SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    stablehlo.return %p : tensor<i1>
+  } do {
+    %one = stablehlo.constant dense<1> : tensor<i32>
+    %i2 = stablehlo.add %i, %one : tensor<i32>
+    // CHECK: stablehlo.add {{.*}}perf.latency_ns = 0.000000e+00 : f64, perf.model = "dead-code"
+    %v2 = stablehlo.add %v, %v : tensor<1000xf32>
+    stablehlo.return %i2, %v2 : tensor<i32>, tensor<1000xf32>
+  }
+  // CHECK: stablehlo.add {{.*}}perf.latency_ns = 2.200000e+02 : f64, perf.model = "roofline"
+  %0 = stablehlo.add %x, %x : tensor<1000xf32>
+  return %0 : tensor<1000xf32>
 }
