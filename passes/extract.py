@@ -90,11 +90,19 @@ class ModuleView:
         return deps
 
     def _operands_within(self, op_id: int) -> Iterator[ir.Value]:
-        """The operands of an op and of every op inside its regions."""
+        """The operands of an op and of every op inside its regions, their terminators' too
+        (a branch may return a value of the block as it is)."""
         stack = [op_id]
         while stack:
             j = stack.pop()
-            yield from self.records[j].op.operands
+            op = self.records[j].op
+            yield from op.operands
+            if j in self.regions:
+                for region in op.regions:
+                    for block in region.blocks:
+                        ops = list(block.operations)
+                        if ops and ops[-1].operation.name in TERMINATORS:
+                            yield from ops[-1].operation.operands
             for block in self.regions.get(j, ()):
                 stack.extend(block)
 
@@ -257,8 +265,8 @@ def _has_effects(view: ModuleView, i: int) -> bool:
     if op.name in _EFFECTS:
         return True
     if op.name == "stablehlo.custom_call":
-        flag = op.attributes.get("has_side_effect") if "has_side_effect" in op.attributes else None
-        return bool(flag is not None and ir.BoolAttr(flag).value)
+        attrs = op.attributes
+        return "has_side_effect" in attrs and ir.BoolAttr(attrs["has_side_effect"]).value
     return any(_has_effects(view, j) for block in view.regions.get(i, ()) for j in block)
 
 

@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import benchmark_module, corpus_files, corpus_programs
+from conftest import benchmark_module, corpus_files, corpus_programs, op_infos
 from stablehlo_perf.analysis.fusion import (
     KINDS,
     FusionPlan,
@@ -733,6 +733,33 @@ def test_a_loop_nothing_reads_is_no_kernel() -> None:
     results nothing reads: XLA removes it (8 kernels, jax 0.10.2), and so do we (11 with
     the loop's body, condition and copies)."""
     assert _cpu_kernel_counts(lambda x: jax.numpy.linalg.slogdet(x)[1], [(64, 64)]) == (8, 8)
+
+
+_DEAD_AND_LIVE = """
+func.func @main(%x: tensor<8xf32>, %i: tensor<i32>) -> tensor<8xf32> {
+  %unread = stablehlo.exponential %x : tensor<8xf32>
+  %effect = stablehlo.custom_call @log_it(%x) {has_side_effect = true} : (tensor<8xf32>) -> tensor<8xf32>
+  %captured = stablehlo.negate %x : tensor<8xf32>
+  %r = "stablehlo.case"(%i) ({
+    %in_branch = stablehlo.abs %x : tensor<8xf32>
+    stablehlo.return %captured : tensor<8xf32>
+  }) : (tensor<i32>) -> tensor<8xf32>
+  return %r : tensor<8xf32>
+}
+"""
+
+
+def test_dead_ops_are_those_nothing_reads_and_without_effects() -> None:
+    """An op nothing reads is dead, but not a custom call that says it has side effects, nor
+    an op a branch reads from outside (no operand of the case's own)."""
+    dead = {op.name: bool(op.attrs.get("dead")) for op in op_infos(_DEAD_AND_LIVE)}
+    assert dead == {
+        "stablehlo.exponential": True,
+        "stablehlo.custom_call": False,
+        "stablehlo.negate": False,
+        "stablehlo.case": False,
+        "stablehlo.abs": True,
+    }
 
 
 @pytest.mark.parametrize(
