@@ -307,7 +307,7 @@ def group_composition(
         op
         for op in members
         if op.short_name not in _FREE
-        and "passes_through" not in op.attrs
+        and not op.removed
         and any((t.num_elements or 0) > 1 for t in (*op.operands, *op.results))
     ]
     if not work:

@@ -64,7 +64,13 @@ from collections import defaultdict
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from stablehlo_perf.analysis.opinfo import HALF_FLOATS, READS_PART, READS_WHAT_IT_RETURNS, OpInfo
+from stablehlo_perf.analysis.opinfo import (
+    HALF_FLOATS,
+    PASSES_THROUGH,
+    READS_PART,
+    READS_WHAT_IT_RETURNS,
+    OpInfo,
+)
 
 __all__ = [
     "ELEMENTWISE_CLASSES",
@@ -405,7 +411,7 @@ def _grows(op: OpInfo) -> bool:
 def _is_noop(op: OpInfo) -> bool:
     """A broadcast or convert that returns its operand unchanged, or a binary op with its
     identity splat (`passes_through`, `x + 0`): XLA's simplifier drops it."""
-    if "passes_through" in op.attrs:
+    if PASSES_THROUGH in op.attrs:
         return True
     return (
         _short(op) in ("broadcast_in_dim", "broadcast", "convert", "reshape", "transpose")
@@ -552,7 +558,7 @@ class _Facts:
     @classmethod
     def of(cls, op: OpInfo, kind: str) -> _Facts:
         """Facts of op, shared between ops of one name unless they depend on shapes."""
-        key = (op.name, kind, "passes_through" in op.attrs)
+        key = (op.name, kind, PASSES_THROUGH in op.attrs)
         found = _FACTS.get(key)
         if found is not None:
             return found
@@ -661,11 +667,11 @@ class _State:
     def _dropped(self, i: int) -> bool:
         """Op i is dead (OpInfo attribute `dead`: nothing reads it) or read only as the
         identity of ops XLA's simplifier drops (the splat zero of `x + 0`)."""
-        if self.ops[i].attrs.get("dead"):
+        if self.ops[i].dead:
             return True
         return bool(self.users[i]) and all(
-            "passes_through" in self.ops[u].attrs
-            and self.srcs[u][self.ops[u].attrs["passes_through"]] != i
+            PASSES_THROUGH in self.ops[u].attrs
+            and self.srcs[u][self.ops[u].attrs[PASSES_THROUGH]] != i
             for u in self.users[i]
         )
 
@@ -1166,7 +1172,7 @@ def plan_fusion(
     rep = _cse(ops, srcs)
     users: list[list[int]] = [[] for _ in range(n)]
     for i in range(n):
-        if rep[i] != i or ops[i].attrs.get("dead"):  # a dead op reads nothing XLA keeps
+        if rep[i] != i or ops[i].dead:  # a dead op reads nothing XLA keeps
             continue
         seen: set[int] = set()
         for j in deps[i]:
@@ -1345,7 +1351,7 @@ def group_traffic(
             if i in same_as:
                 continue
             share = gathered.get(i, 1.0)
-            if not ("passes_through" in op.attrs or op.attrs.get("dead")):  # XLA drops them
+            if not op.removed:
                 flops += (op.flops or 0) * share
             if _is_constant(op) and (op.results[0].num_elements or 0) > 1:
                 inp += op.results[0].nbytes or 0

@@ -50,7 +50,7 @@ from stablehlo_perf.analysis.opinfo import (
     transpose_read_stride_bytes,
 )
 from stablehlo_perf.analysis.scans import executed_flops
-from stablehlo_perf.analysis.service import OpCost
+from stablehlo_perf.analysis.service import DEAD_MODEL, FREE_MODEL, OpCost
 from stablehlo_perf.analysis.targets import Target
 
 if TYPE_CHECKING:  # the fused-loop model imports scikit-learn: loaded only on the host
@@ -129,7 +129,7 @@ def _tiny(op: OpInfo) -> bool:
 
 
 # Cost models that price an op from its work alone, not from a measurement of it.
-UNMEASURED = frozenset({"roofline", "roofline+l2", "free", "dead-code"})
+UNMEASURED = frozenset({"roofline", "roofline+l2", FREE_MODEL, DEAD_MODEL})
 
 
 def unmeasured(model: str) -> bool:

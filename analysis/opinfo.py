@@ -20,7 +20,9 @@ from functools import cache, cached_property
 from typing import Any
 
 __all__ = [
+    "DEAD",
     "HALF_FLOATS",
+    "PASSES_THROUGH",
     "READS_PART",
     "READS_WHAT_IT_RETURNS",
     "SCALAR_LOOPS",
@@ -38,6 +40,14 @@ __all__ = [
     "real_part",
     "transpose_read_stride_bytes",
 ]
+
+DEAD = "dead"
+"""OpInfo attribute of an op whose results nothing reads and that has no effect
+(`passes.extract`): XLA's dead-code elimination removes it."""
+
+PASSES_THROUGH = "passes_through"
+"""OpInfo attribute of a binary op with its identity splat (`x + 0`, `x * 1`): the operand it
+returns unchanged, as XLA's algebraic simplifier leaves it (`passes.extract`)."""
 
 _INT_RE = re.compile(r"^(u?i|si)(\d+)$")
 _FLOAT_BITS = {"f16": 16, "bf16": 16, "f32": 32, "f64": 64, "tf32": 32, "f4E2M1FN": 4}
@@ -163,6 +173,16 @@ class OpInfo:
             operands=tuple(twin(t) for t in self.operands),
             results=tuple(twin(t) for t in self.results),
         )
+
+    @property
+    def dead(self) -> bool:
+        """Nothing reads its results and it has no effect (`DEAD`): XLA removes it."""
+        return bool(self.attrs.get(DEAD))
+
+    @property
+    def removed(self) -> bool:
+        """XLA removes it before it compiles: it is dead, or passes an operand through."""
+        return self.dead or PASSES_THROUGH in self.attrs
 
     @property
     def short_name(self) -> str:

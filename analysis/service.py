@@ -29,7 +29,7 @@ __all__ = [
 
 FREE_MODEL = "free"
 DEAD_MODEL = "dead-code"
-"""What prices an op whose results nothing reads (OpInfo attribute `dead`): XLA removes it."""
+"""What prices an op whose results nothing reads (`OpInfo.dead`): XLA removes it."""
 UNKNOWN_SHAPE = "unknown-shape"
 
 
@@ -81,7 +81,7 @@ def _has_data() -> Callable[[Target], bool]:
 
 def _unpriced(op: OpInfo) -> str:
     """The model name of an op no service prices: dead, free or of unknown shape."""
-    if op.attrs.get("dead"):
+    if op.dead:
         return DEAD_MODEL
     return FREE_MODEL if op.name in _FREE_OPS else UNKNOWN_SHAPE
 
@@ -115,7 +115,7 @@ class Registry:
 
     def route(self, op: OpInfo, target: Target) -> CostModel | None:
         """The service that will price `op` on `target` (None: free, dead or unknown shape)."""
-        if op.name in _FREE_OPS or not op.is_static or op.attrs.get("dead"):
+        if op.name in _FREE_OPS or not op.is_static or op.dead:
             return None
         for e in self._entries:
             if target.kind in e.kinds and e.applies(op) and e.model.supports(op, target):

@@ -238,9 +238,9 @@ def our_kernels(blocks: Sequence[FlatBlock], kind: str = "cpu") -> OurKernels:
         plan = b.plan(kind)
         members = plan.members()
         for i, carried in b.carried.items():
-            if not b.ops[i].attrs.get("dead"):  # XLA removes a loop nothing reads
+            if not b.ops[i].dead:  # XLA removes a loop nothing reads
                 copies += len(while_init_copies(b.ops, b.sources, i, carried))
-        if b.arguments is not None and b.ops and not all(o.attrs.get("dead") for o in b.ops):
+        if b.arguments is not None and b.ops and not all(o.dead for o in b.ops):
             readers, returns = b.arguments
             copies += sum(loop_body_copies(plan.groups, group_deps(plan, b.deps), readers, returns))
         for g, k in enumerate(plan.kinds):

@@ -43,7 +43,7 @@ def control_nodes(view: ModuleView) -> dict[int, ControlNode]:
     nodes: dict[int, ControlNode] = {}
     for rec in view.records:
         info = rec.info
-        if info.attrs.get("dead"):  # priced at nothing, whatever it would run
+        if info.dead:  # priced at nothing, whatever it would run
             continue
         if info.name in CONTROL_OPS:
             kind = info.short_name

@@ -440,7 +440,7 @@ def _splits(view: ModuleView, node: list[int], cost: KernelCost, cores: int) -> 
     (take_along_axis's bounds check: jnp.all over the index's unit dimension)."""
     infos = [view.records[i].info for i in node]
     return splits_over_threads(
-        ["movement" if reduces_unit_dims(i) else i.op_class for i in infos],
+        ["movement" if reduces_unit_dims(op) else op.op_class for op in infos],
         cost.flops,
         cost.transcendentals,
         cost.bytes_accessed,

@@ -44,7 +44,7 @@ def executed_ops(view: ModuleView) -> list[tuple[OpInfo, float]]:
         if i in op_times:
             return op_times[i]
         rec = recs[i]
-        if rec.info.attrs.get("dead"):  # XLA removes it: it runs no times
+        if rec.info.dead:  # XLA removes it: it runs no times
             t = 0.0
         elif rec.parent is None:
             t = times_of_func(rec.info.func, stack)

@@ -20,7 +20,14 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 from stablehlo_perf.analysis.aggregate import branch_shares
 from stablehlo_perf.analysis.critical_path import static_trip_count
-from stablehlo_perf.analysis.opinfo import OpInfo, TensorType, count_flops, op_class
+from stablehlo_perf.analysis.opinfo import (
+    DEAD,
+    PASSES_THROUGH,
+    OpInfo,
+    TensorType,
+    count_flops,
+    op_class,
+)
 from stablehlo_perf.passes.ir import InputError, op_location
 
 __all__ = [
@@ -71,13 +78,15 @@ class FuncView:
 
 @dataclass
 class ModuleView:
-    """All analysed ops of a module by id, its functions, and each control op's region blocks."""
+    """All analysed ops of a module by id, its functions, and each control op's region blocks
+    (and their terminators, `region_returns`)."""
 
     records: list[OpRecord]
     funcs: dict[str, FuncView]
     regions: dict[int, list[list[int]]]
     filename: str
     terminators: dict[tuple[int, ...], ir.Operation] = field(default_factory=dict)
+    region_returns: dict[int, list[ir.Operation]] = field(default_factory=dict)
 
     def block_deps(self, ids: Sequence[int]) -> list[list[int]]:
         """For each op of a block, the block-local indices of the ops its operands come from,
@@ -95,14 +104,9 @@ class ModuleView:
         stack = [op_id]
         while stack:
             j = stack.pop()
-            op = self.records[j].op
-            yield from op.operands
-            if j in self.regions:
-                for region in op.regions:
-                    for block in region.blocks:
-                        ops = list(block.operations)
-                        if ops and ops[-1].operation.name in TERMINATORS:
-                            yield from ops[-1].operation.operands
+            yield from self.records[j].op.operands
+            for terminator in self.region_returns.get(j, ()):
+                yield from terminator.operands
             for block in self.regions.get(j, ()):
                 stack.extend(block)
 
@@ -272,7 +276,7 @@ def _has_effects(view: ModuleView, i: int) -> bool:
 
 def _mark_dead(view: ModuleView, ids: Sequence[int]) -> None:
     """Mark the ops of a block whose results nothing reads and that have no effect (OpInfo
-    attribute `dead`), last to first, and everything inside a dead op's regions; then the
+    attribute `DEAD`), last to first, and everything inside a dead op's regions; then the
     blocks of the live ones. XLA's dead-code elimination removes them before it compiles
     (jnp.linalg.det's LU permutation, a 384-trip while loop, is no kernel of XLA:CPU's,
     jax 0.10.2). A block without a terminator to say what it returns is left as it is."""
@@ -292,7 +296,7 @@ def _mark_dead(view: ModuleView, ids: Sequence[int]) -> None:
         if dead[k]:
             for j in [i, *(j for block in view.blocks_inside(i) for j in block)]:
                 rec = view.records[j]
-                rec.info = replace(rec.info, attrs={**rec.info.attrs, "dead": True})
+                rec.info = replace(rec.info, attrs={**rec.info.attrs, DEAD: True})
         else:
             for block in view.regions.get(i, ()):
                 _mark_dead(view, block)
@@ -325,6 +329,8 @@ def _visit_block(
             ]
     if terminator is not None:
         view.terminators[tuple(ids)] = terminator
+        if parent is not None:
+            view.region_returns.setdefault(parent, []).append(terminator)
     return ids
 
 
@@ -351,7 +357,7 @@ def _opinfo(rid: int, op: ir.Operation, func: str, filename: str, types: _TypeCa
             attrs["constant_divisor"] = 1
         kept = _identity_kept(op, types) if splats else None
         if kept is not None:
-            attrs["passes_through"] = kept
+            attrs[PASSES_THROUGH] = kept
     if BRANCH_WEIGHTS in attrs:
         attrs[BRANCH_WEIGHTS] = _branch_weights(op, filename, types)
     file, line, col = op_location(op, filename, types.locs)

@@ -50,12 +50,7 @@ def loop_copies(
     for rec in view.records:
         info = rec.info
         regions = view.regions.get(info.id, [])
-        if (
-            info.name != "stablehlo.while"
-            or info.id in skipped
-            or len(regions) < 2
-            or info.attrs.get("dead")
-        ):
+        if info.name != "stablehlo.while" or info.id in skipped or len(regions) < 2 or info.dead:
             continue
         body = regions[1]
         if not body:

@@ -51,7 +51,7 @@ def small_loops(view: ModuleView, cache: AnalysisCache) -> dict[int, list[int]]:
     covered: set[int] = set()
     for rec in view.records:
         info = rec.info
-        if info.name != "stablehlo.while" or info.id in covered or info.attrs.get("dead"):
+        if info.name != "stablehlo.while" or info.id in covered or info.dead:
             continue
         blocks = view.blocks_inside(info.id)
         ids = [i for block in blocks for i in block]
@@ -108,7 +108,7 @@ def _thunked_ids(view: ModuleView, small: dict[int, list[int]]) -> dict[int, int
     out: dict[int, int] = {}
     for rec in view.records:  # outer loops first: an inner loop's ops take its bytes
         info = rec.info
-        if info.name == "stablehlo.while" and info.id not in small and not info.attrs.get("dead"):
+        if info.name == "stablehlo.while" and info.id not in small and not info.dead:
             carried = sum(t.nbytes or 0 for t in info.operands)
             out.update((i, carried) for block in view.blocks_inside(info.id) for i in block)
     return {i: b for i, b in out.items() if i not in hoisted}

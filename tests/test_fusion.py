@@ -752,7 +752,7 @@ func.func @main(%x: tensor<8xf32>, %i: tensor<i32>) -> tensor<8xf32> {
 def test_dead_ops_are_those_nothing_reads_and_without_effects() -> None:
     """An op nothing reads is dead, but not a custom call that says it has side effects, nor
     an op a branch reads from outside (no operand of the case's own)."""
-    dead = {op.name: bool(op.attrs.get("dead")) for op in op_infos(_DEAD_AND_LIVE)}
+    dead = {op.name: op.dead for op in op_infos(_DEAD_AND_LIVE)}
     assert dead == {
         "stablehlo.exponential": True,
         "stablehlo.custom_call": False,
