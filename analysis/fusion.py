@@ -116,9 +116,14 @@ ELEMENTWISE_CLASSES = frozenset({"binary", "compare_select", "transcendental", "
 # reads: 316 us for each scalar broadcast of 2048x1024 f32 clipped and rounded).
 INDEX_MOVES = frozenset({"broadcast_in_dim", "broadcast", "reshape", "iota"})
 _PER_ELEMENT_MOVES = INDEX_MOVES | {"transpose"}
+# A sharding constraint (jax.random's key, `sdy.sharding_constraint`) moves nothing on one
+# device: no kernel of XLA:CPU's (jax 0.10.2).
 _FREE_ALONE = frozenset(
-    {"constant", "reshape", "bitcast", "get_tuple_element", "tuple", "optimization_barrier"}
-)
+    {
+        "constant", "reshape", "bitcast", "get_tuple_element", "tuple", "optimization_barrier",
+        "sharding_constraint",
+    }
+)  # fmt: skip
 _REUSING = frozenset({"broadcast_in_dim", "broadcast", "dynamic_broadcast_in_dim", "gather"})
 _EXPENSIVE_ELEMENTWISE = frozenset({"divide", "remainder"})
 _DOT_OPERAND_PRODUCERS = frozenset(

@@ -61,6 +61,7 @@ _FREE_OPS = {
     "stablehlo.get_tuple_element", "stablehlo.optimization_barrier", "stablehlo.while",
     "stablehlo.if", "stablehlo.case", "func.call", "stablehlo.after_all",
     "stablehlo.create_token", "shape.shape_of", "stablehlo.get_dimension_size",
+    "sdy.sharding_constraint",
 }  # fmt: skip
 
 
