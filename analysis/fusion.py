@@ -449,6 +449,35 @@ def _is_constant(op: OpInfo) -> bool:
     return _short(op) == "constant"
 
 
+# What XLA's constant folding leaves alone though its operands are constants: broadcasts
+# and iotas (they would make large constants of small ones), random bits, and ops with
+# effects or regions of their own.
+_NOT_FOLDED = frozenset(
+    {"broadcast_in_dim", "broadcast", "iota", "rng", "rng_bit_generator", "custom_call",
+     "while", "if", "case", "call", "infeed", "recv", "after_all", "create_token"}
+)  # fmt: skip
+
+
+def _constant_folded(ops: Sequence[OpInfo], srcs: Sequence[Sequence[int | None]]) -> set[int]:
+    """Ops XLA's constant folding computes at compile time: every operand a constant or an op
+    it folded (jax.random.truncated_normal's bounds, erf of a constant scalar, and nextafter
+    of its limits: no kernel of XLA:CPU's, jax 0.10.2)."""
+    known: set[int] = set()
+    folded: set[int] = set()
+    for i, op in enumerate(ops):
+        s = _short(op)
+        if s == "constant":
+            known.add(i)
+        elif (
+            s not in _NOT_FOLDED
+            and srcs[i]
+            and all(x is not None and x >= 0 and x in known for x in srcs[i])
+        ):
+            known.add(i)
+            folded.add(i)
+    return folded
+
+
 def _constant_fed(j: int, ops: Sequence[OpInfo], deps: Sequence[Sequence[int | None]]) -> bool:
     """Op j is a constant or a broadcast/reshape/convert of one (a splat XLA folds); `deps`
     (or operand sources: None or negative for values from outside) lead to producers."""
@@ -623,6 +652,7 @@ class _State:
             if (f.short == "transpose" and self._folds(i))
             or (f.short == "pad" and self._pads_convolutions(i))
         }
+        self.computed_constants = _constant_folded(ops, srcs)
         self.group_of = [-1] * len(ops)
         # The readers of each value from outside the block, by its (negative) source id:
         # `users` holds those of the block's own ops.
@@ -762,7 +792,13 @@ class _State:
             grp.extra += 1
         grp.ynn |= f.reduce_mode == "ynn"
         grp.window |= f.reduce_mode == "ynn" and f.short == "reduce_window"
-        if not (f.free or i in self.folded or self._folds_to_constant(i) or self._dropped(i)):
+        if not (
+            f.free
+            or i in self.folded
+            or i in self.computed_constants
+            or self._folds_to_constant(i)
+            or self._dropped(i)
+        ):
             grp.work_ops += 1
         if not f.pointwise:
             grp.only_elementwise = False

@@ -735,6 +735,18 @@ def test_a_loop_nothing_reads_is_no_kernel() -> None:
     assert _cpu_kernel_counts(lambda x: jax.numpy.linalg.slogdet(x)[1], [(64, 64)]) == (8, 8)
 
 
+def test_scalar_math_on_constants_is_folded_at_compile_time() -> None:
+    """erf(1 / sqrt(2)) and nextafter(0, 1) of constants, as jax.random.truncated_normal's
+    bounds: XLA's constant folding computes them, leaving the one kernel that scales and
+    shifts x (jax 0.10.2); each was a scalar kernel of ours."""
+
+    def fn(x: jax.Array) -> jax.Array:
+        scale = jax.lax.erf(jnp.float32(1.0) / jnp.sqrt(jnp.float32(2.0)))
+        return x * scale + jnp.nextafter(jnp.float32(0.0), jnp.float32(1.0))
+
+    assert _cpu_kernel_counts(fn, [(256, 256)]) == (1, 1)
+
+
 _DEAD_AND_LIVE = """
 func.func @main(%x: tensor<8xf32>, %i: tensor<i32>) -> tensor<8xf32> {
   %unread = stablehlo.exponential %x : tensor<8xf32>
