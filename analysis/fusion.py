@@ -66,11 +66,13 @@ from dataclasses import dataclass, field
 
 from stablehlo_perf.analysis.opinfo import (
     HALF_FLOATS,
+    MERGED_INDUCTION,
     PASSES_THROUGH,
     READS_PART,
     READS_WHAT_IT_RETURNS,
     OpInfo,
 )
+from stablehlo_perf.analysis.scans import RewrittenScan, rewritten_scan
 
 __all__ = [
     "ELEMENTWISE_CLASSES",
@@ -539,15 +541,20 @@ def _sources(
 
 
 def _cse(ops: Sequence[OpInfo], srcs: list[list[int | None]]) -> list[int]:
-    """Representative per op after XLA-style CSE of identical loop-fusible ops and reduces
-    (JAX repeats e.g. `x - mean` in layer norm, and `x.var()` sums x again for its own mean
-    beside `x.mean()`; XLA computes each once). A reduce's init is a scalar constant of its
+    """Representative per op after XLA-style CSE of identical loop-fusible ops, reduces and
+    reduce_windows (JAX repeats e.g. `x - mean` in layer norm, and `x.var()` sums x again
+    for its own mean beside `x.mean()`; XLA computes each once). A reduce's init is a scalar constant of its
     own: the same value counts as the same operand there (not elsewhere: XLA copies a
     constant into each fusion, where one merged broadcast would tie two GELUs together)."""
     rep = list(range(len(ops)))
     seen: dict[tuple, int] = {}
 
     def source(x: int, reduce: bool) -> object:
+        while reduce and x >= 0 and _is_noop(ops[x]):  # an init broadcast to its own shape
+            k = ops[x].attrs.get(PASSES_THROUGH, 0)  # (jnp.cumsum's)
+            if k >= len(srcs[x]) or srcs[x][k] is None:
+                break
+            x = srcs[x][k]  # type: ignore[assignment]
         if reduce and x >= 0 and _short(ops[x]) == "constant" and "scalar" in ops[x].attrs:
             return ("constant", ops[x].results, ops[x].attrs["scalar"])
         return rep[x] if x >= 0 else x
@@ -556,13 +563,14 @@ def _cse(ops: Sequence[OpInfo], srcs: list[list[int | None]]) -> list[int]:
         s = _short(op)
         if s in ("constant", "iota"):
             continue
-        if s != "reduce" and not (_is_elementwise(op) or s in _LOOP_MOVEMENT):
+        reduces = s in ("reduce", "reduce_window")
+        if not (reduces or _is_elementwise(op) or s in _LOOP_MOVEMENT):
             continue
         if any(x is None for x in srcs[i]):
             continue
         key = (
             op.name,
-            tuple(source(x, s == "reduce") for x in srcs[i]),  # type: ignore[arg-type]
+            tuple(source(x, reduces) for x in srcs[i]),  # type: ignore[arg-type]
             op.results,
             repr(sorted(op.attrs.items())) if op.attrs else "",
         )
@@ -583,6 +591,7 @@ class _Facts:
     free: bool
     reusing: bool
     reduce_mode: str
+    scan: RewrittenScan | None = None  # a scan XLA:CPU splits into levels
 
     @property
     def pointwise(self) -> bool:
@@ -592,7 +601,7 @@ class _Facts:
     @classmethod
     def of(cls, op: OpInfo, kind: str) -> _Facts:
         """Facts of op, shared between ops of one name unless they depend on shapes."""
-        key = (op.name, kind, PASSES_THROUGH in op.attrs)
+        key = (op.name, kind, PASSES_THROUGH in op.attrs, MERGED_INDUCTION in op.attrs)
         found = _FACTS.get(key)
         if found is not None:
             return found
@@ -607,16 +616,18 @@ class _Facts:
         window = kind == "cpu" and s == "reduce_window" and ynn_reduce_window(op)
         unit = reduces_unit_dims(op)
         reduce = (s == "reduce" and not unit) or window
+        scan = rewritten_scan(op) if kind == "cpu" and s == "reduce_window" and not window else None
         return cls(
             short=s,
-            loop=_is_loop_fusible(op, kind) or unit,
+            loop=_is_loop_fusible(op, kind) or unit or scan is not None,
             reduce=reduce,
             matmul=_is_matmul(op),
             constant=s == "constant",
             elementwise=_is_elementwise(op),
-            free=s in _FREE_ALONE or _is_noop(op) or unit,
+            free=s in _FREE_ALONE or _is_noop(op) or unit or MERGED_INDUCTION in op.attrs,
             reusing=s in _REUSING and _grows(op),
             reduce_mode=_reduce_mode(op, kind, reduce, window),
+            scan=scan,
         )
 
 
@@ -627,7 +638,7 @@ def _reduce_mode(op: OpInfo, kind: str, reduce: bool, window: bool) -> str:
     return cpu_reduce_mode(op) if reduce and kind == "cpu" else ""
 
 
-_FACTS: dict[tuple[str, str, bool], _Facts] = {}
+_FACTS: dict[tuple[str, str, bool, bool], _Facts] = {}
 _SHAPE_DEPENDENT = frozenset(
     {"broadcast_in_dim", "broadcast", "convert", "reshape", "transpose", "reduce", "reduce_window"}
 )
@@ -787,6 +798,7 @@ class _State:
         grp.has_matmul |= f.matmul
         grp.has_reduce |= f.reduce
         grp.extra += f.reduce_mode == "tree" and not self._merged_into_ynn(i)
+        grp.extra += f.scan.kernels - 1 if f.scan else 0  # its levels; the combine is the group's
         if self.kind == "cpu" and i not in self.reciprocals and self._divides_by_broadcast(i):
             self.reciprocals.add(i)
             grp.extra += 1
@@ -836,6 +848,12 @@ class _State:
             for u in self.users[i]:
                 if self.facts[u].reduce_mode == "tree" and self.in_group(u, g):
                     return False
+        if f.scan:  # the kernel combining its levels fuses into an elementwise consumer's
+            return not (grp.has_reduce or grp.has_matmul or grp.ynn)
+        for u in self.users[i]:  # a split scan's first level reads its input unless a
+            scan = self.facts[u].scan  # head kernel pads or transposes it
+            if scan and not scan.head and self.in_group(u, g):
+                return False
         if f.matmul:
             if grp.has_matmul or grp.has_reduce or not grp.only_elementwise:
                 return False
@@ -1564,6 +1582,7 @@ def loop_body_copies(
     group_deps: Sequence[Sequence[int]],
     readers: Mapping[int, Collection[int]],
     returns: Sequence[tuple[str, int]],
+    merged: Sequence[tuple[int, int]] = (),
 ) -> list[int]:
     """Copies XLA's copy insertion leaves in a while body, per carried value, each trip.
 
@@ -1574,8 +1593,9 @@ def loop_body_copies(
     Result j not computed from argument j — a permutation, `(b, a)` or `(b * 2, a * 3)` — or
     a value from outside the body, while argument j is still needed: copies of both, two.
     `group_of` maps the body's ops (block-local) to kernels, `group_deps` gives each
-    kernel's producers, `readers` the ops reading each argument and `returns` what the
-    terminator returns (`ModuleView.block_arguments`). Checked against jax 0.10.2's compiled
+    kernel's producers, `readers` the ops reading each argument, `returns` what the
+    terminator returns (`ModuleView.block_arguments`) and `merged` the induction variables
+    XLA folds into a counter (`MERGED_STATE`: their readers read the counter instead). Checked against jax 0.10.2's compiled
     HLO (copies in the while body): 0 / 0 / 0 for independent updates, a pass-through read by
     the other update and a dot read before the update, 2 for `(a + b, a - b)` and for
     `(tanh(a @ b), tanh(b) + a)`, 4 for `(b, a)` and `(b * 2, a * 3)`, 6 for a rotation of
@@ -1595,12 +1615,18 @@ def loop_body_copies(
             ancestors[g] = found
         return ancestors[g]
 
+    folded = dict(merged)
+    if folded:
+        moved = {j: set(r) for j, r in readers.items() if j not in folded}
+        for j, counter in merged:
+            moved.setdefault(counter, set()).update(readers.get(j, ()))
+        readers = moved
     out = []
     for j, (kind, src) in enumerate(returns):
         returned_elsewhere = any(r == ("arg", j) for k, r in enumerate(returns) if k != j)
         reading = {group_of[r] for r in readers.get(j, ())}
         live = bool(reading) or returned_elsewhere
-        if kind == "arg" and src == j:
+        if (kind == "arg" and src == j) or j in folded:  # (folded: no longer loop state)
             out.append(0)
         elif kind != "op":
             out.append(2 if live else 1)

@@ -49,7 +49,7 @@ from stablehlo_perf.analysis.opinfo import (
     moves_minor_axis,
     transpose_read_stride_bytes,
 )
-from stablehlo_perf.analysis.scans import executed_flops
+from stablehlo_perf.analysis.scans import executed_flops, rewritten_scan
 from stablehlo_perf.analysis.service import DEAD_MODEL, FREE_MODEL, OpCost
 from stablehlo_perf.analysis.targets import Target
 
@@ -515,7 +515,10 @@ def price_groups(
                     best_ns, model, streamed = c.latency_ns - overhead, c.model, False
         if g in learned:
             best_ns, model, streamed = max(learned[g][0] - overhead, 0.0), learned[g][1], False
-        latency = best_ns + overhead * plan.launches[g]
+        launches = plan.launches[g]
+        if target.kind == "cpu":  # a scan's own time holds the launches of its levels
+            launches -= sum(s.kernels - 1 for i in members[g] if (s := rewritten_scan(ops[i])))
+        latency = best_ns + overhead * launches
         groups.append(GroupCost(latency, round(dram), f"fused-{kind}:{model}", streamed))
     latency_share = [0.0] * len(ops)
     dram_share = [0] * len(ops)

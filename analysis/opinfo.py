@@ -45,6 +45,15 @@ DEAD = "dead"
 """OpInfo attribute of an op whose results nothing reads and that has no effect
 (`passes.extract`): XLA's dead-code elimination removes it."""
 
+MERGED_INDUCTION = "merged_induction"
+"""OpInfo attribute of a while body's op stepping an induction variable that XLA's while-loop
+simplifier folds into the loop's trip counter (`passes.extract`): it no longer runs."""
+
+MERGED_STATE = "merged_state"
+"""OpInfo attribute of a while op: (position, counter) for each value of its loop state so
+folded into the counter at that position (no longer carried from trip to trip: its readers
+read the counter)."""
+
 PASSES_THROUGH = "passes_through"
 """OpInfo attribute of a binary op with its identity splat (`x + 0`, `x * 1`): the operand it
 returns unchanged, as XLA's algebraic simplifier leaves it (`passes.extract`)."""
@@ -181,8 +190,9 @@ class OpInfo:
 
     @property
     def removed(self) -> bool:
-        """XLA removes it before it compiles: it is dead, or passes an operand through."""
-        return self.dead or PASSES_THROUGH in self.attrs
+        """XLA removes it before it compiles: it is dead, passes an operand through or steps
+        an induction variable merged into the trip counter."""
+        return self.dead or PASSES_THROUGH in self.attrs or MERGED_INDUCTION in self.attrs
 
     @property
     def short_name(self) -> str:

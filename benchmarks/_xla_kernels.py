@@ -27,7 +27,7 @@ from stablehlo_perf.analysis.fusion import (
     plan_fusion,
     while_init_copies,
 )
-from stablehlo_perf.analysis.opinfo import OpInfo
+from stablehlo_perf.analysis.opinfo import MERGED_STATE, OpInfo
 from stablehlo_perf.passes.extract import view_module
 from stablehlo_perf.passes.inline import inline_calls
 from stablehlo_perf.passes.ir import make_context, parse_module
@@ -164,6 +164,7 @@ class FlatBlock:
     carried: dict[int, list[bool]] = field(default_factory=dict)
     locs: list[str] = field(default_factory=list)
     arguments: tuple[dict[int, set[int]], list[tuple[str, int]]] | None = None  # while bodies
+    merged: tuple[tuple[int, int], ...] = ()  # a while body's state folded into a counter
 
     @property
     def deps(self) -> list[list[int]]:
@@ -173,12 +174,14 @@ class FlatBlock:
         return plan_fusion(self.ops, self.deps, kind, self.sources, self.live_out)
 
 
-def _while_carried(op: ir.Operation) -> list[bool]:
-    """Per loop-carried value: does the body change it (not returned as its own argument)?"""
+def _while_carried(op: ir.Operation, merged: Sequence[tuple[int, int]] = ()) -> list[bool]:
+    """Per loop-carried value: does the body change it (not returned as its own argument,
+    nor an induction variable XLA merges into the trip counter)?"""
     body = op.regions[1].blocks[0]
     ret = list(body.operations)[-1]
     return [
         not (isinstance(v, ir.BlockArgument) and v.owner == body and v.arg_number == k)
+        and k not in dict(merged)
         for k, v in enumerate(ret.operands)
     ]
 
@@ -193,7 +196,7 @@ def flat_blocks(text: str, entry: str = "main") -> list[FlatBlock]:
         view = view_module(module, "<fusion>")
         blocks: list[FlatBlock] = []
 
-        def add(owner: str, ids: list[int], body: bool = False) -> None:
+        def add(owner: str, ids: list[int], body: bool = False, merged: tuple = ()) -> None:
             recs = [view.records[i] for i in ids]
             flat = FlatBlock(
                 owner,
@@ -201,18 +204,20 @@ def flat_blocks(text: str, entry: str = "main") -> list[FlatBlock]:
                 view.block_sources(ids),
                 view.block_live_out(ids),
                 {
-                    k: _while_carried(r.op)
+                    k: _while_carried(r.op, r.info.attrs.get(MERGED_STATE, ()))
                     for k, r in enumerate(recs)
                     if r.op.name == "stablehlo.while"
                 },
                 [r.info.loc for r in recs],
                 view.block_arguments(ids) if body else None,
+                merged,
             )
             blocks.append(flat)
             for i in ids:
                 short = view.records[i].info.short_name
+                merged = view.records[i].info.attrs.get(MERGED_STATE, ())
                 for ri, region in enumerate(view.regions.get(i, ())):
-                    add(f"{short}#{i}/{ri}", region, short == "while" and ri == 1)
+                    add(f"{short}#{i}/{ri}", region, short == "while" and ri == 1, merged)
 
         add(entry, view.funcs[entry].top)
     return blocks
@@ -242,7 +247,8 @@ def our_kernels(blocks: Sequence[FlatBlock], kind: str = "cpu") -> OurKernels:
                 copies += len(while_init_copies(b.ops, b.sources, i, carried))
         if b.arguments is not None and b.ops and not all(o.dead for o in b.ops):
             readers, returns = b.arguments
-            copies += sum(loop_body_copies(plan.groups, group_deps(plan, b.deps), readers, returns))
+            deps = group_deps(plan, b.deps)
+            copies += sum(loop_body_copies(plan.groups, deps, readers, returns, b.merged))
         for g, k in enumerate(plan.kinds):
             names = [b.ops[i].short_name for i in members[g]]
             if k == "free":

@@ -22,6 +22,8 @@ from stablehlo_perf.analysis.aggregate import branch_shares
 from stablehlo_perf.analysis.critical_path import static_trip_count
 from stablehlo_perf.analysis.opinfo import (
     DEAD,
+    MERGED_INDUCTION,
+    MERGED_STATE,
     PASSES_THROUGH,
     OpInfo,
     TensorType,
@@ -249,6 +251,7 @@ def view_module(module: ir.Operation | ir.Module, filename: str) -> ModuleView:
             fv.top.extend(_visit_block(view, types, block, name, None, (id(fv), 0, bi)))
     for fv in view.funcs.values():
         _mark_dead(view, fv.top)
+    _mark_induction_variables(view)
     return view
 
 
@@ -295,11 +298,69 @@ def _mark_dead(view: ModuleView, ids: Sequence[int]) -> None:
     for k, i in enumerate(ids):
         if dead[k]:
             for j in [i, *(j for block in view.blocks_inside(i) for j in block)]:
-                rec = view.records[j]
-                rec.info = replace(rec.info, attrs={**rec.info.attrs, DEAD: True})
+                _set_attr(view, j, DEAD, True)
         else:
             for block in view.regions.get(i, ()):
                 _mark_dead(view, block)
+
+
+# Integer types whose induction variables XLA's while-loop simplifier merges (not 16-bit:
+# it has no literals of those).
+_INDUCTION_TYPES = frozenset({"i8", "si8", "ui8", "i32", "si32", "ui32", "i64", "si64", "ui64"})
+
+
+def _mark_induction_variables(view: ModuleView) -> None:
+    """Mark the induction variables of each live while loop that XLA's while-loop simplifier
+    merges (OpInfo attributes `MERGED_INDUCTION` of the step, `MERGED_STATE` of the loop):
+    loop state j of an integer type, one element, that the body steps by a constant (`j +
+    c`). Where two or more of one type are (the trip counter, 0 stepped by 1, among them),
+    XLA keeps one counter and computes the others from it wherever they are read: their
+    steps are no kernels and their state is no longer carried (jax.random's threefry loop carries its own counter beside the
+    fori_loop's: one scalar kernel and one copy fewer, jax 0.10.2)."""
+    for rec in view.records:
+        regions = view.regions.get(rec.info.id, ())
+        if rec.info.name != "stablehlo.while" or rec.info.dead or len(regions) < 2:
+            continue
+        body = regions[1]
+        term = view.terminators.get(tuple(body))
+        if term is None:
+            continue
+        by_type: dict[str, list[tuple[int, int, bool]]] = {}
+        for j, v in enumerate(term.operands):
+            step = v.owner
+            if not isinstance(step, (ir.OpView, ir.Operation)):
+                continue
+            step = step.operation
+            k = next((k for k in body if view.records[k].op == step), None)
+            if k is None or step.name != "stablehlo.add":
+                continue
+            t = view.records[k].info.results[0]
+            if t.element_type not in _INDUCTION_TYPES or t.num_elements != 1:
+                continue
+            a, b = step.operands
+            c = _const_int(b) if _block_arg_index(a, term.block) == j else None
+            if c is None and _block_arg_index(b, term.block) == j:
+                c = _const_int(a)
+            if c is None:
+                continue
+            counter = c == 1 and _const_int(rec.op.operands[j]) == 0
+            by_type.setdefault(t.element_type, []).append((j, k, counter))
+        merged: list[tuple[int, int]] = []
+        for found in by_type.values():
+            if len(found) < 2:
+                continue
+            kept = next((x for x in found if x[2]), found[0])
+            for j, k, _ in found:
+                if j != kept[0]:
+                    merged.append((j, kept[0]))
+                    _set_attr(view, k, MERGED_INDUCTION, True)
+        if merged:
+            _set_attr(view, rec.info.id, MERGED_STATE, tuple(sorted(merged)))
+
+
+def _set_attr(view: ModuleView, i: int, key: str, value: Any) -> None:
+    rec = view.records[i]
+    rec.info = replace(rec.info, attrs={**rec.info.attrs, key: value})
 
 
 def _visit_block(

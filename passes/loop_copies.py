@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from stablehlo_perf.analysis.fusion import loop_body_copies, while_init_copies
-from stablehlo_perf.analysis.opinfo import OpInfo, TensorType
+from stablehlo_perf.analysis.opinfo import MERGED_STATE, OpInfo, TensorType
 from stablehlo_perf.analysis.service import OpCost, Registry
 from stablehlo_perf.analysis.targets import Target
 from stablehlo_perf.passes.base import AnalysisCache
@@ -63,10 +63,12 @@ def loop_copies(
             groups, deps = bf.plan.groups, bf.group_deps
         else:
             groups, deps = list(range(len(body))), view.block_deps(body)
-        counts = loop_body_copies(groups, deps, readers, returns)
+        merged = info.attrs.get(MERGED_STATE, ())
+        counts = loop_body_copies(groups, deps, readers, returns, merged)
         per_trip = [t for t, n in zip(info.results, counts, strict=True) for _ in range(n)]
         block = _block_of(view, info.id)
-        changed = [r != ("arg", j) for j, r in enumerate(returns)]
+        folded = dict(merged)
+        changed = [r != ("arg", j) and j not in folded for j, r in enumerate(returns)]
         before = while_init_copies(
             [view.records[i].info for i in block],
             view.block_sources(block),

@@ -7,6 +7,7 @@ arguments.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -726,6 +727,90 @@ def test_a_reduce_over_a_unit_dimension_is_no_kernel(batch: int) -> None:
 )
 def test_an_op_with_its_identity_is_no_kernel(name: str, fn: object, kernels: int) -> None:
     assert _cpu_kernel_counts(fn, [(256, 256), (256, 256)]) == (kernels, kernels)
+
+
+@pytest.mark.parametrize(
+    ("name", "fn", "shape", "kernels"),
+    # XLA:CPU's ReduceWindowRewriter (jax 0.10.2) splits a scan longer than 16 into levels
+    # of 16: a reduce-window and a slice of the blocks' totals per level, a last
+    # reduce-window, a kernel combining them (which takes an elementwise consumer) and,
+    # padding to a multiple of 16 or moving the axis last, a first one (which takes an
+    # elementwise producer); a scan of 16 or fewer stays one kernel that fuses nothing.
+    [
+        ("cumprod 1024", lambda x: jnp.cumprod(x, axis=-1), (128, 1024), 6),
+        ("cumsum 1000", lambda x: jnp.cumsum(x, axis=-1), (8, 1000), 7),
+        ("cumsum axis 0", lambda x: jnp.cumsum(x, axis=0), (1024, 8), 7),
+        ("cumsum 65536", lambda x: jnp.cumsum(x), (65536,), 8),
+        ("3 * cumsum(sin x) 1000", lambda x: 3 * jnp.cumsum(jnp.sin(x), axis=-1), (8, 1000), 7),
+        ("cumsum(sin x) 1024", lambda x: jnp.cumsum(jnp.sin(x), axis=-1), (8, 1024), 7),
+        ("twice, two readers", lambda x: (jnp.cumsum(x, 1) * 3, jnp.exp(jnp.cumsum(x, 1))), (8, 1024), 8),
+        ("cummax 16", lambda x: jax.lax.cummax(x, axis=1), (8, 16), 1),
+        ("cumsum(2x) + 1 over 12", lambda x: jnp.cumsum(x * 2, axis=1) + 1, (8, 12), 3),
+    ],
+)  # fmt: skip
+def test_a_long_scan_is_the_kernels_of_its_levels(
+    name: str, fn: object, shape: tuple[int, ...], kernels: int
+) -> None:
+    assert _cpu_kernel_counts(fn, [shape]) == (kernels, kernels)
+
+
+def test_a_scans_kernels_are_priced_by_its_own_time() -> None:
+    """A lone cumsum costs its model's time (measured whole, its levels' launches in it):
+    the six kernels it counts add launches to the call, not to it."""
+    from stablehlo_perf.analysis.service import default_registry
+    from stablehlo_perf.analysis.targets import load_target
+    from stablehlo_perf.passes.api import analyze
+
+    text = (
+        jax.jit(lambda x: jnp.cumsum(x, axis=-1))
+        .lower(jax.ShapeDtypeStruct((64, 1024), jnp.float32))
+        .as_text()
+    )
+    scan = next(op for op in op_infos(text) if op.short_name == "reduce_window")
+    own = default_registry().price([scan], load_target("host"))[0]
+    (group,) = [g for g in json.loads(analyze(text, target="host").to_json())["fusion_groups"]
+                if g["kind"] != "free"]  # fmt: skip
+    assert group["kernels"] == 6
+    assert group["latency_ns"] == pytest.approx(own.latency_ns, rel=1e-9)
+
+
+def _two_counters(
+    x: jax.Array, start: int = 0, step: int = 1, kind: object = jnp.int32
+) -> jax.Array:
+    def body(c: tuple) -> tuple:
+        i, j, y = c
+        return i + 1, j + kind(step), y * 2 + j.astype(jnp.float32)
+
+    return jax.lax.while_loop(lambda c: c[0] < 10, body, (0, kind(start), x))[2]
+
+
+@pytest.mark.parametrize(
+    ("name", "fn", "kernels"),
+    # XLA:CPU (jax 0.10.2): the second i32 counter is computed from the first where read,
+    # leaving the body its multiply and one scalar add, the condition its compare, and
+    # copies of x and of one counter's constant 0 before the loop: 6; a u32 counter
+    # stays (no other of its type): 8, as jax.random's threefry loop keeps its own
+    # counter beside the fori_loop's unless both are i32 (they are: 26 with the copies).
+    [
+        ("j = 0, 1, 2, ...", _two_counters, 6),
+        ("j = 5, 8, 11, ...", lambda x: _two_counters(x, 5, 3), 6),
+        ("j of u32", lambda x: _two_counters(x, kind=jnp.uint32), 8),
+    ],
+)
+def test_induction_variables_fold_into_the_trip_counter(
+    name: str, fn: object, kernels: int
+) -> None:
+    assert _cpu_kernel_counts(fn, [(64, 64)]) == (kernels, kernels)
+
+
+def test_jax_randoms_counters_are_one() -> None:
+    """jax.random.uniform's threefry loop: the fori_loop's counter and the body's own, one
+    kernel and one copy before the loop (26 kernels and copies of XLA:CPU's, jax 0.10.2)."""
+    xk = benchmark_module("_xla_kernels")
+    lowered = jax.jit(lambda k: jax.random.uniform(k, (64, 64))).lower(jax.random.key(0))
+    xla = xk.xla_kernels(lowered.compile().as_text()).kernels
+    ours = xk.our_kernels(xk.flat_blocks(lowered.as_text()), "cpu")
+    assert (len(xla), ours.kernels) == (26, 26)
 
 
 def test_a_loop_nothing_reads_is_no_kernel() -> None:
