@@ -1583,6 +1583,7 @@ def loop_body_copies(
     readers: Mapping[int, Collection[int]],
     returns: Sequence[tuple[str, int]],
     merged: Sequence[tuple[int, int]] = (),
+    updates: Mapping[int, Sequence[int]] | None = None,
 ) -> list[int]:
     """Copies XLA's copy insertion leaves in a while body, per carried value, each trip.
 
@@ -1600,7 +1601,14 @@ def loop_body_copies(
     the other update and a dot read before the update, 2 for `(a + b, a - b)` and for
     `(tanh(a @ b), tanh(b) + a)`, 4 for `(b, a)` and `(b * 2, a * 3)`, 6 for a rotation of
     three, and jax.random's threefry loop (both 512x512 halves copied, its five rotated
-    keys and counters twice)."""
+    keys and counters twice).
+
+    `updates` lists the ops writing into argument j's buffer in place
+    (`ModuleView.block_updates`): where a kernel reading argument j may run after the first
+    of them, XLA copies argument j first, and copies the result back when the last of them
+    returns it: `x.at[i].set(1) + x[3]` copies once, swapping two elements of a permutation
+    (`x.at[i].set(x[j]).at[j].set(x[i])`, jax's LU pivots) twice; `x.at[i].set(x[j])`
+    and `x.at[i].set(1).at[j].set(2)` not at all."""
     ancestors: dict[int, set[int]] = {}
 
     def before(g: int) -> set[int]:
@@ -1631,6 +1639,11 @@ def loop_body_copies(
         elif kind != "op":
             out.append(2 if live else 1)
         else:
+            chain = (updates or {}).get(j, ())
+            first = group_of[chain[0]] if chain else None
+            if first is not None and reading - before(first) - {first}:
+                out.append(2 if src in chain else 1)  # read after an update in place
+                continue
             writer = group_of[src]
             runs_first = before(writer) | {writer}
             if not reading & runs_first:

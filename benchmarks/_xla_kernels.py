@@ -165,6 +165,7 @@ class FlatBlock:
     locs: list[str] = field(default_factory=list)
     arguments: tuple[dict[int, set[int]], list[tuple[str, int]]] | None = None  # while bodies
     merged: tuple[tuple[int, int], ...] = ()  # a while body's state folded into a counter
+    updates: dict[int, list[int]] = field(default_factory=dict)  # `ModuleView.block_updates`
 
     @property
     def deps(self) -> list[list[int]]:
@@ -211,6 +212,7 @@ def flat_blocks(text: str, entry: str = "main") -> list[FlatBlock]:
                 [r.info.loc for r in recs],
                 view.block_arguments(ids) if body else None,
                 merged,
+                view.block_updates(ids) if body else {},
             )
             blocks.append(flat)
             for i in ids:
@@ -248,7 +250,9 @@ def our_kernels(blocks: Sequence[FlatBlock], kind: str = "cpu") -> OurKernels:
         if b.arguments is not None and b.ops and not all(o.dead for o in b.ops):
             readers, returns = b.arguments
             deps = group_deps(plan, b.deps)
-            copies += sum(loop_body_copies(plan.groups, deps, readers, returns, b.merged))
+            copies += sum(
+                loop_body_copies(plan.groups, deps, readers, returns, b.merged, b.updates)
+            )
         for g, k in enumerate(plan.kinds):
             names = [b.ops[i].short_name for i in members[g]]
             if k == "free":

@@ -164,6 +164,29 @@ class ModuleView:
                 returns.append(("outside", -1))
         return readers, returns
 
+    def block_updates(self, ids: Sequence[int]) -> dict[int, list[int]]:
+        """Per argument of a region block, the ops (block-local, in order) that write into its
+        buffer in place: a dynamic_update_slice or scatter of the argument, one of that op's
+        result, and so on."""
+        term = self.terminators.get(tuple(ids))
+        if term is None:
+            return {}
+        local = self._local(ids)
+        chains: dict[int, list[int]] = {}
+        chain_of: dict[int, int] = {}
+        for k, i in enumerate(ids):
+            op = self.records[i].op
+            if op.name not in _IN_PLACE or not len(op.operands):
+                continue
+            base = op.operands[0]
+            j = _block_arg_index(base, term.block)
+            if j is None:
+                j = chain_of.get(local.get(base.owner, -1))
+            if j is not None:
+                chains.setdefault(j, []).append(k)
+                chain_of[k] = j
+        return chains
+
     def block_live_out(self, ids: Sequence[int]) -> list[int]:
         """Block-local indices of the ops whose results the block's terminator returns."""
         term = self.terminators.get(tuple(ids))
@@ -303,6 +326,9 @@ def _mark_dead(view: ModuleView, ids: Sequence[int]) -> None:
             for block in view.regions.get(i, ()):
                 _mark_dead(view, block)
 
+
+# Ops that write their result into their first operand's buffer.
+_IN_PLACE = frozenset({"stablehlo.dynamic_update_slice", "stablehlo.scatter"})
 
 # Integer types whose induction variables XLA's while-loop simplifier merges (not 16-bit:
 # it has no literals of those).

@@ -64,7 +64,7 @@ def loop_copies(
         else:
             groups, deps = list(range(len(body))), view.block_deps(body)
         merged = info.attrs.get(MERGED_STATE, ())
-        counts = loop_body_copies(groups, deps, readers, returns, merged)
+        counts = loop_body_copies(groups, deps, readers, returns, merged, view.block_updates(body))
         per_trip = [t for t, n in zip(info.results, counts, strict=True) for _ in range(n)]
         block = _block_of(view, info.id)
         folded = dict(merged)

@@ -1480,6 +1480,35 @@ def test_loop_state_copies_are_the_ones_xla_inserts() -> None:
         assert (int(m.group(1)) if m else 0) == xla, (name, loop_op.model, xla)
 
 
+@pytest.mark.parametrize(
+    ("name", "step", "copies"),
+    # XLA:CPU (jax 0.10.2): the counter, which the update's index reads, copied each trip;
+    # x once more where a kernel may read it after an update of it in place, and once
+    # again where an update in place then returns it.
+    [
+        ("x.at[i].set(x[j])", lambda i, x: x.at[i].set(x[i + 1]), 1),
+        ("x.at[i].set(1).at[j].set(2)", lambda i, x: x.at[i].set(1).at[i + 1].set(2), 1),
+        ("x.at[i].set(1) + x[3]", lambda i, x: x.at[i].set(1) + x[3], 2),
+        ("swap x[i] and x[j]", lambda i, x: x.at[i].set(x[i + 1]).at[i + 1].set(x[i]), 3),
+    ],
+)
+def test_an_update_in_place_a_later_read_would_see_copies_the_state(
+    name: str, step: object, copies: int
+) -> None:
+    import re
+
+    import stablehlo_perf as sp
+
+    lowered = jax.jit(lambda x: jax.lax.fori_loop(0, 50, step, x)).lower(
+        jax.ShapeDtypeStruct((200,), jnp.int32)
+    )
+    assert _xla_body_copies(lowered.compile().as_text()) == [copies]
+    (loop_op,) = [
+        o for o in sp.analyze(lowered, target="host").report.ops if o.name == "stablehlo.while"
+    ]
+    assert re.search(r"copies: (\d+) a trip", loop_op.model).group(1) == str(copies)
+
+
 def test_loop_copies_are_priced_as_copy_kernels() -> None:
     """`(a + b, a - b)` on 1024 f32 for 5 trips on unit-cpu (100 B/ns, 100 ns a kernel):
     both values copied each trip and, being entry parameters, once before, with the
