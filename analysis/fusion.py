@@ -249,9 +249,36 @@ def _is_elementwise(op: OpInfo) -> bool:
 
 def _is_loop_fusible(op: OpInfo, kind: str) -> bool:
     s = _short(op)
+    if kind == "cpu" and s == "concatenate" and cpu_concatenates_alone(op):
+        return False
     if s in _LOOP_MOVEMENT or _is_elementwise(op):
         return True
     return s == "reduce_window" and kind != "cpu"
+
+
+CONCATENATE_MAX_FUSED_INPUTS = 8
+"""XLA:CPU fuses no concatenate of more inputs than this (nine 64x4 f32 add kernels and
+their concatenate: 10 kernels, eight: one)."""
+CONCATENATE_ALONE_ROW = 128
+"""XLA:CPU fuses no concatenate along the minor dimension whose result's rows are this many
+elements or more (`cpu_concatenates_alone`)."""
+
+
+def cpu_concatenates_alone(op: OpInfo) -> bool:
+    """Whether XLA:CPU runs a concatenate as a kernel of its own that fuses nothing (its
+    fusion rules, jax 0.10.2): one of more than `CONCATENATE_MAX_FUSED_INPUTS` inputs, or
+    one along the minor dimension of a matrix or higher whose result's rows are
+    `CONCATENATE_ALONE_ROW` elements or longer (a copy loop beats the branches a fused
+    kernel's inner loop would take): `concatenate([a + b, a * b], -1)` of 64x64 f32, f16 or
+    bf16 halves is three kernels (with bf16's converts, four), of 64x63 one, as is one
+    along the leading axis; of nine 64x4 inputs, ten."""
+    if len(op.operands) > CONCATENATE_MAX_FUSED_INPUTS:
+        return True
+    out = op.results[0] if op.results else None
+    if out is None or out.shape is None or len(out.shape) <= 1:
+        return False
+    dim = op.attrs.get("dimension")
+    return dim == len(out.shape) - 1 and out.shape[dim] >= CONCATENATE_ALONE_ROW
 
 
 YNN_REDUCE_MIN_ELEMENTS = 4096
@@ -640,8 +667,11 @@ def _reduce_mode(op: OpInfo, kind: str, reduce: bool, window: bool) -> str:
 
 _FACTS: dict[tuple[str, str, bool, bool], _Facts] = {}
 _SHAPE_DEPENDENT = frozenset(
-    {"broadcast_in_dim", "broadcast", "convert", "reshape", "transpose", "reduce", "reduce_window"}
-)
+    {
+        "broadcast_in_dim", "broadcast", "convert", "reshape", "transpose", "reduce",
+        "reduce_window", "concatenate",
+    }
+)  # fmt: skip
 
 
 class _State:

@@ -813,6 +813,31 @@ def test_jax_randoms_counters_are_one() -> None:
     assert (len(xla), ours.kernels) == (26, 26)
 
 
+def _halves(a: jax.Array, b: jax.Array, axis: int = -1) -> jax.Array:
+    return jnp.concatenate([a + b, a * b], axis)
+
+
+@pytest.mark.parametrize(
+    ("name", "fn", "shapes", "kernels"),
+    # XLA:CPU (jax 0.10.2) fuses no concatenate along the minor dimension whose result's
+    # rows hold 128 elements or more, nor one of more than eight inputs: it is a kernel of
+    # its own, as is each of its producers.
+    [
+        ("rows of 128", _halves, [(64, 64), (64, 64)], 3),
+        ("rows of 126", _halves, [(64, 63), (64, 63)], 1),
+        ("one row of 128", _halves, [(1, 64), (1, 64)], 3),
+        ("along the leading axis", lambda a, b: _halves(a, b, 0), [(64, 64), (64, 64)], 1),
+        ("vectors", _halves, [(4096,), (4096,)], 1),
+        ("nine inputs", lambda *xs: jnp.concatenate([x + 1 for x in xs], -1), [(64, 4)] * 9, 10),
+        ("sin and cos", lambda a, b: jnp.concatenate([jnp.sin(a * b), jnp.cos(a * b)], -1), [(1024, 128), (1024, 128)], 3),
+    ],
+)  # fmt: skip
+def test_a_long_rowed_concatenate_fuses_nothing(
+    name: str, fn: object, shapes: list[tuple[int, ...]], kernels: int
+) -> None:
+    assert _cpu_kernel_counts(fn, shapes) == (kernels, kernels)
+
+
 def test_a_loop_nothing_reads_is_no_kernel() -> None:
     """slogdet's LU also computes the row permutation, a while loop over the pivots whose
     results nothing reads: XLA removes it (8 kernels, jax 0.10.2), and so do we (11 with
