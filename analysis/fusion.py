@@ -526,18 +526,17 @@ def _constant_fed(j: int, ops: Sequence[OpInfo], deps: Sequence[Sequence[int | N
 def _is_expensive(
     i: int, ops: Sequence[OpInfo], deps: Sequence[Sequence[int]], srcs: Sequence[int | None]
 ) -> bool:
-    """XLA's IsExpensive: float divide/transcendental, reduce, reduce_window, dot, conv (not a
-    reduce over unit dimensions, which XLA's simplifier has made a bitcast)."""
+    """XLA's IsExpensive: divide or remainder by a non-constant, float transcendental, reduce,
+    reduce_window, dot, conv (not a reduce over unit dimensions, which XLA's simplifier has
+    made a bitcast)."""
     op = ops[i]
     s = _short(op)
     if (s in ("reduce", "reduce_window") and not reduces_unit_dims(op)) or _is_matmul(op):
         return True
     floating = op.element_type.startswith(("f", "bf", "complex"))
-    if s in _EXPENSIVE_ELEMENTWISE:
+    if s in _EXPENSIVE_ELEMENTWISE:  # by a constant: shifts and multiplies (a reciprocal's)
         divisor = srcs[1] if len(srcs) > 1 else None
-        return floating and not (
-            divisor is not None and divisor >= 0 and _constant_fed(divisor, ops, deps)
-        )
+        return not (divisor is not None and divisor >= 0 and _constant_fed(divisor, ops, deps))
     return op.op_class == "transcendental" and floating
 
 
@@ -1195,6 +1194,8 @@ class _State:
         expensive = _is_expensive(i, self.ops, self.deps, self.srcs[i])
         ok = [g for g in targets if fusible and self.accepts(g, i, expensive)]
         everyone = len(ok) == len(targets) and i not in live_out
+        if self.kind == "cpu" and expensive and self._divides_for_two(i):
+            everyone = False
         if everyone and (len(targets) == 1 or (not expensive and len(targets) <= MAX_COPIES)):
             self.join(i, targets)
             return
@@ -1210,6 +1211,21 @@ class _State:
             self.copies[i] = ok
             for g in ok:
                 self.add(g, i)
+
+    def _divides_for_two(self, i: int) -> bool:
+        """A divide or remainder by an array (not a broadcast) that two ops read: XLA:CPU
+        keeps it a kernel of its own though one kernel holds both readers (`jnp.where(q >
+        0, q - 1, q)` of q = a / b or a % b, f32 or i32: two kernels; of q = exp(a) or a %
+        broadcast(n): one; jax.numpy's floor_divide of i32 arrays: two; jax 0.10.2). Not a bf16
+        one: XLA:CPU divides in f32, read by one convert back (the calibration's bf16 fused
+        chains: `div_y.where_y` one kernel)."""
+        op = self.ops[i]
+        if self.facts[i].short not in _EXPENSIVE_ELEMENTWISE or len(set(self.users[i])) < 2:
+            return False
+        if op.element_type == "bf16":  # XLA:CPU divides in f32: one convert reads it
+            return False
+        divisor = self.srcs[i][1] if len(self.srcs[i]) > 1 else None
+        return divisor is None or divisor < 0 or _short(self.ops[divisor]) not in _BROADCASTS
 
     def _tail_merges(self, i: int) -> bool:
         """Whether YNN tail i joins the YNN fusion holding all its readers rather than ending

@@ -838,6 +838,36 @@ def test_a_long_rowed_concatenate_fuses_nothing(
     assert _cpu_kernel_counts(fn, shapes) == (kernels, kernels)
 
 
+def _q_or_q_less_one(q: jax.Array) -> jax.Array:
+    return jnp.where(q > 0, q - 1, q)
+
+
+@pytest.mark.parametrize(
+    ("name", "fn", "dtype", "kernels"),
+    # XLA:CPU (jax 0.10.2): a divide or remainder by an array that two ops read is a kernel
+    # of its own though one kernel holds both; by a constant or a broadcast scalar, or read
+    # once, it fuses, as an exponential read twice does.
+    [
+        ("a / b read twice", lambda a, b: _q_or_q_less_one(a / b), "f32", 2),
+        ("exp(a) read twice", lambda a, b: _q_or_q_less_one(jnp.exp(a) + b), "f32", 1),
+        ("a / b read once", lambda a, b: a / b + 1, "f32", 1),
+        ("a % b of i32 read twice", lambda a, b: _q_or_q_less_one(jax.lax.rem(a, b)), "i32", 2),
+        ("a // b of i32", lambda a, b: a // b, "i32", 2),
+        ("a // 7 of i32", lambda a, b: a // 7 + b, "i32", 1),
+        ("(31 a + 7) % b[0] of i32", lambda a, b: (a * 31 + 7) % b[0], "i32", 1),
+    ],
+)
+def test_a_divide_two_ops_read_is_a_kernel_of_its_own(
+    name: str, fn: object, dtype: str, kernels: int
+) -> None:
+    xk = benchmark_module("_xla_kernels")
+    element = {"f32": jnp.float32, "i32": jnp.int32}[dtype]
+    lowered = jax.jit(fn).lower(*[jax.ShapeDtypeStruct((4096,), element)] * 2)
+    xla = xk.xla_kernels(lowered.compile().as_text()).kernels
+    ours = xk.our_kernels(xk.flat_blocks(lowered.as_text()), "cpu").kernels
+    assert (len(xla), ours) == (kernels, kernels)
+
+
 def test_a_loop_nothing_reads_is_no_kernel() -> None:
     """slogdet's LU also computes the row permutation, a while loop over the pivots whose
     results nothing reads: XLA removes it (8 kernels, jax 0.10.2), and so do we (11 with
