@@ -569,9 +569,10 @@ def _sources(
 def _cse(ops: Sequence[OpInfo], srcs: list[list[int | None]]) -> list[int]:
     """Representative per op after XLA-style CSE of identical loop-fusible ops, reduces and
     reduce_windows (JAX repeats e.g. `x - mean` in layer norm, and `x.var()` sums x again
-    for its own mean beside `x.mean()`; XLA computes each once). A reduce's init is a scalar constant of its
-    own: the same value counts as the same operand there (not elsewhere: XLA copies a
-    constant into each fusion, where one merged broadcast would tie two GELUs together)."""
+    for its own mean beside `x.mean()`; XLA computes each once). A reduce's init is a
+    scalar constant of its own: the same value counts as the same operand there (not
+    elsewhere: XLA copies a constant into each fusion, where one merged broadcast would tie
+    two GELUs together)."""
     rep = list(range(len(ops)))
     seen: dict[tuple, int] = {}
 
@@ -1642,12 +1643,12 @@ def loop_body_copies(
     `group_of` maps the body's ops (block-local) to kernels, `group_deps` gives each
     kernel's producers, `readers` the ops reading each argument, `returns` what the
     terminator returns (`ModuleView.block_arguments`) and `merged` the induction variables
-    XLA folds into a counter (`MERGED_STATE`: their readers read the counter instead). Checked against jax 0.10.2's compiled
-    HLO (copies in the while body): 0 / 0 / 0 for independent updates, a pass-through read by
-    the other update and a dot read before the update, 2 for `(a + b, a - b)` and for
-    `(tanh(a @ b), tanh(b) + a)`, 4 for `(b, a)` and `(b * 2, a * 3)`, 6 for a rotation of
-    three, and jax.random's threefry loop (both 512x512 halves copied, its five rotated
-    keys and counters twice).
+    XLA folds into a counter (`MERGED_STATE`: their readers read the counter instead).
+    Checked against jax 0.10.2's compiled HLO (copies in the while body): 0 / 0 / 0 for
+    independent updates, a pass-through read by the other update and a dot read before the
+    update, 2 for `(a + b, a - b)` and for `(tanh(a @ b), tanh(b) + a)`, 4 for `(b, a)` and
+    `(b * 2, a * 3)`, 6 for a rotation of three, and jax.random's threefry loop (both
+    512x512 halves copied, its five rotated keys and counters twice).
 
     `updates` lists the ops writing into argument j's buffer in place
     (`ModuleView.block_updates`): where a kernel reading argument j may run after the first

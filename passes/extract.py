@@ -341,8 +341,9 @@ def _mark_induction_variables(view: ModuleView) -> None:
     loop state j of an integer type, one element, that the body steps by a constant (`j +
     c`). Where two or more of one type are (the trip counter, 0 stepped by 1, among them),
     XLA keeps one counter and computes the others from it wherever they are read: their
-    steps are no kernels and their state is no longer carried (jax.random's threefry loop carries its own counter beside the
-    fori_loop's: one scalar kernel and one copy fewer, jax 0.10.2)."""
+    steps are no kernels and their state is no longer carried (jax.random's threefry loop
+    carries its own counter beside the fori_loop's: one scalar kernel and one copy fewer,
+    jax 0.10.2)."""
     for rec in view.records:
         regions = view.regions.get(rec.info.id, ())
         if rec.info.name != "stablehlo.while" or rec.info.dead or len(regions) < 2:

@@ -743,7 +743,8 @@ def test_an_op_with_its_identity_is_no_kernel(name: str, fn: object, kernels: in
         ("cumsum 65536", lambda x: jnp.cumsum(x), (65536,), 8),
         ("3 * cumsum(sin x) 1000", lambda x: 3 * jnp.cumsum(jnp.sin(x), axis=-1), (8, 1000), 7),
         ("cumsum(sin x) 1024", lambda x: jnp.cumsum(jnp.sin(x), axis=-1), (8, 1024), 7),
-        ("twice, two readers", lambda x: (jnp.cumsum(x, 1) * 3, jnp.exp(jnp.cumsum(x, 1))), (8, 1024), 8),
+        ("twice, two readers", lambda x: (jnp.cumsum(x, 1) * 3, jnp.exp(jnp.cumsum(x, 1))),
+         (8, 1024), 8),
         ("cummax 16", lambda x: jax.lax.cummax(x, axis=1), (8, 16), 1),
         ("cumsum(2x) + 1 over 12", lambda x: jnp.cumsum(x * 2, axis=1) + 1, (8, 12), 3),
     ],
@@ -829,7 +830,8 @@ def _halves(a: jax.Array, b: jax.Array, axis: int = -1) -> jax.Array:
         ("along the leading axis", lambda a, b: _halves(a, b, 0), [(64, 64), (64, 64)], 1),
         ("vectors", _halves, [(4096,), (4096,)], 1),
         ("nine inputs", lambda *xs: jnp.concatenate([x + 1 for x in xs], -1), [(64, 4)] * 9, 10),
-        ("sin and cos", lambda a, b: jnp.concatenate([jnp.sin(a * b), jnp.cos(a * b)], -1), [(1024, 128), (1024, 128)], 3),
+        ("sin and cos", lambda a, b: jnp.concatenate([jnp.sin(a * b), jnp.cos(a * b)], -1),
+         [(1024, 128), (1024, 128)], 3),
     ],
 )  # fmt: skip
 def test_a_long_rowed_concatenate_fuses_nothing(
