@@ -504,6 +504,8 @@ def _constant_folded(ops: Sequence[OpInfo], srcs: Sequence[Sequence[int | None]]
         ):
             known.add(i)
             folded.add(i)
+        elif s == "convert" and _constant_fed(i, ops, srcs):
+            folded.add(i)  # of a broadcast constant (a pad's zero, an integer from `jnp.pad`)
     return folded
 
 
@@ -751,11 +753,6 @@ class _State:
             for u in self.users[i]
         )
 
-    def _folds_to_constant(self, i: int) -> bool:
-        """A convert of a constant: XLA folds it into a constant (a pad's zero, given as an
-        integer by `jnp.pad`)."""
-        return self.facts[i].short == "convert" and _constant_fed(i, self.ops, self.deps)
-
     def _pads_convolutions(self, i: int) -> bool:
         """A pad by a constant, of spatial dimensions only, read only as the input of
         convolutions: XLA's simplifier folds it into their padding (no kernel: a 5x5
@@ -834,13 +831,7 @@ class _State:
             grp.extra += 1
         grp.ynn |= f.reduce_mode == "ynn"
         grp.window |= f.reduce_mode == "ynn" and f.short == "reduce_window"
-        if not (
-            f.free
-            or i in self.folded
-            or i in self.computed_constants
-            or self._folds_to_constant(i)
-            or self._dropped(i)
-        ):
+        if not (f.free or i in self.folded or i in self.computed_constants or self._dropped(i)):
             grp.work_ops += 1
         if not f.pointwise:
             grp.only_elementwise = False

@@ -180,9 +180,10 @@ def _while_carried(op: ir.Operation, merged: Sequence[tuple[int, int]] = ()) -> 
     nor an induction variable XLA merges into the trip counter)?"""
     body = op.regions[1].blocks[0]
     ret = list(body.operations)[-1]
+    folded = {j for j, _ in merged}
     return [
         not (isinstance(v, ir.BlockArgument) and v.owner == body and v.arg_number == k)
-        and k not in dict(merged)
+        and k not in folded
         for k, v in enumerate(ret.operands)
     ]
 

@@ -352,22 +352,20 @@ def _mark_induction_variables(view: ModuleView) -> None:
         term = view.terminators.get(tuple(body))
         if term is None:
             continue
+        local = view._local(body)
         by_type: dict[str, list[tuple[int, int, bool]]] = {}
         for j, v in enumerate(term.operands):
             step = v.owner
             if not isinstance(step, (ir.OpView, ir.Operation)):
                 continue
             step = step.operation
-            k = next((k for k in body if view.records[k].op == step), None)
+            k = local.get(step)
             if k is None or step.name != "stablehlo.add":
                 continue
-            t = view.records[k].info.results[0]
+            t = view.records[body[k]].info.results[0]
             if t.element_type not in _INDUCTION_TYPES or t.num_elements != 1:
                 continue
-            a, b = step.operands
-            c = _const_int(b) if _block_arg_index(a, term.block) == j else None
-            if c is None and _block_arg_index(b, term.block) == j:
-                c = _const_int(a)
+            c = _constant_step(step, term.block, j)
             if c is None:
                 continue
             counter = c == 1 and _const_int(rec.op.operands[j]) == 0
@@ -380,7 +378,7 @@ def _mark_induction_variables(view: ModuleView) -> None:
             for j, k, _ in found:
                 if j != kept[0]:
                     merged.append((j, kept[0]))
-                    _set_attr(view, k, MERGED_INDUCTION, True)
+                    _set_attr(view, body[k], MERGED_INDUCTION, True)
         if merged:
             _set_attr(view, rec.info.id, MERGED_STATE, tuple(sorted(merged)))
 
@@ -707,18 +705,21 @@ def _while_trip_count(op: ir.Operation) -> int | None:
     upd = body_ret.operands[idx].owner
     if init is None or not isinstance(upd, (ir.OpView, ir.Operation)):
         return None
-    upd = upd.operation
-    if upd.name not in ("stablehlo.add", "stablehlo.subtract"):
-        return None
-    a, b = upd.operands[0], upd.operands[1]
-    if _block_arg_index(a, body) == idx and _const_int(b) is not None:
-        step = _const_int(b)
-    elif upd.name == "stablehlo.add" and _block_arg_index(b, body) == idx:
-        step = _const_int(a)
-    else:
-        return None
+    step = _constant_step(upd.operation, body, idx)
     if step is None:
         return None
-    if upd.name == "stablehlo.subtract":
-        step = -step
     return static_trip_count(init, bound, step, direction)
+
+
+def _constant_step(op: ir.Operation, block: ir.Block, idx: int) -> int | None:
+    """The constant `op` adds to argument `idx` of `block` (`i + c`, `c + i`; `i - c` as
+    -c), else None."""
+    if op.name not in ("stablehlo.add", "stablehlo.subtract"):
+        return None
+    a, b = op.operands[0], op.operands[1]
+    step = _const_int(b) if _block_arg_index(a, block) == idx else None
+    if step is None and op.name == "stablehlo.add" and _block_arg_index(b, block) == idx:
+        step = _const_int(a)
+    if step is None:
+        return None
+    return -step if op.name == "stablehlo.subtract" else step
