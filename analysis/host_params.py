@@ -65,6 +65,7 @@ from dataclasses import dataclass, fields
 import numpy as np
 from stablehlo_perf.analysis.fusion import (
     ELEMENTWISE_CLASSES,
+    library_reduce,
     runs_on_eigen,
     ynn_pools,
     ynn_reduces,
@@ -94,6 +95,8 @@ __all__ = [
     "fit_host_params",
     "long_call_ns",
     "parallel_tasks",
+    "reduce_wake_fit",
+    "reduce_wakes_pool",
     "runs_on_eigen",
     "splits_over_threads",
     "wakes_by_time",
@@ -319,6 +322,18 @@ def wakes_pool(op_names: Sequence[str], split: bool, library_reduce: bool = Fals
     return library_reduce or split or bool(LIBRARY_CALLS.intersection(op_names))
 
 
+def reduce_wakes_pool(op: OpInfo, wake_bytes: float) -> bool:
+    """Whether a reduce XLA:CPU hands to YNNPACK (`fusion.cpu_reduce_mode`) wakes the thread
+    pool: when its input holds more than `wake_bytes` (`reduce_wake_fit`); below, YNNPACK
+    runs it on the calling thread. A YNNPACK pool (reduce_window) always does."""
+    if not library_reduce(op):
+        return False
+    if op.short_name != "reduce":
+        return True
+    src = op.operands[0]
+    return (src.num_elements or 0) * element_bytes(src.element_type) > wake_bytes
+
+
 @dataclass(frozen=True)
 class HostParams:
     """Measured roofline parameters of one machine (NaN where the calibration lacks the rows)."""
@@ -351,6 +366,8 @@ class HostParams:
     # From the fused transpose probe whose reads miss the L2 (runtime/fused_probes.py:
     # `measure_transpose_l2`): ns per element.
     transpose_fused_l2_ns_per_elem: float = math.nan
+    # Input bytes above which a YNNPACK reduce wakes the pool (`reduce_wake_fit`).
+    reduce_wake_bytes: float = math.nan
 
     def long_call(self, kernel_ns: float) -> float:
         """`long_call_ns` with these parameters (0 where they are unknown)."""
@@ -426,6 +443,24 @@ def wake_slope_fit(
     return float(_WAKE_SLOPES[int(np.argmin(cost))])
 
 
+def reduce_wake_fit(input_bytes: np.ndarray, overhead_us: np.ndarray, wake_us: float) -> float:
+    """The input size T (bytes) minimising Σ|overhead − wake·[bytes > T]| over the rows of
+    YNNPACK reduces (their overhead beyond the base), among 0 and the rows' sizes.
+
+    A YNNPACK reduce pays the whole wake or none of it, whatever its kernel's time (no
+    `wake_slope_fit` slope): sums of 64x512, 32x1024, 128x256 and 32768 f32 (128 KiB) paid
+    0.5 us beyond the dispatch floor, of 64x513, 32x1025, 128x257 and 32769 f32 70-90 us, and
+    bf16 ones step at 64x1024 -> 64x1025 (128 KiB) alike (Zen 4 VM, 2026-12-06); the Zen 4
+    and Zen 5 references' reduce rows up to 128 KiB paid a median 3.9 and 3.8 us, larger
+    ones 62 and 50, where the Xeon reference's paid 61 and 94: every one wakes there."""
+    if len(input_bytes) == 0:
+        return math.nan
+    candidates = np.r_[0.0, np.unique(input_bytes)]
+    pred = wake_us * (input_bytes[None, :] > candidates[:, None])
+    cost = np.abs(overhead_us[None, :] - pred).sum(axis=1)
+    return float(candidates[int(np.argmin(cost))])
+
+
 def long_call_ns(kernel_ns: float, start_ns: float, slope: float, cap_ns: float) -> float:
     """What a call whose longest kernel takes `kernel_ns` pays beyond the step's terms:
     min(slope · max(kernel − start, 0), cap); 0 where a parameter is unknown (NaN)."""
@@ -463,6 +498,15 @@ _SUM_ROWS = frozenset(_SUM_AXES)
 
 _ROW_CORES = 2
 """Threads of the machines the references were measured on (2-vCPU VMs)."""
+
+
+def _reduce_row_bytes(op: str, dtype: str, shape: tuple[int, ...]) -> float:
+    """Input bytes of a calibration row's YNNPACK reduce (`fusion.ynn_reduces`); NaN for
+    every other row."""
+    n = math.prod(shape)
+    if op in _SUM_ROWS and ynn_reduces(dtype, n):
+        return n * element_bytes(dtype)
+    return math.nan
 
 
 def _row_wakes(op: str, dtype: str, shape: tuple[int, ...]) -> bool:
@@ -549,7 +593,7 @@ def fit_host_params(
     """Fit from (op, dtype, shape, in-loop time, standalone program time) rows, times in µs
     (the program time may be NaN: then the call overhead stays unknown)."""
     bw, rate, small, kernel, program, mib = [], [], [], [], [], []
-    wakes, timed, handed = [], [], []
+    wakes, timed, handed, reduced = [], [], [], []
     for op, dtype, shape, t_us, program_us in rows:
         if op in UNFITTED_ROWS or dtype in UNFITTED_DTYPES:
             continue
@@ -558,6 +602,7 @@ def fit_host_params(
             program.append(program_us)
             mib.append(_output_mib(op, dtype, shape))
             wakes.append(_row_wakes(op, dtype, shape))
+            reduced.append(_reduce_row_bytes(op, dtype, shape))
             timed.append(wakes_by_time([op]))
             handed.append(_row_flops(op, dtype, shape) >= INLINE_FLOPS)
         if t_us <= 0:
@@ -572,23 +617,34 @@ def fit_host_params(
             small.append(t_us * 1e3)
     rate.sort()
     top = [r for _, r in rate[-8:]]
-    base = wake = tau = k_wake = per_mib = start = slope = cap = math.nan
+    base = wake = tau = k_wake = per_mib = start = slope = cap = threshold = math.nan
     if len(kernel) >= 8:
         k, out_mib, woke = np.array(kernel), np.array(mib), np.array(wakes, dtype=bool)
         by_time, pooled = np.array(timed, dtype=bool), np.array(handed, dtype=bool)
         overhead = np.array(program) - k
         small_out = ~(out_mib >= 1.0)  # NaN (not elementwise) counts as small
-        base, wake, tau = _step_fit(
-            k[small_out],
-            overhead[small_out],
-            woke[small_out],
-            by_time[small_out],
-            pooled[small_out],
-        )
+        red_bytes = np.array(reduced)
+        ynn = np.isfinite(red_bytes)
+
+        def step(woken: np.ndarray) -> tuple[float, float, float]:
+            return _step_fit(
+                k[small_out], overhead[small_out], woken[small_out], by_time[small_out],
+                pooled[small_out],
+            )  # fmt: skip
+
+        # Every YNNPACK reduce taken to wake first; then the size from which they do.
+        base, wake, tau = step(woke)
+        fit = small_out & ynn
+        threshold = reduce_wake_fit(red_bytes[fit], (overhead - base * pooled)[fit], wake)
+        if math.isfinite(threshold):
+            woke = np.where(ynn, red_bytes > threshold, woke)
+            base, wake, tau = step(woke)
+        whole = ynn & woke  # a YNNPACK reduce pays the whole wake, whatever its time
         paid = ((k >= tau) & by_time) | woke
         beyond = overhead - base * pooled
-        k_wake = wake_slope_fit(k[small_out & paid], beyond[small_out & paid], 0.0, wake)
-        left = beyond - np.where(paid, np.minimum(k_wake * k, wake), 0.0)
+        sloped = small_out & paid & ~whole
+        k_wake = wake_slope_fit(k[sloped], beyond[sloped], 0.0, wake)
+        left = beyond - np.where(whole, wake, np.where(paid, np.minimum(k_wake * k, wake), 0.0))
         start, slope, cap = _ramp_fit(k[small_out], left[small_out])
         ramp = np.array([long_call_ns(t * 1e3, start * 1e3, slope, cap * 1e3) for t in k]) / 1e3
         per_mib = _per_mib(out_mib, left - ramp)
@@ -600,6 +656,7 @@ def fit_host_params(
         threadpool_wake_ns=wake * 1e3,
         parallel_kernel_ns=tau * 1e3,
         threadpool_wake_slope=k_wake,
+        reduce_wake_bytes=threshold,
         output_ns_per_mib=per_mib,
         long_call_start_ns=start * 1e3,
         long_call_slope=slope,

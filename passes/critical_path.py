@@ -12,6 +12,7 @@ from stablehlo_perf.analysis.critical_path import topological_order
 from stablehlo_perf.analysis.fusion import library_reduce, reduces_unit_dims, ynn_reduce_window
 from stablehlo_perf.analysis.host_params import (
     eigen_uses_pool,
+    reduce_wakes_pool,
     splits_over_threads,
     wakes_by_time,
     wakes_pool,
@@ -81,6 +82,7 @@ class CriticalPathPass:
         longest_kernel = 0.0  # of the kernels that can wake the pool by their time
         longest_any = 0.0  # of all kernels: the long-call ramp's argument
         wakes = False
+        whole = False  # a YNNPACK reduce wakes the pool: all of the wake, whatever the time
         pool_ns = 0.0  # the time of the kernels on the pool, each run of a loop's counted
         top_kernels: dict[tuple[int, ...], int] = {}
         pool_spans: dict[tuple[int, ...], list[PoolSpan]] = {}
@@ -118,7 +120,7 @@ class CriticalPathPass:
             nodes = block_nodes(ids)[0]
             latency = [sum(read_latency(cache, i) for i in node) for node in nodes]
             library = [
-                t > 0 and _wakes(view, node) and not any(_eigen(view, i) for i in node)
+                t > 0 and _library(view, node) and not any(_eigen(view, i) for i in node)
                 for t, node in zip(latency, nodes, strict=True)
             ]
             starts = [
@@ -157,7 +159,7 @@ class CriticalPathPass:
             loop's body) adds its kernels on the pool that many times; a function's `top`
             block adds the contention of its kernels that follow a library call and of its
             loops' trips (`block_contention`)."""
-            nonlocal longest_kernel, longest_any, wakes, pool_ns
+            nonlocal longest_kernel, longest_any, wakes, whole, pool_ns
             nodes, deps, costs = block_nodes(ids)
             latency = [sum(read_latency(cache, i) for i in node) for node in nodes]
             classes = [_node_class(view, node) for node in nodes]
@@ -176,8 +178,17 @@ class CriticalPathPass:
                 t > 0 and (eigen[k] or _splits(view, nodes[k], costs[k], target.cores))
                 for k, t in enumerate(latency)
             ]
-            library = [latency[k] > 0 and _wakes(view, node) for k, node in enumerate(nodes)]
-            woken = [p or lib for p, lib in zip(pool, library, strict=True)]
+            library = [latency[k] > 0 and _library(view, node) for k, node in enumerate(nodes)]
+            # A YNNPACK reduce below the target's size runs on the calling thread; above, it
+            # pays the whole wake (`Target.reduce_wake_bytes`).
+            reduces = [
+                latency[k] > 0 and _waking_reduce(view, node, target.reduce_wake_bytes)
+                for k, node in enumerate(nodes)
+            ]
+            woken = [
+                p or (lib and (r or not _reduce_only(view, node)))
+                for p, lib, r, node in zip(pool, library, reduces, nodes, strict=True)
+            ]
             on_pool = sum(
                 t
                 for k, (t, node) in enumerate(zip(latency, nodes, strict=True))
@@ -194,16 +205,16 @@ class CriticalPathPass:
                 longest_kernel = max([longest_kernel, *timed])
                 longest_any = max([longest_any, *kernels])
                 wakes = wakes or any(woken)
+                whole = whole or any(reduces)
                 pool_ns += times * on_pool
             top_kernels[tuple(ids)] = len(kernels)
             sb = list_schedule(latency, deps, classes, kind)
             schedules[tuple(ids)] = (sb, nodes)
             s = sb.schedule
-            reduces = [any(library_reduce(view.records[i].info) for i in n) for n in nodes]
             pool_spans[tuple(ids)] = sorted(
                 PoolSpan(s.start_ns[k], s.start_ns[k] + latency[k], eigen[k], pool[k])
                 for k in range(len(nodes))
-                if pool[k] or (reduces[k] and latency[k] > 0)
+                if pool[k] or reduces[k]
             )
             for k, node in enumerate(nodes):
                 for i in node:
@@ -237,6 +248,7 @@ class CriticalPathPass:
                         handoffs[tuple(func.top)],
                         pool_ns,
                         sum(xla_cpu_flops(rec.info) for rec in view.records),
+                        whole,
                     )
                     cache.totals = {
                         "total_latency_ns": sb.makespan_ns + call,
@@ -488,12 +500,31 @@ def _eigen(view: ModuleView, op_id: int) -> bool:
     return eigen_uses_pool(rec.info, permutation)
 
 
-def _wakes(view: ModuleView, node: list[int]) -> bool:
+def _library(view: ModuleView, node: list[int]) -> bool:
     """Whether this kernel is a library call that wakes XLA:CPU's thread pool whatever its
-    time (`host_params.wakes_pool`); split loop kernels are `_splits`."""
+    time (`host_params.wakes_pool`; a YNNPACK reduce only above a size: `_waking_reduce`);
+    split loop kernels are `_splits`."""
     infos = [view.records[i].info for i in node]
     return wakes_pool(
         [info.short_name for info in infos], False, any(library_reduce(info) for info in infos)
+    )
+
+
+def _waking_reduce(view: ModuleView, node: list[int], wake_bytes: float) -> bool:
+    """Whether this kernel holds a YNNPACK reduce that wakes the pool
+    (`host_params.reduce_wakes_pool`)."""
+    return any(
+        view.records[i].info.short_name == "reduce"
+        and reduce_wakes_pool(view.records[i].info, wake_bytes)
+        for i in node
+    )
+
+
+def _reduce_only(view: ModuleView, node: list[int]) -> bool:
+    """Whether this kernel is a library call only by a YNNPACK reduce (no dot, no pool)."""
+    infos = [view.records[i].info for i in node]
+    return not wakes_pool([info.short_name for info in infos], False) and not any(
+        library_reduce(info) and info.short_name != "reduce" for info in infos
     )
 
 

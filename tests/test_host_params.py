@@ -9,6 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from conftest import op_infos
 from stablehlo_perf.analysis import calibration_files as cf
@@ -22,6 +23,7 @@ from stablehlo_perf.analysis.host_params import (
     eigen_uses_pool,
     fit_host_params,
     parallel_tasks,
+    reduce_wake_fit,
     runs_on_eigen,
     splits_over_threads,
     wakes_by_time,
@@ -202,6 +204,51 @@ def test_a_program_summing_4096_floats_pays_the_wake(tmp_path: Path) -> None:
     loop = sp.analyze(SUM.format(n=4095), target=str(target)).report
     assert ynn.call_overhead_ns == pytest.approx(7.0 + 150.0 + 3.0)
     assert loop.call_overhead_ns == pytest.approx(7.0 + 3.0)
+
+
+def test_a_ynnpack_reduce_pays_the_whole_wake_from_a_size_on() -> None:
+    """Sums up to 64x512 f32 (128 KiB) pay nothing beyond the base, larger ones the whole
+    200 us wake however short their kernels (4-12 us, where dots of 2-8 us pay 3 x their
+    time): the fit puts the size at 131072 bytes, keeps the slope to the dots and the wake
+    at 200 us. Where every sum pays it (the Xeon reference), the size is 0."""
+    adds = [("add", "f32", (2048,), k, k + 5.0) for k in (2.0, 3.0, 4.0, 5.0)]
+    short = [("dot_general", "f32", (1, 8, 8, 8), k, k + 5.0 + 3.0 * k) for k in (2.0, 4.0, 8.0)]
+    long = [("dot_general", "f32", (1, 256, 256, 256), k, k + 205.0) for k in (100.0, 200.0)]
+    small = [
+        ("reduce", "f32", (64, c), k, k + 5.0) for c, k in ((128, 1.0), (256, 1.5), (512, 2.0))
+    ]
+    large = [
+        ("reduce", "f32", (64, c), k, k + 205.0) for c, k in ((513, 4.0), (1000, 8), (2048, 12))
+    ]
+    p = fit_host_params([*adds, *short, *long, *small, *large])
+    assert p.reduce_wake_bytes == 64 * 512 * 4
+    assert p.threadpool_wake_ns == pytest.approx(200000.0)
+    assert p.threadpool_wake_slope == 3.0
+    woken = fit_host_params(
+        [*adds, *short, *long, *((*r[:4], r[3] + 205.0) for r in small), *large]
+    )
+    assert woken.reduce_wake_bytes == 0.0
+    sizes = np.array([4096.0, 8192.0, 16384.0, 32768.0])
+    assert reduce_wake_fit(sizes, np.array([1.0, 2.0, 199.0, 201.0]), 200.0) == 8192.0
+    assert math.isnan(reduce_wake_fit(np.array([]), np.array([]), 200.0))
+
+
+def test_a_program_summing_more_than_the_size_pays_the_whole_wake(tmp_path: Path) -> None:
+    """The pass applies it: on a target whose YNNPACK reduces wake the pool above 128 KiB
+    and whose wake slope (0.05 x the pool's time) would charge a short kernel almost none of
+    the 150 ns, a sum of 32,768 f32 pays no wake and one of 32,769 all of it."""
+    import stablehlo_perf as sp
+
+    target = _unit_cpu_with(
+        tmp_path,
+        "unit_cpu_reduce_wake",
+        "overhead_ns = 7.0\nthreadpool_wake_ns = 150.0\nparallel_kernel_ns = 1e9\n"
+        "threadpool_wake_slope = 0.05\nreduce_wake_bytes = 131072.0\n",
+    )
+    below = sp.analyze(SUM.format(n=32768), target=target).report
+    above = sp.analyze(SUM.format(n=32769), target=target).report
+    assert below.call_overhead_ns == pytest.approx(7.0)
+    assert above.call_overhead_ns == pytest.approx(7.0 + 150.0)
 
 
 def test_a_ynnpack_pool_wakes_the_pool_whatever_its_time() -> None:
@@ -407,6 +454,7 @@ def test_header_round_trip_and_missing_rows() -> None:
         1.5,
         2.5,
         3.2,
+        131072.0,
     )
     assert HostParams.parse(p.header()) == p
     assert p.long_call(1e9) == 9e4

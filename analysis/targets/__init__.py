@@ -84,6 +84,9 @@ class Target:
     inline_flops: float = 0.0
     threadpool_wake_ns: float = 0.0
     threadpool_wake_slope: float = math.inf
+    # Input bytes above which a YNNPACK reduce wakes the pool, and then all of the wake
+    # (`analysis.host_params.reduce_wake_fit`): 0, every one, where unknown.
+    reduce_wake_bytes: float = 0.0
     parallel_kernel_ns: float = math.inf
     multi_kernel_ns: float = 0.0
     kernel_dispatch_ns: float = 0.0
@@ -148,6 +151,7 @@ class Target:
         handoff_bytes: float = 0.0,
         pool_ns: float = math.inf,
         xla_flops: float = math.inf,
+        wakes_whole: bool = False,
     ) -> float:
         """Per-call cost beyond the kernels' own for a program whose longest kernel that can
         wake the pool by its time (`analysis.host_params.wakes_by_time`) takes this long,
@@ -158,13 +162,14 @@ class Target:
         whose entry wakes the pool `rewakes` times more after `rewake_gap_ns` without
         parallel work and hands `handoff_bytes` from split loop kernels to YNNPACK kernels;
         its kernels on the pool take `pool_ns` in all (each run of a loop's counted), of
-        which the wake costs at most `threadpool_wake_slope` times, and whose compiled module
+        which the wake costs at most `threadpool_wake_slope` times (all of it where it
+        `wakes_whole`: it runs a YNNPACK reduce that wakes the pool), and whose compiled module
         counts `xla_flops` (`analysis.host_params.xla_cpu_flops`)."""
         from stablehlo_perf.analysis.host_params import long_call_ns
 
         woke = wakes or longest_kernel_ns >= self.parallel_kernel_ns
         wake = self.threadpool_wake_ns if woke else 0.0
-        if math.isfinite(self.threadpool_wake_slope):
+        if math.isfinite(self.threadpool_wake_slope) and not wakes_whole:
             wake = min(wake, self.threadpool_wake_slope * pool_ns)
         handed = xla_flops >= self.inline_flops
         multi = self.multi_kernel_ns if kernels >= 2 and handed and woke else 0.0
@@ -232,6 +237,7 @@ _SCHEMA: dict[str, tuple[type | tuple[type, ...], bool]] = {
     "program.inline_flops": ((int, float), False),
     "program.threadpool_wake_ns": ((int, float), False),
     "program.threadpool_wake_slope": ((int, float), False),
+    "program.reduce_wake_bytes": ((int, float), False),
     "program.parallel_kernel_ns": ((int, float), False),
     "program.multi_kernel_ns": ((int, float), False),
     "program.kernel_dispatch_ns": ((int, float), False),
@@ -316,6 +322,7 @@ def _from_mapping(data: Mapping[str, Any], where: str) -> Target:
         inline_flops=float(flat.get("program.inline_flops", 0.0)),
         threadpool_wake_ns=float(flat.get("program.threadpool_wake_ns", 0.0)),
         threadpool_wake_slope=float(flat.get("program.threadpool_wake_slope", math.inf)),
+        reduce_wake_bytes=float(flat.get("program.reduce_wake_bytes", 0.0)),
         parallel_kernel_ns=float(flat.get("program.parallel_kernel_ns", math.inf)),
         multi_kernel_ns=float(flat.get("program.multi_kernel_ns", 0.0)),
         kernel_dispatch_ns=float(flat.get("program.kernel_dispatch_ns", 0.0)),
@@ -409,6 +416,8 @@ def _calibrated_host(base: Target) -> Target:
         change["parallel_kernel_ns"] = params.parallel_kernel_ns
         if math.isfinite(params.threadpool_wake_slope):
             change["threadpool_wake_slope"] = params.threadpool_wake_slope
+        if math.isfinite(params.reduce_wake_bytes):
+            change["reduce_wake_bytes"] = params.reduce_wake_bytes
     if math.isfinite(params.output_ns_per_mib):
         change["output_ns_per_mib"] = params.output_ns_per_mib
     if math.isfinite(params.long_call_start_ns) and params.long_call_slope > 0.0:
