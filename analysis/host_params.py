@@ -228,16 +228,27 @@ On 16-bit floats each of those ops and the exp is widened and narrowed on its ow
 logistic of 1024: 11,264)."""
 
 
+_CHLO_FLOPS = {"digamma": (73, 75), "erf_inv": (38, 43), "erfc": (60, 62), "lgamma": (52, 54)}
+"""FLOPs an element XLA's cost analysis counts for the CHLO special functions it expands into
+polynomials (f32, and 16-bit floats with their converts): compiled with jax 0.10.2, an f32
+digamma of 1024x1024 counts 76,546,048 flops, an erf_inv 39,845,888, an erfc 62,914,560, an
+lgamma 54,525,952; in bf16 78,643,200, 45,088,768, 65,011,712 and 56,623,104."""
+
+
 def xla_cpu_flops(op: OpInfo) -> float:
     """FLOPs XLA's cost analysis counts for this op once XLA:CPU has compiled it (infinity where
     shapes are dynamic): `OpInfo.flops`, and for an elementwise op on 16-bit floats the
     converts XLA:CPU computes it with (each such operand widened to f32, the result narrowed
     back: a bf16 add of 1024 counts 4096, an exp 2048, jax 0.10.2), and the flops of the ops
-    XLA expands a logistic into (`_EXPANDED_FLOPS`)."""
+    XLA expands a logistic (`_EXPANDED_FLOPS`) or a CHLO special function (`_CHLO_FLOPS`)
+    into."""
     if op.flops is None:
         return math.inf
     if op.op_class not in ELEMENTWISE_CLASSES or not op.results:
         return float(op.flops)
+    if op.short_name in _CHLO_FLOPS:
+        half = any(t.element_type in HALF_FLOATS for t in op.results[:1])
+        return float(_CHLO_FLOPS[op.short_name][half] * (op.results[0].num_elements or 0))
     expanded = _EXPANDED_FLOPS.get(op.short_name, 0)
     extra = expanded * (op.results[0].num_elements or 0)
     if op.op_class != "convert":
@@ -397,13 +408,16 @@ def _step_fit(
     handed: np.ndarray,
 ) -> tuple[float, float, float]:
     """(base, wake, threshold) minimising
-    Σ|overhead − base·handed − wake·[kernel ≥ threshold and timed, or wakes]|:
+    Σ|overhead − base·handed − wake·[kernel ≥ threshold, timed and handed, or wakes]|:
     a call of `INLINE_FLOPS` or more is `handed` to the pool and pays the base, a library
     call or a kernel XLA splits over threads (`wakes`) wakes the pool whatever its time, a
-    `SINGLE_THREADED` one (not `timed`) never."""
+    `SINGLE_THREADED` one (not `timed`) never, nor a long kernel of a call run on the
+    calling thread: the Zen 4 reference's 96 rows of unsplit transcendentals of 0 XLA flops
+    (exp, log, tanh, sqrt, erf, atan in f32) whose kernels take 14-140 us paid a median
+    -1.5 us, its 118 of 1000+ flops (their bf16 forms, logistic, rsqrt) 50 us."""
     best = (np.inf, 0.0, 0.0, math.inf)
     for tau in np.unique(np.quantile(kernel_us, np.linspace(0.05, 0.95, 37))):
-        woke = ((kernel_us >= tau) & timed) | wakes
+        woke = ((kernel_us >= tau) & timed & handed) | wakes
         if not woke.any() or woke.all():
             continue
         below = overhead_us[~woke & handed]
@@ -443,6 +457,36 @@ def wake_slope_fit(
     return float(_WAKE_SLOPES[int(np.argmin(cost))])
 
 
+def _sloped_threshold(
+    kernel_us: np.ndarray,
+    beyond_us: np.ndarray,
+    timed: np.ndarray,
+    wakes: np.ndarray,
+    whole: np.ndarray,
+    wake_us: float,
+    step_tau: float,
+) -> tuple[float, float]:
+    """(threshold, slope) minimising Σ|overhead beyond the base − paid·min(slope · kernel,
+    wake)| (`whole` rows the whole wake), the threshold among the kernel times' quantiles
+    up to the step's (`_step_fit`), the slope `wake_slope_fit`'s for each.
+
+    The step fit puts the threshold where a plain step errs least, above the kernels that
+    pay part of the wake: the Zen 4 reference's unsplit rows of 1000+ XLA flops paid a
+    median 0-0.5 us under 4 us of kernel, 13 (4-10 us), 25 (10-14), 30-39 (14-25) and 54-58
+    from 25 us, where its threshold stood at 15.6 us."""
+    taus = np.unique(np.quantile(kernel_us, np.linspace(0.05, 0.95, 37)))
+    best = (np.inf, step_tau, math.nan)
+    for tau in [*taus[taus < step_tau], step_tau]:
+        paid = ((kernel_us >= tau) & timed) | wakes
+        sloped = paid & ~whole
+        slope = wake_slope_fit(kernel_us[sloped], beyond_us[sloped], 0.0, wake_us)
+        charged = np.where(paid, np.minimum(slope * kernel_us, wake_us), 0.0)
+        cost = np.abs(beyond_us - np.where(whole, wake_us, charged)).sum()
+        if cost < best[0]:
+            best = (cost, float(tau), slope)
+    return best[1], best[2]
+
+
 def reduce_wake_fit(input_bytes: np.ndarray, overhead_us: np.ndarray, wake_us: float) -> float:
     """The input size T (bytes) minimising Σ|overhead − wake·[bytes > T]| over the rows of
     YNNPACK reduces (their overhead beyond the base), among 0 and the rows' sizes.
@@ -478,7 +522,9 @@ def _ramp_fit(kernel_us: np.ndarray, residual_us: np.ndarray) -> tuple[float, fl
     from ~0 below 150 us to 240-290 us beyond 1 ms (Xeon reference, 2026-12-01)."""
     starts = np.unique(np.quantile(kernel_us, np.linspace(0.5, 0.99, 50)))
     slopes = np.arange(0.0, 1.0001, 0.025)
-    caps = np.r_[np.unique(np.quantile(residual_us, np.linspace(0.5, 0.995, 40))), np.inf]
+    # Caps among what the rows a ramp can reach (from the first start) have left over.
+    reach = residual_us[kernel_us >= starts[0]]
+    caps = np.r_[np.unique(np.quantile(reach, np.linspace(0.5, 0.995, 40))), np.inf]
     weight = 1.0 / kernel_us
     best = (float((weight * np.abs(residual_us)).sum()), 0.0, 0.0, 0.0)
     for start in starts:
@@ -513,7 +559,8 @@ def _row_wakes(op: str, dtype: str, shape: tuple[int, ...]) -> bool:
     """Whether a calibration row's program wakes the thread pool whatever its time
     (`wakes_pool`; a gather row is (table rows, width, indices): it writes width x indices).
     An elementwise row's kernel reads its operands (two for a binary op) and writes its
-    result, one FLOP or transcendental an element."""
+    result, its FLOPs as XLA counts them (`_row_flops`) and a transcendental an element of a
+    transcendental op."""
     out = math.prod(shape[1:]) if op == "gather" else math.prod(shape)
     klass = op_class(f"stablehlo.{op}")
     library_reduce = op in _SUM_ROWS and ynn_reduces(dtype, math.prod(shape))
@@ -522,9 +569,10 @@ def _row_wakes(op: str, dtype: str, shape: tuple[int, ...]) -> bool:
         library_reduce = ynn_pools(dtype, "maximum", (k, k), (stride, stride), math.prod(shape[:4]))
     accessed = out * element_bytes(dtype) * (3 if klass == "binary" else 2)
     transcendental = klass == "transcendental"
-    split = splits_over_threads(
-        [klass], 0 if transcendental else out, out if transcendental else 0, accessed, _ROW_CORES
-    )
+    flops = _row_flops(op, dtype, shape)
+    if not math.isfinite(flops):
+        flops = 0 if transcendental else out
+    split = splits_over_threads([klass], flops, out if transcendental else 0, accessed, _ROW_CORES)
     return wakes_pool([op], split, library_reduce)
 
 
@@ -640,10 +688,12 @@ def fit_host_params(
             woke = np.where(ynn, red_bytes > threshold, woke)
             base, wake, tau = step(woke)
         whole = ynn & woke  # a YNNPACK reduce pays the whole wake, whatever its time
-        paid = ((k >= tau) & by_time) | woke
         beyond = overhead - base * pooled
-        sloped = small_out & paid & ~whole
-        k_wake = wake_slope_fit(k[sloped], beyond[sloped], 0.0, wake)
+        tau, k_wake = _sloped_threshold(
+            k[small_out], beyond[small_out], (by_time & pooled)[small_out],
+            woke[small_out], whole[small_out], wake, tau,
+        )  # fmt: skip
+        paid = ((k >= tau) & by_time & pooled) | woke
         left = beyond - np.where(whole, wake, np.where(paid, np.minimum(k_wake * k, wake), 0.0))
         start, slope, cap = _ramp_fit(k[small_out], left[small_out])
         ramp = np.array([long_call_ns(t * 1e3, start * 1e3, slope, cap * 1e3) for t in k]) / 1e3

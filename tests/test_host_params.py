@@ -20,6 +20,7 @@ from stablehlo_perf.analysis.host_params import (
     UNFITTED_ROWS,
     HostParams,
     _row_flops,
+    _row_wakes,
     eigen_uses_pool,
     fit_host_params,
     parallel_tasks,
@@ -868,9 +869,10 @@ def test_a_ynnpack_reduction_keeps_an_awake_pool_awake_but_wakes_no_sleeping_one
 def test_a_call_under_the_inline_flops_pays_neither_base_nor_multi_kernel(tmp_path: Path) -> None:
     """The PjRt CPU client runs a program of fewer than 1000 XLA flops on the calling thread
     (`INLINE_FLOPS`): ADD on 999 elements (999 flops) pays its dispatch and output but not the
-    7 ns base; on 1000 it pays it. Two kernels inline pay no multi-kernel cost either, but a
-    kernel long enough to wake the pool still pays the wake. TWO on 999 counts 999 flops for
-    its add and 998 for its sum: handed over."""
+    7 ns base; on 1000 it pays it. Two kernels inline pay no multi-kernel cost either, nor
+    the wake for a kernel however long (the Zen 4 reference's f32 exps and tanhs of 0 flops,
+    14-140 us kernels, paid none), where a library call's wake is paid whatever the flops.
+    TWO on 999 counts 999 flops for its add and 998 for its sum: handed over."""
     import stablehlo_perf as sp
 
     target = tmp_path / "unit_cpu_inline.toml"
@@ -886,11 +888,12 @@ def test_a_call_under_the_inline_flops_pays_neither_base_nor_multi_kernel(tmp_pa
     assert small_wake.call_overhead_ns(0.0, kernels=2, xla_flops=1000, wakes=True) == 47.0
     assert t.call_overhead_ns(0.0, kernels=2, xla_flops=1000) == 7.0  # the pool sleeps
     assert t.call_overhead_ns(0.0, kernels=2, xla_flops=999) == 0.0
-    assert t.call_overhead_ns(220.0, kernels=2, xla_flops=999) == 150.0
+    assert t.call_overhead_ns(220.0, kernels=2, xla_flops=999) == 0.0
+    assert t.call_overhead_ns(220.0, kernels=2, xla_flops=1000) == 7.0 + 150.0
     handed = sp.analyze(ADD, target=str(target)).report
     inline = sp.analyze(ADD.replace("1000x", "999x"), target=str(target)).report
     assert handed.call_overhead_ns == pytest.approx(7.0 + 150.0)  # 1000 flops: 220 ns wakes
-    assert inline.call_overhead_ns == pytest.approx(150.0)
+    assert inline.call_overhead_ns == pytest.approx(0.0)
     two = sp.analyze(TWO.replace("1000x", "999x"), target=str(target)).report
     assert two.call_overhead_ns == pytest.approx(7.0 + 150.0)
     one_kernel = replace(t, parallel_kernel_ns=math.inf)
@@ -941,14 +944,15 @@ def test_a_calibration_rows_flops_are_xlas(dtype: str) -> None:
     """`_row_flops` of each row kind that can run inline is the flop count of XLA's cost
     analysis of that row's compiled program (`runtime.sweeps`), so the fit sorts rows into
     inline and handed-over calls as the PjRt client does (a bf16 logistic's expansion widened
-    op by op, an rsqrt row's add, a select row's compare)."""
+    op by op, an rsqrt row's add, a select row's compare, the polynomials XLA expands a CHLO
+    special function into)."""
     import jax
     from stablehlo_perf.runtime import sweeps
 
     ops = (
         "add", "multiply", "divide", "maximum", "select", "exponential", "tanh", "logistic",
         "negate", "floor", "rsqrt", "sqrt", "log", "convert", "copy", "transpose", "reduce",
-        "sum_axis0", "sum_axis1", "sine",
+        "sum_axis0", "sum_axis1", "sine", "digamma", "erf_inv", "erfc", "lgamma",
     )  # fmt: skip
     for op in ops:
         for shape in ((8, 128), (4, 30), (16, 64)):
@@ -958,3 +962,58 @@ def test_a_calibration_rows_flops_are_xlas(dtype: str) -> None:
             ours = _row_flops(op, dtype, shape)
             assert ours == xla, (op, shape)
     assert _row_flops("argmax", dtype, (8, 128)) == math.inf
+
+
+def test_a_rows_split_is_xlas() -> None:
+    """`_row_wakes` of unary and binary rows against XLA:CPU's own split of the row's compiled
+    program (`outer_dimension_partitions`, any entry above 1: a leading unit dimension is
+    partitioned as ["1","2"]): CHLO special functions are compute-bound by XLA's flops and
+    split from a few thousand elements, a bf16 rsqrt by its converts, an exp of 64x1000
+    (0 flops, 512 KB accessed) not, of 1x2^18 it does."""
+    import jax
+    from stablehlo_perf.runtime import sweeps
+
+    rows = [
+        (op, dtype, shape)
+        for op in ("digamma", "lgamma", "erfc", "erf_inv", "rsqrt", "exponential", "add")
+        for dtype in ("f32", "bf16")
+        for shape in ((64, 100), (64, 1000), (1, 1 << 18), (16, 30))
+    ]
+    for op, dtype, shape in rows:
+        fn, args = sweeps.op_and_shapes(sweeps.Spec(op, dtype, shape))
+        hlo = jax.jit(fn).lower(*args).compile().as_text()
+        parts = re.findall(r'outer_dimension_partitions":\[([^\]]*)\]', hlo)
+        xla = any(int(v) > 1 for p in parts for v in re.findall(r"\d+", p))
+        assert _row_wakes(op, dtype, shape) == xla, (op, dtype, shape)
+
+
+def test_a_long_kernel_run_on_the_calling_thread_pays_no_wake() -> None:
+    """Beside adds of 0.5-3.5 us paying the 5 us base, rows of multiplies (1000+ flops:
+    handed to the pool) whose kernels of 4-40 us pay 3 x their time up to the 200 us wake,
+    and exps of 0 flops (run on the calling thread) whose kernels of 5-400 us pay nothing:
+    the fit puts the threshold at 3.5-4 us with slope 3 (not where a plain step errs least),
+    and a target with it charges a 40 us kernel the wake only in a call of 1000+ flops."""
+    adds = [("add", "f32", (2048,), k, k + 5.0) for k in (0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5)]
+    handed = [
+        ("multiply", "f32", (4096,), k, k + 5.0 + min(3.0 * k, 200.0))
+        for k in (4.0, 8, 12, 20, 30, 40)
+    ]
+    long = [("multiply", "f32", (4096,), k, k + 205.0) for k in (100.0, 150, 200, 250, 300)]
+    inline = [("exponential", "f32", (4096,), k, k) for k in (5.0, 10.0, 40.0, 100.0, 400.0)]
+    p = fit_host_params([*adds, *handed, *long, *inline])
+    assert p.threadpool_wake_ns == pytest.approx(200e3)
+    assert 3.5e3 < p.parallel_kernel_ns <= 4e3  # between the adds and the first multiply
+    assert p.threadpool_wake_slope == 3.0
+    host = replace(
+        load_target("host"),
+        program_overhead_ns=0.0,
+        inline_flops=1000.0,
+        threadpool_wake_ns=200e3,
+        parallel_kernel_ns=4e3,
+        threadpool_wake_slope=3.0,
+        multi_kernel_ns=0.0,
+        kernel_dispatch_ns=0.0,
+        long_call_start_ns=math.inf,
+    )
+    assert host.call_overhead_ns(40e3, pool_ns=40e3, xla_flops=0.0) == 0.0
+    assert host.call_overhead_ns(40e3, pool_ns=40e3, xla_flops=4096.0) == pytest.approx(120e3)

@@ -64,13 +64,14 @@ class Target:
     l2_bandwidth_gbps: float = 0.0
     # What one call of a compiled program costs beyond its kernels (and the dispatch a
     # 1-element program pays): a fixed part; on a CPU the larger of the thread pool's
-    # wake-up, paid once a call runs a kernel of at least `parallel_kernel_ns`, a library
-    # call (a dot, a convolution, an FFT) or a loop kernel XLA splits over threads by its
-    # HLO cost (at most `threadpool_wake_slope` times the time of the call's kernels on the
-    # pool: `analysis.host_params.wake_slope_fit`), and `multi_kernel_ns`, paid once a
-    # call that wakes the pool runs more than one kernel (its probes all wake it: on the
-    # Xeon VM, 2026-12-06, two-kernel programs of no pool kernel paid 29-31 us beyond their
-    # kernels, the base, and ones with a dot or a YNNPACK sum 46-52);
+    # wake-up, paid once a call handed to the pool (`inline_flops`) runs a kernel of at
+    # least `parallel_kernel_ns`, or a call runs a library call (a dot, a convolution, an
+    # FFT; a YNNPACK reduce above `reduce_wake_bytes`) or a loop kernel XLA splits over
+    # threads by its HLO cost (at most `threadpool_wake_slope` times the time of the call's
+    # kernels on the pool: `analysis.host_params.wake_slope_fit`), and `multi_kernel_ns`,
+    # paid once a call that wakes the pool runs more than one kernel (its probes all wake
+    # it: on the Xeon VM, 2026-12-06, two-kernel programs of no pool kernel paid 29-31 us
+    # beyond their kernels, the base, and ones with a dot or a YNNPACK sum 46-52);
     # `kernel_dispatch_ns` per kernel of the entry function; and
     # `output_ns_per_mib` per MiB the call returns (fresh output buffers' first-touch
     # pages); a long call's ramp in its longest kernel's time
@@ -167,11 +168,13 @@ class Target:
         counts `xla_flops` (`analysis.host_params.xla_cpu_flops`)."""
         from stablehlo_perf.analysis.host_params import long_call_ns
 
-        woke = wakes or longest_kernel_ns >= self.parallel_kernel_ns
+        handed = xla_flops >= self.inline_flops
+        # A long kernel wakes the pool only in a call handed to it: one run on the calling
+        # thread (`inline_flops`) pays nothing for its time (`host_params._step_fit`).
+        woke = wakes or (handed and longest_kernel_ns >= self.parallel_kernel_ns)
         wake = self.threadpool_wake_ns if woke else 0.0
         if math.isfinite(self.threadpool_wake_slope) and not wakes_whole:
             wake = min(wake, self.threadpool_wake_slope * pool_ns)
-        handed = xla_flops >= self.inline_flops
         multi = self.multi_kernel_ns if kernels >= 2 and handed and woke else 0.0
         return (
             (self.program_overhead_ns if handed else 0.0)
