@@ -318,7 +318,7 @@ def _nodes(
     computed = bf.plan.members()  # copies included, block-local indices
     costs = [
         KernelCost(
-            float(t.flops),
+            _xla_flops([view.records[bf.ids[k]].info for k in computed[g]], t.flops),
             float(sum(view.records[bf.ids[k]].info.transcendentals or 0 for k in computed[g])),
             float(t.cost_input_bytes + t.output_bytes),
             float(t.output_bytes),
@@ -331,6 +331,14 @@ def _nodes(
         [sorted(position[d] for d in deps[g]) for g in order],
         [costs[g] for g in order],
     )
+
+
+def _xla_flops(infos: Sequence[OpInfo], flops: float) -> float:
+    """The FLOPs XLA's cost analysis counts for a kernel of these ops
+    (`host_params.xla_cpu_flops`: a 16-bit op's converts, a CHLO function's polynomial), which
+    its parallel task assignment weighs; `flops` where a shape is dynamic."""
+    total = sum(xla_cpu_flops(info) for info in infos)
+    return float(total) if math.isfinite(total) else float(flops)
 
 
 @dataclass(frozen=True)

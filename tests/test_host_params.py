@@ -138,6 +138,20 @@ def test_a_library_call_wakes_the_pool_whatever_its_time() -> None:
     assert wakes_pool(["add"], True)
 
 
+def _sloped_host(**change: float) -> Any:
+    """The host target with a 200 us wake at 3 x the pool's time, no other per-call term."""
+    return replace(
+        load_target("host"),
+        program_overhead_ns=0.0,
+        threadpool_wake_ns=200e3,
+        threadpool_wake_slope=3.0,
+        multi_kernel_ns=0.0,
+        kernel_dispatch_ns=0.0,
+        long_call_start_ns=math.inf,
+        **change,
+    )
+
+
 def test_a_short_woken_call_pays_a_slope_of_its_kernels_time_up_to_the_wake() -> None:
     """Dots of 2, 4 and 8 us pay 3 x their time (11, 17, 29 us with the 5 us base) and long
     ones the whole 200 us wake: the step fits base 5 and wake 200 (its woken rows' median),
@@ -151,15 +165,7 @@ def test_a_short_woken_call_pays_a_slope_of_its_kernels_time_up_to_the_wake() ->
     assert p.program_overhead_ns == pytest.approx(5000.0)
     assert p.threadpool_wake_ns == pytest.approx(200000.0)
     assert p.threadpool_wake_slope == 3.0
-    host = replace(
-        load_target("host"),
-        program_overhead_ns=0.0,
-        threadpool_wake_ns=200e3,
-        threadpool_wake_slope=3.0,
-        multi_kernel_ns=0.0,
-        kernel_dispatch_ns=0.0,
-        long_call_start_ns=math.inf,
-    )
+    host = _sloped_host()
     assert host.call_overhead_ns(4e3, wakes=True, pool_ns=10e3) == pytest.approx(30e3)
     assert host.call_overhead_ns(4e3, wakes=True, pool_ns=1e6) == pytest.approx(200e3)
     assert host.call_overhead_ns(4e3, wakes=True) == pytest.approx(200e3)  # pool time unknown
@@ -1004,16 +1010,35 @@ def test_a_long_kernel_run_on_the_calling_thread_pays_no_wake() -> None:
     assert p.threadpool_wake_ns == pytest.approx(200e3)
     assert 3.5e3 < p.parallel_kernel_ns <= 4e3  # between the adds and the first multiply
     assert p.threadpool_wake_slope == 3.0
-    host = replace(
-        load_target("host"),
-        program_overhead_ns=0.0,
-        inline_flops=1000.0,
-        threadpool_wake_ns=200e3,
-        parallel_kernel_ns=4e3,
-        threadpool_wake_slope=3.0,
-        multi_kernel_ns=0.0,
-        kernel_dispatch_ns=0.0,
-        long_call_start_ns=math.inf,
-    )
+    host = _sloped_host(inline_flops=1000.0, parallel_kernel_ns=4e3)
     assert host.call_overhead_ns(40e3, pool_ns=40e3, xla_flops=0.0) == 0.0
     assert host.call_overhead_ns(40e3, pool_ns=40e3, xla_flops=4096.0) == pytest.approx(120e3)
+
+
+def test_a_kernel_splits_by_the_flops_xla_counts(tmp_path: Path) -> None:
+    """XLA:CPU weighs a kernel for its threads by its own FLOP count: a bf16 lgamma (54 flops
+    an element once expanded, with its converts) of 64x96 splits where its StableHLO op
+    counts none, one of 16x16 and a bf16 exp of 64x96 (2 flops an element, I/O-bound) do
+    not; the pass agrees with the compiled HLO and charges the split kernel's wake."""
+    import jax
+    import jax.numpy as jnp
+    import stablehlo_perf as sp
+    from jax import lax
+
+    target = _unit_cpu_with(
+        tmp_path,
+        "unit_cpu_chlo_split",
+        "overhead_ns = 7.0\nthreadpool_wake_ns = 150.0\nparallel_kernel_ns = 1e9\n",
+        cores=2,
+    )
+    for fn, shape, splits in (
+        (lax.lgamma, (64, 96), True),
+        (lax.lgamma, (16, 16), False),
+        (jnp.exp, (64, 96), False),
+    ):
+        lowered = jax.jit(fn).lower(jax.ShapeDtypeStruct(shape, jnp.bfloat16))
+        hlo = lowered.compile().as_text()
+        parts = re.findall(r'outer_dimension_partitions":\[([^\]]*)\]', hlo)
+        assert any(int(v) > 1 for p in parts for v in re.findall(r"\d+", p)) == splits
+        rep = sp.analyze(lowered.as_text(), target=target).report
+        assert rep.call_overhead_ns == pytest.approx(7.0 + 150.0 * splits), (fn, shape)
