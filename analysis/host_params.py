@@ -247,8 +247,10 @@ def xla_cpu_flops(op: OpInfo) -> float:
     if op.op_class not in ELEMENTWISE_CLASSES or not op.results:
         return float(op.flops)
     if op.short_name in _CHLO_FLOPS:
-        half = any(t.element_type in HALF_FLOATS for t in op.results[:1])
-        return float(_CHLO_FLOPS[op.short_name][half] * (op.results[0].num_elements or 0))
+        out = op.results[0]
+        return float(
+            _CHLO_FLOPS[op.short_name][out.element_type in HALF_FLOATS] * (out.num_elements or 0)
+        )
     expanded = _EXPANDED_FLOPS.get(op.short_name, 0)
     extra = expanded * (op.results[0].num_elements or 0)
     if op.op_class != "convert":
@@ -563,7 +565,7 @@ def _row_wakes(op: str, dtype: str, shape: tuple[int, ...]) -> bool:
     transcendental op."""
     out = math.prod(shape[1:]) if op == "gather" else math.prod(shape)
     klass = op_class(f"stablehlo.{op}")
-    library_reduce = op in _SUM_ROWS and ynn_reduces(dtype, math.prod(shape))
+    library_reduce = math.isfinite(_reduce_row_bytes(op, dtype, shape))
     if op == "reduce_window":  # a max pool (nb, h, w, c, window, stride): runtime/sweeps.py
         k, stride = shape[4:6]
         library_reduce = ynn_pools(dtype, "maximum", (k, k), (stride, stride), math.prod(shape[:4]))

@@ -186,8 +186,8 @@ class CriticalPathPass:
                 for k, node in enumerate(nodes)
             ]
             woken = [
-                p or (lib and (r or not _reduce_only(view, node)))
-                for p, lib, r, node in zip(pool, library, reduces, nodes, strict=True)
+                p or (latency[k] > 0 and _wakes(view, nodes[k], target.reduce_wake_bytes))
+                for k, p in enumerate(pool)
             ]
             on_pool = sum(
                 t
@@ -509,12 +509,23 @@ def _eigen(view: ModuleView, op_id: int) -> bool:
 
 
 def _library(view: ModuleView, node: list[int]) -> bool:
-    """Whether this kernel is a library call that wakes XLA:CPU's thread pool whatever its
-    time (`host_params.wakes_pool`; a YNNPACK reduce only above a size: `_waking_reduce`);
-    split loop kernels are `_splits`."""
+    """Whether this kernel is a library call (`host_params.wakes_pool`, any YNNPACK reduce:
+    the kernels a split loop hands data to and that leave pollers behind); which of them wake
+    the pool is `_wakes`, split loop kernels are `_splits`."""
     infos = [view.records[i].info for i in node]
     return wakes_pool(
         [info.short_name for info in infos], False, any(library_reduce(info) for info in infos)
+    )
+
+
+def _wakes(view: ModuleView, node: list[int], wake_bytes: float) -> bool:
+    """Whether this kernel is a library call that wakes the pool whatever its time: `_library`,
+    a YNNPACK reduce only above `wake_bytes` (`host_params.reduce_wakes_pool`)."""
+    infos = [view.records[i].info for i in node]
+    return wakes_pool(
+        [info.short_name for info in infos],
+        False,
+        any(reduce_wakes_pool(info, wake_bytes) for info in infos),
     )
 
 
@@ -525,14 +536,6 @@ def _waking_reduce(view: ModuleView, node: list[int], wake_bytes: float) -> bool
         view.records[i].info.short_name == "reduce"
         and reduce_wakes_pool(view.records[i].info, wake_bytes)
         for i in node
-    )
-
-
-def _reduce_only(view: ModuleView, node: list[int]) -> bool:
-    """Whether this kernel is a library call only by a YNNPACK reduce (no dot, no pool)."""
-    infos = [view.records[i].info for i in node]
-    return not wakes_pool([info.short_name for info in infos], False) and not any(
-        library_reduce(info) and info.short_name != "reduce" for info in infos
     )
 
 

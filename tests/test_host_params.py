@@ -970,10 +970,16 @@ def test_a_calibration_rows_flops_are_xlas(dtype: str) -> None:
     assert _row_flops("argmax", dtype, (8, 128)) == math.inf
 
 
+def _xla_splits(hlo: str) -> bool:
+    """Whether compiled HLO splits a kernel over threads: any `outer_dimension_partitions`
+    entry above 1 (a leading unit dimension is partitioned as ["1","2"])."""
+    parts = re.findall(r'outer_dimension_partitions":\[([^\]]*)\]', hlo)
+    return any(int(v) > 1 for p in parts for v in re.findall(r"\d+", p))
+
+
 def test_a_rows_split_is_xlas() -> None:
     """`_row_wakes` of unary and binary rows against XLA:CPU's own split of the row's compiled
-    program (`outer_dimension_partitions`, any entry above 1: a leading unit dimension is
-    partitioned as ["1","2"]): CHLO special functions are compute-bound by XLA's flops and
+    program (`_xla_splits`): CHLO special functions are compute-bound by XLA's flops and
     split from a few thousand elements, a bf16 rsqrt by its converts, an exp of 64x1000
     (0 flops, 512 KB accessed) not, of 1x2^18 it does."""
     import jax
@@ -988,9 +994,7 @@ def test_a_rows_split_is_xlas() -> None:
     for op, dtype, shape in rows:
         fn, args = sweeps.op_and_shapes(sweeps.Spec(op, dtype, shape))
         hlo = jax.jit(fn).lower(*args).compile().as_text()
-        parts = re.findall(r'outer_dimension_partitions":\[([^\]]*)\]', hlo)
-        xla = any(int(v) > 1 for p in parts for v in re.findall(r"\d+", p))
-        assert _row_wakes(op, dtype, shape) == xla, (op, dtype, shape)
+        assert _row_wakes(op, dtype, shape) == _xla_splits(hlo), (op, dtype, shape)
 
 
 def test_a_long_kernel_run_on_the_calling_thread_pays_no_wake() -> None:
@@ -1037,8 +1041,6 @@ def test_a_kernel_splits_by_the_flops_xla_counts(tmp_path: Path) -> None:
         (jnp.exp, (64, 96), False),
     ):
         lowered = jax.jit(fn).lower(jax.ShapeDtypeStruct(shape, jnp.bfloat16))
-        hlo = lowered.compile().as_text()
-        parts = re.findall(r'outer_dimension_partitions":\[([^\]]*)\]', hlo)
-        assert any(int(v) > 1 for p in parts for v in re.findall(r"\d+", p)) == splits
+        assert _xla_splits(lowered.compile().as_text()) == splits
         rep = sp.analyze(lowered.as_text(), target=target).report
         assert rep.call_overhead_ns == pytest.approx(7.0 + 150.0 * splits), (fn, shape)
