@@ -447,7 +447,10 @@ def wake_slope_fit(
     (kernels of 0-2 us), 7 (2-4), 18 (4-8), 30 (8-16), 45-48 (16-32) and the full 54 from
     32 us (Zen 4 VM, 2026-12-05); on their woken rows under 16 us the step's mean absolute
     error was 37.4 / 21.4 / 8.9 us (Zen 4 / Zen 5 / Xeon references), with k = 2.5 15.2 /
-    12.0 / 6.3 (fitted: 2.5, 4, 2.5; 5.25 on the Xeon's one-thread reference). The pass
+    12.0 / 6.3 (fitted: 2.5, 4, 2.5; 5.25 on the Xeon's one-thread reference). Split loop
+    kernels are none of them (`fit_host_params` charges them the whole wake): apart, the Zen 4
+    reference's dots of 4-8 / 8-12 / 12-16 us paid a median 15 / 17 / 30 us beyond the base,
+    its split loop rows 62 / 68 / 77 (2026-12-06; fitted k 2.25 -> 1.75). The pass
     applies it to the time of all the call's kernels on the pool, each run of a loop's
     counted (`passes.critical_path`): the zoo's loops of short dots and its 162-kernel
     transformer pay the whole wake (benchmarks/end_to_end.py), where a slope on the call's
@@ -557,25 +560,30 @@ def _reduce_row_bytes(op: str, dtype: str, shape: tuple[int, ...]) -> float:
     return math.nan
 
 
-def _row_wakes(op: str, dtype: str, shape: tuple[int, ...]) -> bool:
-    """Whether a calibration row's program wakes the thread pool whatever its time
-    (`wakes_pool`; a gather row is (table rows, width, indices): it writes width x indices).
-    An elementwise row's kernel reads its operands (two for a binary op) and writes its
-    result, its FLOPs as XLA counts them (`_row_flops`) and a transcendental an element of a
-    transcendental op."""
+def _row_splits(op: str, dtype: str, shape: tuple[int, ...]) -> bool:
+    """Whether XLA:CPU splits a calibration row's loop kernel over its threads
+    (`splits_over_threads`; a gather row is (table rows, width, indices): it writes width x
+    indices). An elementwise row's kernel reads its operands (two for a binary op) and writes
+    its result, its FLOPs as XLA counts them (`_row_flops`) and a transcendental an element
+    of a transcendental op."""
     out = math.prod(shape[1:]) if op == "gather" else math.prod(shape)
     klass = op_class(f"stablehlo.{op}")
-    library_reduce = math.isfinite(_reduce_row_bytes(op, dtype, shape))
-    if op == "reduce_window":  # a max pool (nb, h, w, c, window, stride): runtime/sweeps.py
-        k, stride = shape[4:6]
-        library_reduce = ynn_pools(dtype, "maximum", (k, k), (stride, stride), math.prod(shape[:4]))
     accessed = out * element_bytes(dtype) * (3 if klass == "binary" else 2)
     transcendental = klass == "transcendental"
     flops = _row_flops(op, dtype, shape)
     if not math.isfinite(flops):
         flops = 0 if transcendental else out
-    split = splits_over_threads([klass], flops, out if transcendental else 0, accessed, _ROW_CORES)
-    return wakes_pool([op], split, library_reduce)
+    return splits_over_threads([klass], flops, out if transcendental else 0, accessed, _ROW_CORES)
+
+
+def _row_wakes(op: str, dtype: str, shape: tuple[int, ...]) -> bool:
+    """Whether a calibration row's program wakes the thread pool whatever its time
+    (`wakes_pool`): a library call, a YNNPACK reduce or pool, a split loop kernel."""
+    library_reduce = math.isfinite(_reduce_row_bytes(op, dtype, shape))
+    if op == "reduce_window":  # a max pool (nb, h, w, c, window, stride): runtime/sweeps.py
+        k, stride = shape[4:6]
+        library_reduce = ynn_pools(dtype, "maximum", (k, k), (stride, stride), math.prod(shape[:4]))
+    return wakes_pool([op], _row_splits(op, dtype, shape), library_reduce)
 
 
 _ROW_EXTRA_FLOPS = {"select": (1, 1), "rsqrt": (1, 3)}
@@ -643,7 +651,7 @@ def fit_host_params(
     """Fit from (op, dtype, shape, in-loop time, standalone program time) rows, times in µs
     (the program time may be NaN: then the call overhead stays unknown)."""
     bw, rate, small, kernel, program, mib = [], [], [], [], [], []
-    wakes, timed, handed, reduced = [], [], [], []
+    wakes, timed, handed, reduced, split = [], [], [], [], []
     for op, dtype, shape, t_us, program_us in rows:
         if op in UNFITTED_ROWS or dtype in UNFITTED_DTYPES:
             continue
@@ -653,6 +661,7 @@ def fit_host_params(
             mib.append(_output_mib(op, dtype, shape))
             wakes.append(_row_wakes(op, dtype, shape))
             reduced.append(_reduce_row_bytes(op, dtype, shape))
+            split.append(_row_splits(op, dtype, shape))
             timed.append(wakes_by_time([op]))
             handed.append(_row_flops(op, dtype, shape) >= INLINE_FLOPS)
         if t_us <= 0:
@@ -689,7 +698,8 @@ def fit_host_params(
         if math.isfinite(threshold):
             woke = np.where(ynn, red_bytes > threshold, woke)
             base, wake, tau = step(woke)
-        whole = ynn & woke  # a YNNPACK reduce pays the whole wake, whatever its time
+        # A YNNPACK reduce or a split loop kernel pays the whole wake, whatever its time.
+        whole = (ynn | np.array(split, dtype=bool)) & woke
         beyond = overhead - base * pooled
         tau, k_wake = _sloped_threshold(
             k[small_out], beyond[small_out], (by_time & pooled)[small_out],

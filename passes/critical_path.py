@@ -205,7 +205,8 @@ class CriticalPathPass:
                 longest_kernel = max([longest_kernel, *timed])
                 longest_any = max([longest_any, *kernels])
                 wakes = wakes or any(woken)
-                whole = whole or any(reduces)
+                # A waking YNNPACK reduce or a split loop kernel pays the whole wake.
+                whole = whole or any(reduces) or any(p and not e for p, e in zip(pool, eigen))
                 pool_ns += times * on_pool
             top_kernels[tuple(ids)] = len(kernels)
             sb = list_schedule(latency, deps, classes, kind)

@@ -20,6 +20,7 @@ from stablehlo_perf.analysis.host_params import (
     UNFITTED_ROWS,
     HostParams,
     _row_flops,
+    _row_splits,
     _row_wakes,
     eigen_uses_pool,
     fit_host_params,
@@ -256,6 +257,49 @@ def test_a_program_summing_more_than_the_size_pays_the_whole_wake(tmp_path: Path
     above = sp.analyze(SUM.format(n=32769), target=target).report
     assert below.call_overhead_ns == pytest.approx(7.0)
     assert above.call_overhead_ns == pytest.approx(7.0 + 150.0)
+
+
+def test_a_split_loop_kernel_pays_the_whole_wake_however_short() -> None:
+    """Adds of 64x1024 f32 (768 KiB accessed: XLA splits them in two) of 4-12 us kernels pay
+    the whole 200 us wake, where dots of 2-8 us pay 3 x their time (the Zen 4 reference's
+    split loop rows of 4-16 us kernels paid a median 60-75 us beyond the base, its dots 14-28):
+    the fit keeps the slope to the dots, which the adds would pull up."""
+    adds = [("add", "f32", (2048,), k, k + 5.0) for k in (2.0, 3.0, 4.0, 5.0)]
+    short = [("dot_general", "f32", (1, 8, 8, 8), k, k + 5.0 + 3.0 * k) for k in (2.0, 4.0, 8.0)]
+    long = [("dot_general", "f32", (1, 256, 256, 256), k, k + 205.0) for k in (100.0, 200.0)]
+    split = [("add", "f32", (64, 1024), k, k + 205.0) for k in (4.0, 6.0, 8.0, 10.0, 12.0)]
+    assert all(_row_splits(*r[:3]) for r in split) and not _row_splits(*adds[0][:3])
+    p = fit_host_params([*adds, *short, *long, *split])
+    assert p.threadpool_wake_ns == pytest.approx(200000.0)
+    assert p.threadpool_wake_slope == 3.0
+
+
+BINARY = """
+func.func @main(%a: tensor<64x{c}xf32>, %b: tensor<64x{c}xf32>) -> tensor<64x{c}xf32> {{
+  %0 = stablehlo.add %a, %b : tensor<64x{c}xf32>
+  return %0 : tensor<64x{c}xf32>
+}}
+"""
+
+
+def test_a_program_of_a_split_add_pays_the_whole_wake(tmp_path: Path) -> None:
+    """The pass applies it: on a 2-core target whose wake slope (0.001 x the pool's time)
+    would charge the add's 8 us kernel 8 ns of the 150 ns wake and whose threshold no kernel
+    reaches, an add of two 64x1024 f32 (split in two) pays all of it, one of 64x512 (384 KiB
+    accessed: one task) none."""
+    import stablehlo_perf as sp
+
+    target = _unit_cpu_with(
+        tmp_path,
+        "unit_cpu_split_wake",
+        "overhead_ns = 7.0\nthreadpool_wake_ns = 150.0\nparallel_kernel_ns = 1e9\n"
+        "threadpool_wake_slope = 0.001\n",
+        cores=2,
+    )
+    split = sp.analyze(BINARY.format(c=1024), target=target).report
+    single = sp.analyze(BINARY.format(c=512), target=target).report
+    assert split.call_overhead_ns == pytest.approx(7.0 + 150.0)
+    assert single.call_overhead_ns == pytest.approx(7.0)
 
 
 def test_a_ynnpack_pool_wakes_the_pool_whatever_its_time() -> None:

@@ -164,7 +164,7 @@ class Target:
         parallel work and hands `handoff_bytes` from split loop kernels to YNNPACK kernels;
         its kernels on the pool take `pool_ns` in all (each run of a loop's counted), of
         which the wake costs at most `threadpool_wake_slope` times (all of it where it
-        `wakes_whole`: it runs a YNNPACK reduce that wakes the pool), and whose compiled module
+        `wakes_whole`: it runs a YNNPACK reduce that wakes the pool or a loop kernel split over it), and whose compiled module
         counts `xla_flops` (`analysis.host_params.xla_cpu_flops`)."""
         from stablehlo_perf.analysis.host_params import long_call_ns
 
