@@ -381,6 +381,9 @@ class HostParams:
     transpose_fused_l2_ns_per_elem: float = math.nan
     # Input bytes above which a YNNPACK reduce wakes the pool (`reduce_wake_fit`).
     reduce_wake_bytes: float = math.nan
+    # From the probes of chained YNNPACK reduces (runtime/program_probes.py): what a call
+    # pays once for a second reduce that wakes the pool.
+    reduce_rewake_ns: float = math.nan
 
     def long_call(self, kernel_ns: float) -> float:
         """`long_call_ns` with these parameters (0 where they are unknown)."""

@@ -53,7 +53,8 @@ class CriticalPathPass:
     kernel, a cost per MiB the entry returns, a long call's ramp in its longest kernel's
     time, and a cost per loop kernel XLA splits over threads or
     Eigen dot on the pool (`host_params.eigen_uses_pool`) that starts after the pool has
-    been idle for `Target.rewake_gap_ns`, an Eigen dot also when it is the first, and a
+    been idle for `Target.rewake_gap_ns`, an Eigen dot also when it is the first, a one-off
+    cost once the entry runs a second YNNPACK reduce that wakes the pool, and a
     cost per MiB a split loop kernel hands to a YNNPACK kernel), it is
     added to the first two and written as
     `perf.call_overhead_ns`. Where the target charges pool contention
@@ -250,6 +251,7 @@ class CriticalPathPass:
                         pool_ns,
                         sum(xla_cpu_flops(rec.info) for rec in view.records),
                         whole,
+                        _reduce_rewakes(pool_spans[tuple(func.top)]),
                     )
                     cache.totals = {
                         "total_latency_ns": sb.makespan_ns + call,
@@ -388,6 +390,13 @@ def _rewakes(spans: Sequence[PoolSpan], gap_ns: float) -> int:
             continue  # a YNNPACK reduction does not wake a pool that has gone to sleep
         busy_until = max(busy_until, span.end_ns)
     return count
+
+
+def _reduce_rewakes(spans: Sequence[PoolSpan]) -> int:
+    """1 where these spans hold two or more YNNPACK reduces that wake the pool (`wakes`
+    False): the call pays `Target.reduce_rewake_ns` once for the second
+    (`runtime.program_probes.REDUCE_KINDS`); 0 otherwise."""
+    return int(sum(not span.wakes for span in spans) >= 2)
 
 
 def _contention(

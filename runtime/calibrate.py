@@ -374,6 +374,7 @@ def write_calibration(
             multi_kernel_ns=fit.multi_kernel_ns,
             kernel_dispatch_ns=fit.kernel_dispatch_ns,
             rewake_ns=fit.rewake_ns,
+            reduce_rewake_ns=fit.reduce_rewake_ns,
         )
     params = dataclasses.replace(
         params,

@@ -8,13 +8,15 @@ step, each further kernel a microsecond or more beyond its in-loop time, and mor
 where independent branches let XLA's executor run kernels concurrently (it does
 for a graph of more than 8 kernels that is not a chain; measured with
 runtime/timing.py, 2026-11-30: 128 kernels as a chain ~1.1 us each, as 64
-branches ~2.9 us). The probes are chains of 1..64 steps of three kinds (one of them,
-"gelu", running a kernel XLA splits over its thread pool each step) and 1..32
+branches ~2.9 us). The probes are chains of 1..64 steps of four kinds (one of them,
+"gelu", running a kernel XLA splits over its thread pool each step, one, "sums", a YNNPACK
+reduce that wakes it) and 1..32
 independent branches; each probe's time net of dispatch is fitted as
 
     call overhead(single kernel, from the sweep) + multi · [kernels >= 2]
     + dispatch · kernels + rewake · (split steps after the first)
-    + offset(kind, split kinds only) + (the program's in-loop time),
+    + reduce rewake · [a second waking YNNPACK reduce]
+    + offset(kind, split and reduce kinds only) + (the program's in-loop time),
 
 with kernels counted by the pipeline's own fusion plan, so the pass that adds the
 overhead counts them the same way. Up to 128 kernels, so the per-kernel slope is
@@ -71,6 +73,25 @@ def _gelu_block(x: jax.Array, w: jax.Array) -> jax.Array:
     return y - jnp.mean(y, axis=-1, keepdims=True)
 
 
+def _scaled_sum(x: jax.Array, s: jax.Array) -> jax.Array:
+    """The rows of `x` scaled by tanh of the previous sums, summed again: XLA fuses the
+    scaling into a YNNPACK reduce of `x` (256 KiB at 64x1000 f32, above the Zen 4 and Zen 5
+    references' `reduce_wake_bytes`), with tanh of the 64 sums a kernel of its own."""
+    return jnp.sum(x * jnp.tanh(s)[:, None], axis=-1)
+
+
+def _sums(step: Step, k: int) -> Callable[..., jax.Array]:
+    """k dependent row sums of one input: its sum, then `step` k - 1 times."""
+
+    def run(x: jax.Array, _: jax.Array) -> jax.Array:
+        s = jnp.sum(x, axis=-1)
+        for _ in range(k - 1):
+            s = step(x, s)
+        return s
+
+    return run
+
+
 def _branch(x: jax.Array, w: jax.Array) -> jax.Array:
     """One branch of `_branches` and its share of the sum."""
     return x + jnp.tanh((x + 1.0) @ w)
@@ -102,10 +123,17 @@ STEPS: dict[str, tuple[Step, Callable[[Step, int], Callable[..., jax.Array]], tu
     "center": (_center, _chain, (64, 64)),
     "branches": (_branch, _branches, (16, 64)),
     "gelu": (_gelu_block, _chain, (16, 64)),
+    "sums": (_scaled_sum, _sums, (64, 1000)),
 }
 SPLIT_KINDS = frozenset({"gelu"})
 """Probe kinds each of whose steps runs one split loop kernel that finds the pool asleep (the
 first step's wake-up is the call's own, the sweep's single-kernel programs' term)."""
+REDUCE_KINDS = frozenset({"sums"})
+"""Probe kinds each of whose steps runs a YNNPACK reduce that wakes the pool: a call of two
+or more pays `ProbeFit.reduce_rewake_ns` once. Measured call minus in-loop time on the Zen 4
+VM (2026-12-06, 64x1000 f32, same rounds): one sum 46-66 us, two dependent sums 88-95 (the
+second's kernel 7-14 us), three 92-110, and alike with a tanh, a split multiply or a dot
+after the second (18-35 us beyond the overhead predicted without the term)."""
 UNFITTED_KINDS = frozenset({"center"})
 """Probe kinds measured but left out of `fit_probes`: each centring step's 64x64 mean is a
 YNNPACK reduce, which pays a cost per step that no term of the call overhead models. Fitted,
@@ -174,6 +202,11 @@ class Probe:
         return self.steps - 1 if self.kind in SPLIT_KINDS else 0
 
     @property
+    def reduce_rewakes(self) -> int:
+        """1 where a second waking YNNPACK reduce follows the call's first (`REDUCE_KINDS`)."""
+        return int(self.kind in REDUCE_KINDS and self.steps >= 2)
+
+    @property
     def overhead_ns(self) -> float:
         """What the call took beyond its steps' in-loop time."""
         return self.program_ns - self.step_loop_ns * self.steps
@@ -227,6 +260,7 @@ class ProbeFit:
     multi_kernel_ns: float
     kernel_dispatch_ns: float
     rewake_ns: float = math.nan
+    reduce_rewake_ns: float = math.nan
 
 
 def _kernels(fn: Callable[..., jax.Array], args: tuple[jax.Array, ...]) -> int:
@@ -254,7 +288,7 @@ def measure_probes(repeats: int = 7, passes: int = 5, measured: str = "") -> lis
     for kind, (step, build, (m, d)) in STEPS.items():
         x = jax.random.normal(key, (m, d)) * 0.1
         w = jnp.eye(d) + 0.01 * jax.random.normal(key, (d, d))
-        for k in CHAIN_LENGTHS if build is _chain else BRANCH_COUNTS:
+        for k in BRANCH_COUNTS if build is _branches else CHAIN_LENGTHS:
             fn = build(step, k)
             name = f"{kind}@{k}"
             spec = sweeps.Spec(f"probe-{name}", "f32", (m, d))
@@ -310,12 +344,24 @@ def fit_probes(
     re-measured chunks), and the zoo's pipeline MAPE on four saved Zen 5 runs
     22.4 / 13.9 / 16.8 / 21.0% -> 21.8 / 13.7 / 17.3 / 18.2% (benchmarks/end_to_end.py
     --predict-from; the 6-layer transformer's 5 rewakes were charged 240 us where its calls
-    paid 138-273 us beyond their kernels in all)."""
-    probes = [p for p in probes if p.kind not in UNFITTED_KINDS and p.pool_wakes <= FITTED_WAKES]
-    split = sorted({p.kind for p in probes if p.kind in SPLIT_KINDS})
+    paid 138-273 us beyond their kernels in all). A reduce kind (`REDUCE_KINDS`) has an
+    offset too (its first sum's wake is the sweep's whole one, not the base), and its chains
+    of two to `FITTED_WAKES` + 1 steps set the one-off cost of a second waking reduce: a
+    longer chain is a graph of more than 8 kernels that is not a chain (each step reads the
+    input), which XLA's executor runs concurrently at a cost of its own (Zen 4 VM,
+    2026-12-06: chains of 1 / 2 / 4 / 8 / 16 sums paid 62 / 85 / 90 / 146 / 232 us beyond
+    their in-loop time)."""
+    probes = [
+        p
+        for p in probes
+        if p.kind not in UNFITTED_KINDS
+        and p.pool_wakes <= FITTED_WAKES
+        and (p.kind not in REDUCE_KINDS or p.steps - 1 <= FITTED_WAKES)
+    ]
+    split = sorted({p.kind for p in probes if p.kind in SPLIT_KINDS | REDUCE_KINDS})
     a = np.array(
         [
-            [float(p.kernels >= 2), float(p.kernels), float(p.pool_wakes)]
+            [float(p.kernels >= 2), float(p.kernels), float(p.pool_wakes), p.reduce_rewakes]
             + [float(p.kind == kind) for kind in split]
             for p in probes
         ]
@@ -333,10 +379,11 @@ def fit_probes(
         np.r_[np.zeros(m), np.ones(2 * n)],
         A_eq=np.c_[a, np.eye(n), -np.eye(n)],
         b_eq=y,
-        bounds=[(0, None)] * 3 + [(None, None)] * len(split) + [(0, None)] * (2 * n),
+        bounds=[(0, None)] * 4 + [(None, None)] * len(split) + [(0, None)] * (2 * n),
         method="highs",
     )
     if not res.success:
         raise RuntimeError(f"probe fit failed: {res.message}")
     rewake = float(res.x[2]) if a[:, 2].any() else math.nan
-    return ProbeFit(base_ns, float(res.x[0]), float(res.x[1]), rewake)
+    reduce_rewake = float(res.x[3]) if a[:, 3].any() else math.nan
+    return ProbeFit(base_ns, float(res.x[0]), float(res.x[1]), rewake, reduce_rewake)

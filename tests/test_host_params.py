@@ -170,6 +170,10 @@ def test_a_short_woken_call_pays_a_slope_of_its_kernels_time_up_to_the_wake() ->
     assert host.call_overhead_ns(4e3, wakes=True, pool_ns=10e3) == pytest.approx(30e3)
     assert host.call_overhead_ns(4e3, wakes=True, pool_ns=1e6) == pytest.approx(200e3)
     assert host.call_overhead_ns(4e3, wakes=True) == pytest.approx(200e3)  # pool time unknown
+    # Its multi-kernel cost too (50 us here): a two-kernel call of 10 us on the pool pays 30.
+    multi = replace(_sloped_host(), multi_kernel_ns=50e3, threadpool_wake_ns=0.0)
+    assert multi.call_overhead_ns(4e3, kernels=2, wakes=True, pool_ns=10e3) == pytest.approx(30e3)
+    assert multi.call_overhead_ns(4e3, kernels=2, wakes=True, pool_ns=1e6) == pytest.approx(50e3)
 
 
 def test_a_reduction_handed_to_ynnpack_wakes_the_pool_whatever_its_time() -> None:
@@ -506,6 +510,7 @@ def test_header_round_trip_and_missing_rows() -> None:
         2.5,
         3.2,
         131072.0,
+        12500.0,
     )
     assert HostParams.parse(p.header()) == p
     assert p.long_call(1e9) == 9e4

@@ -86,6 +86,58 @@ def test_a_split_kinds_own_offset_stays_out_of_the_rewake_cost() -> None:
     assert fit.kernel_dispatch_ns == pytest.approx(1e3, rel=1e-6)
 
 
+def test_reduce_probes_set_the_second_reduce_cost() -> None:
+    """Chains of k sums (`REDUCE_KINDS`) pay their first sum's wake (60 us, the kind's offset),
+    the multi-kernel term and 1 us a kernel like the dense chains, and 12 us once from the
+    second sum on: the fit finds 12 us. Chains of more than `FITTED_WAKES` + 1 steps, which
+    pay 50 us a step more (XLA's executor running them concurrently), are left out; without
+    sums probes the cost stays unknown (NaN)."""
+    plain = [pp.Probe("dense", k, 2 * k, 20e3 + 1e3 * 2 * k + k * 4e3, 4e3) for k in (1, 4, 16)]
+
+    def sums(k: int, per_step: float = 0.0) -> pp.Probe:
+        kernels = 2 * k - 1
+        extra = (20e3 + 12e3 + per_step * k) if k >= 2 else 0.0
+        return pp.Probe("sums", k, kernels, 60e3 + 1e3 * kernels + extra + k * 5e3, 5e3)
+
+    fit = pp.fit_probes(plain + [sums(k) for k in (1, 2, 4)] + [sums(k, 50e3) for k in (8, 16)])
+    assert fit.reduce_rewake_ns == pytest.approx(12e3, rel=1e-6)
+    assert fit.multi_kernel_ns == pytest.approx(20e3, rel=1e-6)
+    assert fit.kernel_dispatch_ns == pytest.approx(1e3, rel=1e-6)
+    assert math.isnan(pp.fit_probes(plain).reduce_rewake_ns)
+    assert [sums(k).reduce_rewakes for k in (1, 2, 4)] == [0, 1, 1]
+
+
+def test_the_pipeline_charges_a_sum_chain_the_second_reduce_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A sums probe of k steps runs k reduces XLA hands to YNNPACK (its compiled HLO's
+    `__ynn_fusion`s), each of 256 KiB, and the critical-path pass charges the second-reduce
+    cost once from two on: the probe's `reduce_rewakes` (on a target charging 1 us for it,
+    against one charging a negligible 1e-9 ns)."""
+    from dataclasses import replace
+
+    import jax
+    import jax.numpy as jnp
+    import stablehlo_perf as sp
+    from stablehlo_perf.analysis.targets import load_target
+    from stablehlo_perf.passes import critical_path
+
+    step, build, (m, d) = pp.STEPS["sums"]
+    x, w = jnp.ones((m, d)) * 0.1, jnp.eye(4)
+    host = replace(load_target("host"), reduce_wake_bytes=131072.0)
+    for k in (1, 2, 3):
+        lowered = jax.jit(build(step, k)).lower(x, w)
+        assert lowered.compile().as_text().count('"kind":"__ynn_fusion"') == k
+        calls = []
+        for cost in (1e-9, 1000.0):
+            charged = replace(host, reduce_rewake_ns=cost)
+            monkeypatch.setattr(critical_path, "load_target", lambda name, t=charged: t)
+            calls.append(sp.analyze(lowered, target="host").report.call_overhead_ns)
+        paid = (calls[1] - calls[0]) / 1000.0
+        assert paid == pytest.approx(pp.Probe("sums", k, 1, 1.0, 1.0).reduce_rewakes)
+        assert paid == pytest.approx(int(k >= 2))
+
+
 def test_the_pipeline_counts_the_gelu_probes_wakes_as_xla_splits(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -158,13 +210,15 @@ def test_one_live_pass_counts_kernels_like_the_pipeline(monkeypatch: pytest.Monk
     probes = pp.measure_probes(repeats=3, passes=1)
     assert [(p.kind, p.steps) for p in probes] == [
         ("dense", 1), ("dense", 2), ("center", 1), ("center", 2), ("branches", 1), ("branches", 2),
-        ("gelu", 1), ("gelu", 2),
+        ("gelu", 1), ("gelu", 2), ("sums", 1), ("sums", 2),
     ]  # fmt: skip
     for one, two in zip(probes[:4:2], probes[1:4:2], strict=True):
         # Twice the steps, twice the kernels the fusion plan counts (one chain, no sharing).
         assert two.kernels == 2 * one.kernels >= 2
     # A second branch adds its own dot and tanh (the sum joins the last fusion).
     assert probes[5].kernels > probes[4].kernels >= 2
+    # A second sum adds itself and the tanh of the first's 64 sums that scales it.
+    assert (probes[8].kernels, probes[9].kernels) == (1, 3)
     assert all(p.step_loop_ns > 0 for p in probes)
 
 

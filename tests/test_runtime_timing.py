@@ -522,7 +522,7 @@ def test_calibrate_cli_end_to_end_and_corrupted_cache(
     assert sorted(k for k in built if k not in gauges) == sorted(s.key for s in specs)
     assert cf.checksum_ok(path)
     probe_lines = [ln for ln in path.read_text().splitlines() if ln.startswith("# probe: ")]
-    assert len(probe_lines) == 3 + 3 + 3 + 1  # chains of 1-3 of three kinds, two branches
+    assert len(probe_lines) == 3 * 4 + 1  # chains of 1-3 of four kinds, two branches
     # Each probe carries the sentinel time measured around the probes (a positive gauge).
     assert all(float(ln.split()[-1]) > 0 and len(ln.split()) == 9 for ln in probe_lines)
     # A valid cache entry is reused: nothing is measured again, and its notes are kept.

@@ -75,7 +75,9 @@ class Target:
     # `kernel_dispatch_ns` per kernel of the entry function; and
     # `output_ns_per_mib` per MiB the call returns (fresh output buffers' first-touch
     # pages); a long call's ramp in its longest kernel's time
-    # (`analysis.host_params.long_call_ns`); and `rewake_ns` for each split loop kernel or
+    # (`analysis.host_params.long_call_ns`); `reduce_rewake_ns` once for a second YNNPACK
+    # reduce that wakes the pool (`runtime.program_probes.REDUCE_KINDS`); and `rewake_ns`
+    # for each split loop kernel or
     # Eigen dot on the pool that finds it idle for `rewake_gap_ns` (a first Eigen dot too:
     # `passes.critical_path`); and `handoff_ns_per_mib` per MiB a split loop kernel writes for
     # a YNNPACK kernel to read, on at most `handoff_cap_bytes` of each. Zero where unknown.
@@ -88,6 +90,7 @@ class Target:
     # Input bytes above which a YNNPACK reduce wakes the pool, and then all of the wake
     # (`analysis.host_params.reduce_wake_fit`): 0, every one, where unknown.
     reduce_wake_bytes: float = 0.0
+    reduce_rewake_ns: float = 0.0
     parallel_kernel_ns: float = math.inf
     multi_kernel_ns: float = 0.0
     kernel_dispatch_ns: float = 0.0
@@ -153,6 +156,7 @@ class Target:
         pool_ns: float = math.inf,
         xla_flops: float = math.inf,
         wakes_whole: bool = False,
+        reduce_rewakes: int = 0,
     ) -> float:
         """Per-call cost beyond the kernels' own for a program whose longest kernel that can
         wake the pool by its time (`analysis.host_params.wakes_by_time`) takes this long,
@@ -164,8 +168,9 @@ class Target:
         parallel work and hands `handoff_bytes` from split loop kernels to YNNPACK kernels;
         its kernels on the pool take `pool_ns` in all (each run of a loop's counted), of
         which the wake costs at most `threadpool_wake_slope` times (all of it where it
-        `wakes_whole`: it runs a YNNPACK reduce that wakes the pool or a loop kernel split over it), and whose compiled module
-        counts `xla_flops` (`analysis.host_params.xla_cpu_flops`)."""
+        `wakes_whole`: it runs a YNNPACK reduce that wakes the pool or a loop kernel split over
+        it; `reduce_rewakes` 1 where a second such reduce follows its first), and whose
+        compiled module counts `xla_flops` (`analysis.host_params.xla_cpu_flops`)."""
         from stablehlo_perf.analysis.host_params import long_call_ns
 
         handed = xla_flops >= self.inline_flops
@@ -173,9 +178,14 @@ class Target:
         # thread (`inline_flops`) pays nothing for its time (`host_params._step_fit`).
         woke = wakes or (handed and longest_kernel_ns >= self.parallel_kernel_ns)
         wake = self.threadpool_wake_ns if woke else 0.0
-        if math.isfinite(self.threadpool_wake_slope) and not wakes_whole:
-            wake = min(wake, self.threadpool_wake_slope * pool_ns)
         multi = self.multi_kernel_ns if kernels >= 2 and handed and woke else 0.0
+        if math.isfinite(self.threadpool_wake_slope) and not wakes_whole:
+            # A short call pays its share of the multi-kernel cost as of the wake: the Zen 4
+            # reference's two-kernel dense probe (a 16x64 dot and its tanh) paid 0.3-4.4 us
+            # beyond its kernels where the base and the 16 us multi-kernel term add to 18
+            # (runtime.program_probes, 2026-12-06).
+            wake = min(wake, self.threadpool_wake_slope * pool_ns)
+            multi = min(multi, self.threadpool_wake_slope * pool_ns)
         return (
             (self.program_overhead_ns if handed else 0.0)
             + max(wake, multi)
@@ -188,6 +198,7 @@ class Target:
                 self.long_call_cap_ns,
             )
             + self.rewake_ns * rewakes
+            + self.reduce_rewake_ns * reduce_rewakes
             + self.handoff_ns_per_mib * handoff_bytes / 2**20
         )
 
@@ -241,6 +252,7 @@ _SCHEMA: dict[str, tuple[type | tuple[type, ...], bool]] = {
     "program.threadpool_wake_ns": ((int, float), False),
     "program.threadpool_wake_slope": ((int, float), False),
     "program.reduce_wake_bytes": ((int, float), False),
+    "program.reduce_rewake_ns": ((int, float), False),
     "program.parallel_kernel_ns": ((int, float), False),
     "program.multi_kernel_ns": ((int, float), False),
     "program.kernel_dispatch_ns": ((int, float), False),
@@ -326,6 +338,7 @@ def _from_mapping(data: Mapping[str, Any], where: str) -> Target:
         threadpool_wake_ns=float(flat.get("program.threadpool_wake_ns", 0.0)),
         threadpool_wake_slope=float(flat.get("program.threadpool_wake_slope", math.inf)),
         reduce_wake_bytes=float(flat.get("program.reduce_wake_bytes", 0.0)),
+        reduce_rewake_ns=float(flat.get("program.reduce_rewake_ns", 0.0)),
         parallel_kernel_ns=float(flat.get("program.parallel_kernel_ns", math.inf)),
         multi_kernel_ns=float(flat.get("program.multi_kernel_ns", 0.0)),
         kernel_dispatch_ns=float(flat.get("program.kernel_dispatch_ns", 0.0)),
@@ -435,6 +448,8 @@ def _calibrated_host(base: Target) -> Target:
         change["rewake_gap_ns"] = REWAKE_GAP_NS
         change["handoff_ns_per_mib"] = HANDOFF_NS_PER_MIB
         change["handoff_cap_bytes"] = HANDOFF_CAP_BYTES
+    if math.isfinite(params.reduce_rewake_ns):
+        change["reduce_rewake_ns"] = params.reduce_rewake_ns
     if math.isfinite(params.bf16_fused_ns_per_elem):
         change["bf16_fused_ns_per_element"] = params.bf16_fused_ns_per_elem
     if math.isfinite(params.transpose_fused_ns_per_elem):
