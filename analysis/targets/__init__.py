@@ -77,10 +77,10 @@ class Target:
     # pages); a long call's ramp in its longest kernel's time
     # (`analysis.host_params.long_call_ns`); `reduce_rewake_ns` once for a second YNNPACK
     # reduce that wakes the pool (`runtime.program_probes.REDUCE_KINDS`); and `rewake_ns`
-    # for each split loop kernel or
-    # Eigen dot on the pool that finds it idle for `rewake_gap_ns` (a first Eigen dot too:
-    # `passes.critical_path`); and `handoff_ns_per_mib` per MiB a split loop kernel writes for
-    # a YNNPACK kernel to read, on at most `handoff_cap_bytes` of each. Zero where unknown.
+    # for each split loop kernel or Eigen dot on the pool that finds it idle for
+    # `rewake_gap_ns` (a first Eigen dot too: `passes.critical_path`); and
+    # `handoff_ns_per_mib` per MiB a split loop kernel writes for a YNNPACK kernel to read,
+    # on at most `handoff_cap_bytes` of each. Zero where unknown.
     # A program of fewer XLA flops than `inline_flops` runs on the calling thread and pays
     # neither the fixed part nor `multi_kernel_ns` (`analysis.host_params.INLINE_FLOPS`).
     program_overhead_ns: float = 0.0
@@ -90,6 +90,7 @@ class Target:
     # Input bytes above which a YNNPACK reduce wakes the pool, and then all of the wake
     # (`analysis.host_params.reduce_wake_fit`): 0, every one, where unknown.
     reduce_wake_bytes: float = 0.0
+    # What a call pays once for a second YNNPACK reduce that wakes the pool (0 where unknown).
     reduce_rewake_ns: float = 0.0
     parallel_kernel_ns: float = math.inf
     multi_kernel_ns: float = 0.0
