@@ -384,6 +384,8 @@ class HostParams:
     # From the probes of chained YNNPACK reduces (runtime/program_probes.py): what a call
     # pays once for a second reduce that wakes the pool.
     reduce_rewake_ns: float = math.nan
+    # The wake a call running a loop kernel split over the pool pays (`fit_host_params`).
+    split_wake_ns: float = math.nan
 
     def long_call(self, kernel_ns: float) -> float:
         """`long_call_ns` with these parameters (0 where they are unknown)."""
@@ -680,6 +682,7 @@ def fit_host_params(
     rate.sort()
     top = [r for _, r in rate[-8:]]
     base = wake = tau = k_wake = per_mib = start = slope = cap = threshold = math.nan
+    split_wake = math.nan
     if len(kernel) >= 8:
         k, out_mib, woke = np.array(kernel), np.array(mib), np.array(wakes, dtype=bool)
         by_time, pooled = np.array(timed, dtype=bool), np.array(handed, dtype=bool)
@@ -709,9 +712,25 @@ def fit_host_params(
             woke[small_out], whole[small_out], wake, tau,
         )  # fmt: skip
         paid = ((k >= tau) & by_time & pooled) | woke
-        left = beyond - np.where(whole, wake, np.where(paid, np.minimum(k_wake * k, wake), 0.0))
-        start, slope, cap = _ramp_fit(k[small_out], left[small_out])
-        ramp = np.array([long_call_ns(t * 1e3, start * 1e3, slope, cap * 1e3) for t in k]) / 1e3
+        split_rows = np.array(split, dtype=bool) & woke
+
+        def left_ramp(split_us: float) -> tuple[np.ndarray, float, float, float, np.ndarray]:
+            """What the rows pay beyond the base and the wake (`split_us` for a split loop
+            kernel's), the long-call ramp fitted on it, and the ramp of each row."""
+            charged = np.where(whole, wake, np.where(paid, np.minimum(k_wake * k, wake), 0.0))
+            left = beyond - np.where(split_rows, split_us, charged)
+            start, slope, cap = _ramp_fit(k[small_out], left[small_out])
+            ramp = [long_call_ns(t * 1e3, start * 1e3, slope, cap * 1e3) / 1e3 for t in k]
+            return left, start, slope, cap, np.array(ramp)
+
+        left, start, slope, cap, ramp = left_ramp(wake)
+        # A split loop kernel's wake, apart from the library calls' (`split_wake_ns`): the
+        # Zen 4 reference's split rows under 100 us paid a median 70.6 us beyond the base,
+        # its YNNPACK reduces 50.1, its dots and convolutions of 32-100 us 48.5 (2026-12-06).
+        own = split_rows & small_out
+        if own.any():
+            split_wake = float(np.median((beyond - ramp)[own]))
+            left, start, slope, cap, ramp = left_ramp(split_wake)
         per_mib = _per_mib(out_mib, left - ramp)
     return HostParams(
         bandwidth_gbps=float(np.median(bw)) if bw else math.nan,
@@ -722,6 +741,7 @@ def fit_host_params(
         parallel_kernel_ns=tau * 1e3,
         threadpool_wake_slope=k_wake,
         reduce_wake_bytes=threshold,
+        split_wake_ns=max(split_wake, 0.0) * 1e3 if math.isfinite(split_wake) else math.nan,
         output_ns_per_mib=per_mib,
         long_call_start_ns=start * 1e3,
         long_call_slope=slope,

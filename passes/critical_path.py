@@ -84,6 +84,7 @@ class CriticalPathPass:
         longest_any = 0.0  # of all kernels: the long-call ramp's argument
         wakes = False
         whole = False  # a YNNPACK reduce wakes the pool: all of the wake, whatever the time
+        split = False  # a loop kernel split over the pool: all of its wake (`split_wake_ns`)
         pool_ns = 0.0  # the time of the kernels on the pool, each run of a loop's counted
         top_kernels: dict[tuple[int, ...], int] = {}
         pool_spans: dict[tuple[int, ...], list[PoolSpan]] = {}
@@ -160,7 +161,7 @@ class CriticalPathPass:
             loop's body) adds its kernels on the pool that many times; a function's `top`
             block adds the contention of its kernels that follow a library call and of its
             loops' trips (`block_contention`)."""
-            nonlocal longest_kernel, longest_any, wakes, whole, pool_ns
+            nonlocal longest_kernel, longest_any, wakes, whole, split, pool_ns
             nodes, deps, costs = block_nodes(ids)
             latency = [sum(read_latency(cache, i) for i in node) for node in nodes]
             classes = [_node_class(view, node) for node in nodes]
@@ -207,7 +208,8 @@ class CriticalPathPass:
                 longest_any = max([longest_any, *kernels])
                 wakes = wakes or any(woken)
                 # A waking YNNPACK reduce or a split loop kernel pays the whole wake.
-                whole = whole or any(reduces) or any(p and not e for p, e in zip(pool, eigen))
+                split = split or any(p and not e for p, e in zip(pool, eigen))
+                whole = whole or split or any(reduces)
                 pool_ns += times * on_pool
             top_kernels[tuple(ids)] = len(kernels)
             sb = list_schedule(latency, deps, classes, kind)
@@ -252,6 +254,7 @@ class CriticalPathPass:
                         sum(xla_cpu_flops(rec.info) for rec in view.records),
                         whole,
                         _reduce_rewakes(pool_spans[tuple(func.top)]),
+                        split,
                     )
                     cache.totals = {
                         "total_latency_ns": sb.makespan_ns + call,

@@ -267,7 +267,8 @@ def test_a_split_loop_kernel_pays_the_whole_wake_however_short() -> None:
     """Adds of 64x1024 f32 (768 KiB accessed: XLA splits them in two) of 4-12 us kernels pay
     the whole 200 us wake, where dots of 2-8 us pay 3 x their time (the Zen 4 reference's
     split loop rows of 4-16 us kernels paid a median 60-75 us beyond the base, its dots 14-28):
-    the fit keeps the slope to the dots, which the adds would pull up."""
+    the fit keeps the slope to the dots, which the adds would pull up. Adds that pay 230 us
+    set a split kernel's wake of their own, 230 us (`split_wake_ns`), the dots' stays 200."""
     adds = [("add", "f32", (2048,), k, k + 5.0) for k in (2.0, 3.0, 4.0, 5.0)]
     short = [("dot_general", "f32", (1, 8, 8, 8), k, k + 5.0 + 3.0 * k) for k in (2.0, 4.0, 8.0)]
     long = [("dot_general", "f32", (1, 256, 256, 256), k, k + 205.0) for k in (100.0, 200.0)]
@@ -276,6 +277,13 @@ def test_a_split_loop_kernel_pays_the_whole_wake_however_short() -> None:
     p = fit_host_params([*adds, *short, *long, *split])
     assert p.threadpool_wake_ns == pytest.approx(200000.0)
     assert p.threadpool_wake_slope == 3.0
+    assert p.split_wake_ns == pytest.approx(200000.0)
+    long += [("dot_general", "f32", (1, 256, 256, 256), k, k + 205.0) for k in (300.0, 400.0)]
+    dearer = [(*r[:4], r[4] + 30.0) for r in split]
+    p = fit_host_params([*adds, *short, *long, *dearer])
+    assert p.threadpool_wake_ns == pytest.approx(200000.0)
+    # (less the 1 us a long-call ramp fitted on the adds' excess over the 200 takes of it)
+    assert p.split_wake_ns == pytest.approx(230000.0, abs=1000.0)
 
 
 BINARY = """
@@ -290,20 +298,27 @@ def test_a_program_of_a_split_add_pays_the_whole_wake(tmp_path: Path) -> None:
     """The pass applies it: on a 2-core target whose wake slope (0.001 x the pool's time)
     would charge the add's 8 us kernel 8 ns of the 150 ns wake and whose threshold no kernel
     reaches, an add of two 64x1024 f32 (split in two) pays all of it, one of 64x512 (384 KiB
-    accessed: one task) none."""
+    accessed: one task) none. Where the target has a split kernel's wake of its own (170 ns),
+    the split add pays it, a sum of 32,769 f32 (a YNNPACK reduce) the 150 ns."""
     import stablehlo_perf as sp
 
-    target = _unit_cpu_with(
-        tmp_path,
-        "unit_cpu_split_wake",
+    program = (
         "overhead_ns = 7.0\nthreadpool_wake_ns = 150.0\nparallel_kernel_ns = 1e9\n"
-        "threadpool_wake_slope = 0.001\n",
-        cores=2,
+        "threadpool_wake_slope = 0.001\n"
     )
+    target = _unit_cpu_with(tmp_path, "unit_cpu_split_wake", program, cores=2)
     split = sp.analyze(BINARY.format(c=1024), target=target).report
     single = sp.analyze(BINARY.format(c=512), target=target).report
     assert split.call_overhead_ns == pytest.approx(7.0 + 150.0)
     assert single.call_overhead_ns == pytest.approx(7.0)
+    own = program + "split_wake_ns = 170.0\nreduce_wake_bytes = 131072.0\n"
+    target = _unit_cpu_with(tmp_path, "unit_cpu_split_own", own, cores=2)
+    assert sp.analyze(BINARY.format(c=1024), target=target).report.call_overhead_ns == (
+        pytest.approx(7.0 + 170.0)
+    )
+    assert sp.analyze(SUM.format(n=32769), target=target).report.call_overhead_ns == (
+        pytest.approx(7.0 + 150.0)
+    )
 
 
 def test_a_ynnpack_pool_wakes_the_pool_whatever_its_time() -> None:
@@ -511,6 +526,7 @@ def test_header_round_trip_and_missing_rows() -> None:
         3.2,
         131072.0,
         12500.0,
+        64000.0,
     )
     assert HostParams.parse(p.header()) == p
     assert p.long_call(1e9) == 9e4

@@ -92,6 +92,9 @@ class Target:
     reduce_wake_bytes: float = 0.0
     # What a call pays once for a second YNNPACK reduce that wakes the pool (0 where unknown).
     reduce_rewake_ns: float = 0.0
+    # The wake a call running a loop kernel split over the pool pays, all of it whatever the
+    # kernel's time (`analysis.host_params.fit_host_params`; NaN: `threadpool_wake_ns`).
+    split_wake_ns: float = math.nan
     parallel_kernel_ns: float = math.inf
     multi_kernel_ns: float = 0.0
     kernel_dispatch_ns: float = 0.0
@@ -158,6 +161,7 @@ class Target:
         xla_flops: float = math.inf,
         wakes_whole: bool = False,
         reduce_rewakes: int = 0,
+        split: bool = False,
     ) -> float:
         """Per-call cost beyond the kernels' own for a program whose longest kernel that can
         wake the pool by its time (`analysis.host_params.wakes_by_time`) takes this long,
@@ -170,15 +174,19 @@ class Target:
         its kernels on the pool take `pool_ns` in all (each run of a loop's counted), of
         which the wake costs at most `threadpool_wake_slope` times (all of it where it
         `wakes_whole`: it runs a YNNPACK reduce that wakes the pool or a loop kernel split over
-        it; `reduce_rewakes` 1 where a second such reduce follows its first), and whose
-        compiled module counts `xla_flops` (`analysis.host_params.xla_cpu_flops`)."""
+        it, `split_wake_ns` where it runs a split loop kernel; `reduce_rewakes` 1 where a second
+        such reduce follows its first), and whose compiled module counts `xla_flops`
+        (`analysis.host_params.xla_cpu_flops`)."""
         from stablehlo_perf.analysis.host_params import long_call_ns
 
         handed = xla_flops >= self.inline_flops
         # A long kernel wakes the pool only in a call handed to it: one run on the calling
         # thread (`inline_flops`) pays nothing for its time (`host_params._step_fit`).
         woke = wakes or (handed and longest_kernel_ns >= self.parallel_kernel_ns)
-        wake = self.threadpool_wake_ns if woke else 0.0
+        wake = self.threadpool_wake_ns
+        if split and math.isfinite(self.split_wake_ns):
+            wake = self.split_wake_ns
+        wake = wake if woke else 0.0
         multi = self.multi_kernel_ns if kernels >= 2 and handed and woke else 0.0
         if math.isfinite(self.threadpool_wake_slope) and not wakes_whole:
             # A short call pays its share of the multi-kernel cost as of the wake: the Zen 4
@@ -254,6 +262,7 @@ _SCHEMA: dict[str, tuple[type | tuple[type, ...], bool]] = {
     "program.threadpool_wake_slope": ((int, float), False),
     "program.reduce_wake_bytes": ((int, float), False),
     "program.reduce_rewake_ns": ((int, float), False),
+    "program.split_wake_ns": ((int, float), False),
     "program.parallel_kernel_ns": ((int, float), False),
     "program.multi_kernel_ns": ((int, float), False),
     "program.kernel_dispatch_ns": ((int, float), False),
@@ -340,6 +349,7 @@ def _from_mapping(data: Mapping[str, Any], where: str) -> Target:
         threadpool_wake_slope=float(flat.get("program.threadpool_wake_slope", math.inf)),
         reduce_wake_bytes=float(flat.get("program.reduce_wake_bytes", 0.0)),
         reduce_rewake_ns=float(flat.get("program.reduce_rewake_ns", 0.0)),
+        split_wake_ns=float(flat.get("program.split_wake_ns", math.nan)),
         parallel_kernel_ns=float(flat.get("program.parallel_kernel_ns", math.inf)),
         multi_kernel_ns=float(flat.get("program.multi_kernel_ns", 0.0)),
         kernel_dispatch_ns=float(flat.get("program.kernel_dispatch_ns", 0.0)),
@@ -435,6 +445,8 @@ def _calibrated_host(base: Target) -> Target:
             change["threadpool_wake_slope"] = params.threadpool_wake_slope
         if math.isfinite(params.reduce_wake_bytes):
             change["reduce_wake_bytes"] = params.reduce_wake_bytes
+        if math.isfinite(params.split_wake_ns):
+            change["split_wake_ns"] = params.split_wake_ns
     if math.isfinite(params.output_ns_per_mib):
         change["output_ns_per_mib"] = params.output_ns_per_mib
     if math.isfinite(params.long_call_start_ns) and params.long_call_slope > 0.0:
