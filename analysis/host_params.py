@@ -705,14 +705,14 @@ def fit_host_params(
             woke = np.where(ynn, red_bytes > threshold, woke)
             base, wake, tau = step(woke)
         # A YNNPACK reduce or a split loop kernel pays the whole wake, whatever its time.
-        whole = (ynn | np.array(split, dtype=bool)) & woke
+        split_rows = np.array(split, dtype=bool) & woke
+        whole = (ynn & woke) | split_rows
         beyond = overhead - base * pooled
         tau, k_wake = _sloped_threshold(
             k[small_out], beyond[small_out], (by_time & pooled)[small_out],
             woke[small_out], whole[small_out], wake, tau,
         )  # fmt: skip
         paid = ((k >= tau) & by_time & pooled) | woke
-        split_rows = np.array(split, dtype=bool) & woke
 
         def left_ramp(split_us: float) -> tuple[np.ndarray, float, float, float, np.ndarray]:
             """What the rows pay beyond the base and the wake (`split_us` for a split loop

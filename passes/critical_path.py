@@ -9,7 +9,7 @@ from typing import ClassVar
 
 from jaxlib.mlir import ir
 from stablehlo_perf.analysis.critical_path import topological_order
-from stablehlo_perf.analysis.fusion import library_reduce, reduces_unit_dims, ynn_reduce_window
+from stablehlo_perf.analysis.fusion import reduces_unit_dims, ynn_reduce_window
 from stablehlo_perf.analysis.host_params import (
     eigen_uses_pool,
     reduce_wakes_pool,
@@ -525,10 +525,7 @@ def _library(view: ModuleView, node: list[int]) -> bool:
     """Whether this kernel is a library call (`host_params.wakes_pool`, any YNNPACK reduce:
     the kernels a split loop hands data to and that leave pollers behind); which of them wake
     the pool is `_wakes`, split loop kernels are `_splits`."""
-    infos = [view.records[i].info for i in node]
-    return wakes_pool(
-        [info.short_name for info in infos], False, any(library_reduce(info) for info in infos)
-    )
+    return _wakes(view, node, 0.0)  # every YNNPACK reduce wakes from 0 bytes on
 
 
 def _wakes(view: ModuleView, node: list[int], wake_bytes: float) -> bool:

@@ -140,17 +140,17 @@ def test_a_library_call_wakes_the_pool_whatever_its_time() -> None:
 
 
 def _sloped_host(**change: float) -> Any:
-    """The host target with a 200 us wake at 3 x the pool's time, no other per-call term."""
-    return replace(
-        load_target("host"),
-        program_overhead_ns=0.0,
-        threadpool_wake_ns=200e3,
-        threadpool_wake_slope=3.0,
-        multi_kernel_ns=0.0,
-        kernel_dispatch_ns=0.0,
-        long_call_start_ns=math.inf,
-        **change,
-    )
+    """The host target with a 200 us wake at 3 x the pool's time, no other per-call term
+    (but those in `change`, which override these)."""
+    terms = {
+        "program_overhead_ns": 0.0,
+        "threadpool_wake_ns": 200e3,
+        "threadpool_wake_slope": 3.0,
+        "multi_kernel_ns": 0.0,
+        "kernel_dispatch_ns": 0.0,
+        "long_call_start_ns": math.inf,
+    }
+    return replace(load_target("host"), **{**terms, **change})
 
 
 def test_a_short_woken_call_pays_a_slope_of_its_kernels_time_up_to_the_wake() -> None:
@@ -171,7 +171,7 @@ def test_a_short_woken_call_pays_a_slope_of_its_kernels_time_up_to_the_wake() ->
     assert host.call_overhead_ns(4e3, wakes=True, pool_ns=1e6) == pytest.approx(200e3)
     assert host.call_overhead_ns(4e3, wakes=True) == pytest.approx(200e3)  # pool time unknown
     # Its multi-kernel cost too (50 us here): a two-kernel call of 10 us on the pool pays 30.
-    multi = replace(_sloped_host(), multi_kernel_ns=50e3, threadpool_wake_ns=0.0)
+    multi = _sloped_host(multi_kernel_ns=50e3, threadpool_wake_ns=0.0)
     assert multi.call_overhead_ns(4e3, kernels=2, wakes=True, pool_ns=10e3) == pytest.approx(30e3)
     assert multi.call_overhead_ns(4e3, kernels=2, wakes=True, pool_ns=1e6) == pytest.approx(50e3)
 
@@ -488,12 +488,8 @@ def test_a_long_call_pays_a_ramp_in_its_kernel_time() -> None:
     for k in (100.0, 250.0, 400.0, 600.0, 3000.0):
         assert p.long_call(k * 1e3) == pytest.approx(ramp(k) * 1e3, abs=1e3), k
     assert p.output_ns_per_mib == pytest.approx(40000.0, rel=0.01)  # the ramp is on a grid
-    host = replace(
-        load_target("host"),
-        program_overhead_ns=0.0,
+    host = _sloped_host(
         threadpool_wake_ns=0.0,
-        multi_kernel_ns=0.0,
-        kernel_dispatch_ns=0.0,
         output_ns_per_mib=0.0,
         long_call_start_ns=150e3,
         long_call_slope=0.3,

@@ -188,16 +188,16 @@ class Target:
             wake = self.split_wake_ns
         wake = wake if woke else 0.0
         multi = self.multi_kernel_ns if kernels >= 2 and handed and woke else 0.0
+        woken = max(wake, multi)
         if math.isfinite(self.threadpool_wake_slope) and not wakes_whole:
             # A short call pays its share of the multi-kernel cost as of the wake: the Zen 4
             # reference's two-kernel dense probe (a 16x64 dot and its tanh) paid 0.3-4.4 us
             # beyond its kernels where the base and the 16 us multi-kernel term add to 18
             # (runtime.program_probes, 2026-12-06).
-            wake = min(wake, self.threadpool_wake_slope * pool_ns)
-            multi = min(multi, self.threadpool_wake_slope * pool_ns)
+            woken = min(woken, self.threadpool_wake_slope * pool_ns)
         return (
             (self.program_overhead_ns if handed else 0.0)
-            + max(wake, multi)
+            + woken
             + self.kernel_dispatch_ns * kernels
             + self.output_ns_per_mib * output_bytes / 2**20
             + long_call_ns(
