@@ -147,9 +147,9 @@ transformer's 162, whose calls paid 181-273 us beyond their kernels in all; left
 
 
 FITTED_WAKES = 3
-"""The most wake-ups of a split probe that `fit_probes` fits: the GELU chains' wake-ups cost
-about the same each up to 4 steps and less after, while programs wake the pool again a few
-times (the zoo's 6-layer transformer 5 times)."""
+"""The most wake-ups after the first (`Probe.later_wakes`) of a probe that `fit_probes`
+fits: the GELU chains' wake-ups cost about the same each up to 4 steps and less after, while
+programs wake the pool again a few times (the zoo's 6-layer transformer 5 times)."""
 
 
 PROBE_KEY = "probe"
@@ -200,6 +200,13 @@ class Probe:
         """Split kernels that wake the thread pool again after the call's first wake-up
         (`SPLIT_KINDS`: one a step after the first)."""
         return self.steps - 1 if self.kind in SPLIT_KINDS else 0
+
+    @property
+    def later_wakes(self) -> int:
+        """Steps after the first that wake the pool, split loop kernels or YNNPACK reduces
+        (`SPLIT_KINDS`, `REDUCE_KINDS`): `fit_probes` leaves out chains of more than
+        `FITTED_WAKES`."""
+        return self.steps - 1 if self.kind in SPLIT_KINDS | REDUCE_KINDS else 0
 
     @property
     def reduce_rewakes(self) -> int:
@@ -351,13 +358,7 @@ def fit_probes(
     input), which XLA's executor runs concurrently at a cost of its own (Zen 4 VM,
     2026-12-06: chains of 1 / 2 / 4 / 8 / 16 sums paid 62 / 85 / 90 / 146 / 232 us beyond
     their in-loop time)."""
-    probes = [
-        p
-        for p in probes
-        if p.kind not in UNFITTED_KINDS
-        and p.pool_wakes <= FITTED_WAKES
-        and (p.kind not in REDUCE_KINDS or p.steps - 1 <= FITTED_WAKES)
-    ]
+    probes = [p for p in probes if p.kind not in UNFITTED_KINDS and p.later_wakes <= FITTED_WAKES]
     split = sorted({p.kind for p in probes if p.kind in SPLIT_KINDS | REDUCE_KINDS})
     a = np.array(
         [
