@@ -233,6 +233,27 @@ def test_matmul_features_dot_and_conv() -> None:
     X = ew.features([dot])
     assert X[0, 0] == 2 * 4 * 32 * 16 * 64
     assert X[0, 5:9].tolist() == [4, 32, 16, 64]
+    # The 32 x 16 output as whole 7 x 32 tiles: 35 x 32 computed for 32 x 16.
+    assert X[0, ew.FEATURE_NAMES.index("vector_tail")] == 35 * 32 / (32 * 16)
+    assert ew.gemm_padding(14, 64) == 1.0
+
+
+def test_a_dot_with_a_ragged_tile_costs_its_padded_work() -> None:
+    """The matmul model reads the tile padding: fitted on products whose time is their work
+    padded to whole 7-row tiles (a whole number of tiles and one row more, at each size),
+    a product of 36 rows, a size it never saw, is priced as the 42 rows it computes, and one
+    of 35 as 35: 1.2x apart, where on M alone the trees put both in one leaf (1.03x)."""
+    rows = [
+        ew.Measurement("dot_general", "f32", (1, m, 64, 64), 1e-4 * ew.gemm_padding(m, 64) * m)
+        for whole in (7, 14, 21, 28, 42, 49, 56, 63, 70)
+        for m in (whole, whole + 1)
+    ]
+    model = ew.fit_class_models(rows)["matmul"]
+    X = ew.measurement_features(
+        [ew.Measurement("dot_general", "f32", (1, m, 64, 64), 1.0) for m in (35, 36)]
+    )
+    whole, ragged = model.predict(X)
+    assert ragged / whole == pytest.approx(42 / 35, rel=0.05)
 
 
 @pytest.mark.parametrize(("lhs_dilation", "k"), [((1, 1), 64 * 9), ((2, 2), 64 * 9 // 4)])
