@@ -666,7 +666,8 @@ def gemm_layout(op: OpInfo) -> int:
 GEMM_TILE = (7, 32)
 """Rows and columns of the output tile whose padding `matmul_features` gives a dot: a GEMM
 microkernel computes whole tiles of C, so a product of M x N costs about as one padded to
-them (XNNPACK's AVX-512 f32 microkernels are 7 rows high). Tried as M x N rounded up to the
+them (the tile is the one that fitted best below, not read from the library XLA:CPU calls,
+whose microkernels this VM's CPU picks at run time). Tried as M x N rounded up to the
 tile over M x N in the vector tail's slot (a loop's, meaning nothing to a product), 5-fold CV
 by size (median of 5 draws) on the references' matmul rows, median rel err: Zen 4 11.96 ->
 11.54%, Zen 5 12.33 -> 11.50, Xeon 14.59 -> 14.14, Xeon one thread 13.86 -> 13.35; same-run
