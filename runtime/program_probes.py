@@ -359,11 +359,12 @@ def fit_probes(
     2026-12-06: chains of 1 / 2 / 4 / 8 / 16 sums paid 62 / 85 / 90 / 146 / 232 us beyond
     their in-loop time)."""
     probes = [p for p in probes if p.kind not in UNFITTED_KINDS and p.later_wakes <= FITTED_WAKES]
-    split = sorted({p.kind for p in probes if p.kind in SPLIT_KINDS | REDUCE_KINDS})
+    # The split and reduce kinds' own offsets (either sign).
+    offset_kinds = sorted({p.kind for p in probes if p.kind in SPLIT_KINDS | REDUCE_KINDS})
     a = np.array(
         [
             [float(p.kernels >= 2), float(p.kernels), float(p.pool_wakes), p.reduce_rewakes]
-            + [float(p.kind == kind) for kind in split]
+            + [float(p.kind == kind) for kind in offset_kinds]
             for p in probes
         ]
     )
@@ -374,13 +375,13 @@ def fit_probes(
         ]
     )
     n, m = a.shape
-    # min Σ(u + v) subject to a·coef + u − v = y; coef, u, v >= 0 but the split kinds' own
+    # min Σ(u + v) subject to a·coef + u − v = y; coef, u, v >= 0 but the kinds' own
     # offsets, which take either sign.
     res = linprog(
         np.r_[np.zeros(m), np.ones(2 * n)],
         A_eq=np.c_[a, np.eye(n), -np.eye(n)],
         b_eq=y,
-        bounds=[(0, None)] * 4 + [(None, None)] * len(split) + [(0, None)] * (2 * n),
+        bounds=[(0, None)] * 4 + [(None, None)] * len(offset_kinds) + [(0, None)] * (2 * n),
         method="highs",
     )
     if not res.success:

@@ -183,10 +183,8 @@ class Target:
         # A long kernel wakes the pool only in a call handed to it: one run on the calling
         # thread (`inline_flops`) pays nothing for its time (`host_params._step_fit`).
         woke = wakes or (handed and longest_kernel_ns >= self.parallel_kernel_ns)
-        wake = self.threadpool_wake_ns
-        if split and math.isfinite(self.split_wake_ns):
-            wake = self.split_wake_ns
-        wake = wake if woke else 0.0
+        own = split and math.isfinite(self.split_wake_ns)
+        wake = (self.split_wake_ns if own else self.threadpool_wake_ns) if woke else 0.0
         multi = self.multi_kernel_ns if kernels >= 2 and handed and woke else 0.0
         woken = max(wake, multi)
         if math.isfinite(self.threadpool_wake_slope) and not wakes_whole:
