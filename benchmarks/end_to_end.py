@@ -23,7 +23,10 @@ the per-call overhead) and a second table compares the two parts with the pipeli
 kernel sum and its predicted call overhead. `--predict-from RUN.json` measures nothing
 and scores the current predictions against a run saved with `--json`: model changes
 compared on one measurement, without the VM's run-to-run drift (which moved the whole
-zoo by 20% between two runs of the same code). The calibration's sentinel ops
+zoo by 20% between two runs of the same code). `--predict-from A.json B.json ...` scores them
+against the median of several saved runs, each scaled to their common level
+(`pool_saved_runs`): the zoo's ranking measured with less noise than one run's rounds give,
+the runs' spread its noise floor, each run's own Kendall τ beside. The calibration's sentinel ops
 (`runtime/calibrate.py: SENTINELS`) are timed before and after the zoo: their time over
 their median in the host calibration is the machine's speed now against then, printed
 with the pipeline's error were its predictions scaled by it (a diagnostic).
@@ -38,7 +41,7 @@ against predictions for its own dtype.
 
     python benchmarks/end_to_end.py [--scales 1 2 4] [--rounds 33] [--json out/e2e.json]
         [--save-lasso analysis/data/cc4cs_lasso_host.json] [--split]
-        [--predict-from out/e2e.json] [--dtype f32|bf16|f16] [--relevel]
+        [--predict-from out/e2e.json [more runs...]] [--dtype f32|bf16|f16] [--relevel]
 """
 
 from __future__ import annotations
@@ -416,6 +419,52 @@ def load_saved_run(
     )
 
 
+def pool_saved_runs(
+    rows: list[Row], paths: list[Path], dtype: str = "f32"
+) -> tuple[str, float, float | None, str]:
+    """Fill rows' measurements from several runs saved with --json: each run scaled to their
+    common level (the geometric mean over runs of each run's geometric mean over the programs
+    they share, so a run on a faster VM weighs as much as one on a slower), then the median
+    over runs. Each run stands as a round (`rounds_ns`): a program's noise is its run-to-run
+    spread, and the even runs' medians against the odd runs' give the pooled measurement's
+    ceiling. Returns (method, noise floor %, dispatch ns, machine); runs measured on
+    different machines are refused, as are runs of another `dtype`."""
+    runs = []
+    for path in paths:
+        copy = [Row(**asdict(row)) for row in rows]
+        _, _, dispatch, _, machine = load_saved_run(copy, path, dtype)
+        runs.append(({(r.family, r.scale): r for r in copy}, dispatch, machine))
+    machines = {m for _, _, m in runs if m}
+    if len(machines) > 1:
+        raise SystemExit("--predict-from: the saved runs were measured on different machines")
+    shared = set.intersection(*(set(by_key) for by_key, _, _ in runs))
+    rows[:] = [row for row in rows if (row.family, row.scale) in shared]
+    keys = [(row.family, row.scale) for row in rows]
+    levels = np.array(
+        [np.exp(np.mean([np.log(by_key[k].measured_ns) for k in keys])) for by_key, _, _ in runs]
+    )
+    scale = np.exp(np.mean(np.log(levels))) / levels
+    for row, k in zip(rows, keys, strict=True):
+        vals = np.array([by_key[k].measured_ns for by_key, _, _ in runs]) * scale
+        row.measured_ns = float(np.median(vals))
+        row.noise = float(np.mean(np.abs(vals - row.measured_ns)) / row.measured_ns)
+        row.rounds_ns = [float(v) for v in vals]
+        loops = [by_key[k].in_loop_ns for by_key, _, _ in runs]
+        row.in_loop_ns = float(np.median(np.array(loops) * scale)) if None not in loops else None
+    noise = 100 * float(np.mean([row.noise for row in rows])) if rows else float("nan")
+    dispatches = [d for _, d, _ in runs if d is not None]
+    method = (
+        f"median of {len(paths)} saved runs ({', '.join(p.name for p in paths)}), each scaled "
+        "to their common level; noise = run-to-run spread"
+    )
+    return (
+        method,
+        noise,
+        float(np.median(dispatches)) if dispatches else None,
+        machines.pop() if machines else "",
+    )
+
+
 def _looped(
     rows: list[Row], runs: list[tuple[Callable[..., Any], tuple[Any, ...]]]
 ) -> list[tuple[str, Any]]:
@@ -501,9 +550,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument(
         "--predict-from",
         type=Path,
+        nargs="+",
         default=None,
         help="measure nothing: score today's predictions against a run saved with --json "
-        "(compares model changes on one measurement, free of run-to-run drift)",
+        "(compares model changes on one measurement, free of run-to-run drift), or against "
+        "the median of several such runs (`pool_saved_runs`)",
     )
     a = p.parse_args(argv)
     if a.relevel and a.predict_from is not None:
@@ -539,9 +590,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 args = concrete_inputs(specs)
                 jax.block_until_ready(step(*args))  # compile before the timed rounds
                 runs.append((step, args))
-    if a.predict_from is not None:
+    if a.predict_from is not None and len(a.predict_from) > 1:
+        method, noise, dispatch_ns, machine = pool_saved_runs(rows, a.predict_from, a.dtype)
+        sentinels = None
+        a.split = all(row.in_loop_ns is not None for row in rows)
+    elif a.predict_from is not None:
         method, noise, dispatch_ns, sentinels, machine = load_saved_run(
-            rows, a.predict_from, a.dtype
+            rows, a.predict_from[0], a.dtype
         )
         a.split = all(row.in_loop_ns is not None for row in rows)
     else:
@@ -614,6 +669,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         odd = np.array([np.median(row.rounds_ns[1::2]) for row in rows])
         summary["split_half_mape"] = error_metrics(odd, even)["mape"]
         summary["split_half_kendall_tau"] = float(stats.kendalltau(even, odd).statistic)
+    if a.predict_from is not None and len(a.predict_from) > 1:
+        summary["run_kendall_taus"] = [
+            float(stats.kendalltau(pred, [row.rounds_ns[j] for row in rows]).statistic)
+            for j in range(len(a.predict_from))
+        ]
     if all(row.cc4cs_sum_ns is not None for row in rows):
         cs = np.array([row.cc4cs_sum_ns for row in rows])
         summary["cc4cs_sum"] = error_metrics(y, cs)
@@ -623,7 +683,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         _print_split(rows)
     if a.save_lasso is not None:
         if not machine:
-            raise SystemExit(f"{a.predict_from}: the saved run records no machine to train for")
+            raise SystemExit("--predict-from: the saved run records no machine to train for")
+        pooled = a.predict_from is not None and len(a.predict_from) > 1
         rounds = len(rows[0].rounds_ns) if rows and rows[0].rounds_ns else a.rounds
         full = CLRA().fit(X, y)
         stored = StoredLasso(
@@ -633,8 +694,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             intercept=full.intercept_,
             trained_on=(
                 f"benchmarks/end_to_end.py: {len(rows)} programs ({n_groups} families x scales "
-                f"{a.scales}) measured on this host ({summary['backend']}): {method}, "
-                f"{rounds} interleaved rounds"
+                f"{a.scales}) measured on this host ({summary['backend']}): {method}"
+                + ("" if pooled else f", {rounds} interleaved rounds")
             ),
             cv_metrics=summary["lasso_heldout_by_family"],
             machine=machine,
@@ -678,7 +739,11 @@ def _print_table(rows: list[Row], summary: dict[str, Any]) -> None:
     print(f"measured: {s['method']}")
     if s["dispatch_ns"] is not None:
         print(f"dispatch floor (not in measured): {s['dispatch_ns'] / 1e3:.1f} µs")
-    print(f"noise floor (same-run repeat MAPE): {s['noise_floor_mape']:.1f}%")
+    floor = "a run against the runs' median" if "run_kendall_taus" in s else "same-run repeat"
+    print(f"noise floor ({floor}, MAPE): {s['noise_floor_mape']:.1f}%")
+    if "run_kendall_taus" in s:
+        taus = " ".join(f"{t:.3f}" for t in s["run_kendall_taus"])
+        print(f"pipeline's Kendall τ against each run alone: {taus}")
     if "split_half_mape" in s:
         print(
             f"measurement ceiling (even rounds' medians vs odd rounds'): MAPE "

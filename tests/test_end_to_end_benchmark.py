@@ -215,3 +215,47 @@ def test_relevel_scores_the_zoo_from_the_reference_re_levelled_in_the_same_run(
     assert load_target("host").relevelled == "" and not cf.calibration_path("host").exists()
     with pytest.raises(SystemExit):
         e2e.main([*args, "--relevel", "--predict-from", str(saved)])
+
+
+def test_several_saved_runs_pool_into_the_median_of_runs_at_their_common_level(
+    tmp_path: Path,
+) -> None:
+    """`--predict-from A B C` scales each run to the runs' common level, then takes the
+    median over runs: a run on a VM twice as slow weighs as much as one at speed, and one
+    run's outlier is outvoted. Each run stands as a round (the noise is the run-to-run
+    spread); runs of different machines are refused."""
+    e2e = benchmark_module("end_to_end")
+    only = ["--only", "mlp_fwd", "layer_norm", "cond", "--scales", "1"]
+    keys = [("mlp_fwd", 1), ("layer_norm", 1), ("cond", 1)]
+
+    def save(name: str, measured: list[float], machine: str = "vm") -> Path:
+        rows = [
+            {"family": f, "scale": s, "measured_ns": m, "noise": 0.0, "in_loop_ns": 0.5 * m}
+            for (f, s), m in zip(keys, measured, strict=True)
+        ]
+        summary = {"method": "m", "noise_floor_mape": 1.0, "machine": machine}
+        path = tmp_path / name
+        path.write_text(json.dumps({"summary": summary, "rows": rows}))
+        return path
+
+    out = tmp_path / "pred.json"
+    e2e.main([*only, "--predict-from", str(save("ones.json", [1.0] * 3)), "--json", str(out)])
+    pred = [r["predicted_ns"] for r in json.loads(out.read_text())["rows"]]
+    a = save("a.json", pred)
+    b = save("b.json", [2 * p for p in pred])  # the VM at half speed: the same profile
+    c = save("c.json", [1.3 * pred[0], *pred[1:]])  # one program slow in one run
+    pooled = e2e.main([*only, "--predict-from", str(a), str(b), str(c), "--json", str(out)])
+    level = (2 * 1.3 ** (1 / 3)) ** (1 / 3)  # the runs' geometric levels: 1, 2, 1.3^(1/3)
+    rows = json.loads(out.read_text())["rows"]
+    assert [r["measured_ns"] for r in rows] == pytest.approx([level * p for p in pred])
+    assert [r["in_loop_ns"] for r in rows] == pytest.approx([0.5 * level * p for p in pred])
+    assert pooled["own_level"] == pytest.approx(level)
+    assert pooled["pipeline_at_own_level"]["mape"] == pytest.approx(0.0, abs=1e-9)
+    assert pooled["pipeline_kendall_tau"] == pytest.approx(1.0)
+    assert pooled["run_kendall_taus"][:2] == pytest.approx([1.0, 1.0])
+    # Run c's values scaled to the common level: 1.3^(2/3) of the median for the slow
+    # program, 1.3^(-1/3) for the others; the noise floor is the mean spread over programs.
+    spread = [(1.3 ** (2 / 3) - 1) / 3, (1 - 1.3 ** (-1 / 3)) / 3, (1 - 1.3 ** (-1 / 3)) / 3]
+    assert pooled["noise_floor_mape"] == pytest.approx(100 * sum(spread) / 3)
+    with pytest.raises(SystemExit, match="different machines"):
+        e2e.main([*only, "--predict-from", str(a), str(save("x.json", pred, "other"))])
