@@ -31,15 +31,22 @@ program), and these follow from it:
   In a call, the entry's kernels run on the PjRt client thread beside the pool's
   workers (three runnable threads on two vCPUs); in a loop, on a pool thread. Fitted as
   min(slope · max(kernel time − start, 0), cap), by least relative error on what the
-  step leaves (programs writing < 1 MiB); the pass applies it to the call's longest
-  kernel, which is the row's kernel time for one op. Not to the kernels' sum: chains of
-  f32 dots of 128 rows timed as programs and in loops (Zen 4 VM, 2026-12-04, three runs)
-  paid 48-59 us beyond 4 kernels of 90 us, 49-56 beyond 8 of 40 and 87-93 beyond 16 of
-  40, where one 330 us dot paid 134-222; the ramp on their sums charged the chains 100-150.
-  On the zoo's four saved runs (benchmarks/end_to_end.py --predict-from) the calls'
-  predicted overhead fell from a median 17 us above the measured to 5, pipeline MAPE
-  8.2 / 10.5 / 10.7 / 13.5% -> 8.0 / 8.9 / 9.2 / 11.6%, Kendall τ 0.949 / 0.949 / 0.945 /
-  0.947 -> 0.945 / 0.945 / 0.945 / 0.943 (pairs whose other errors it had offset);
+  step leaves (programs writing < 1 MiB); the pass applies it to the entry's makespan
+  (its kernels' time, each loop trip's counted), which is the row's kernel time for one
+  op. On 2026-12-04 it ran on the call's longest kernel instead: chains of f32 dots of 128
+  rows (Zen 4 VM, three runs) paid 48-59 us beyond 4 kernels of 90 us, 49-56 beyond 8 of 40
+  and 87-93 beyond 16 of 40, where the ramp on their sums charged 100-150, and the zoo's
+  four saved runs went 8.2 / 10.5 / 10.7 / 13.5% -> 8.0 / 8.9 / 9.2 / 11.6% MAPE. With the
+  per-call terms fitted since (the split wake, rewakes, a second reduce's wake) the sum
+  fits better (Zen 4 VM, 2026-12-07): call minus in-loop time of 13 chains and loops (128
+  rows @ 256 or 384 square, 4-16 dots; 5-40 steps of 16x512 @ 512x512 and tanh, straight
+  or in a fori_loop; 20 trips of 512x512 @ 512x16; medians of 3 passes, which spread
+  2-10x) 50-254 us, the terms with the ramp on the sum off by 515 us in all, on the longest
+  kernel 1166 (the long chains and loops charged ~60-100 where they paid 150-250); the zoo
+  scored against 13 saved runs pooled (benchmarks/end_to_end.py --predict-from, runs of
+  2026-12-05 to 07) MAPE 7.3 -> 6.3%, own level 7.0 -> 6.1%, Kendall τ 0.956 -> 0.959
+  (each run alone 0.934-0.950 -> 0.936-0.950), the unseen sets' saved runs within ±0.02
+  of their error factors (benchmarks/unseen_programs.py --predict-from);
 - per MiB of the program's output, what is left of that overhead for the
   elementwise rows writing at least 1 MiB (size-weighted median of residual / MiB):
   a call writes its outputs to freshly allocated buffers, and the first touch of
@@ -516,7 +523,7 @@ def reduce_wake_fit(input_bytes: np.ndarray, overhead_us: np.ndarray, wake_us: f
 
 
 def long_call_ns(kernel_ns: float, start_ns: float, slope: float, cap_ns: float) -> float:
-    """What a call whose longest kernel takes `kernel_ns` pays beyond the step's terms:
+    """What a call whose kernels take `kernel_ns` pays beyond the step's terms:
     min(slope · max(kernel − start, 0), cap); 0 where a parameter is unknown (NaN)."""
     if math.isnan(start_ns) or math.isnan(slope) or math.isnan(cap_ns):
         return 0.0

@@ -50,9 +50,9 @@ class CriticalPathPass:
     loop trip's counted), and a one-off cost once the entry of a call that wakes the pool runs
     two kernels or more (neither the fixed part nor that cost for a module of fewer XLA flops
     than `Target.inline_flops`, which runs on the calling thread), a dispatch cost per entry
-    kernel, a cost per MiB the entry returns, a long call's ramp in its longest kernel's
-    time, and a cost per loop kernel XLA splits over threads or
-    Eigen dot on the pool (`host_params.eigen_uses_pool`) that starts after the pool has
+    kernel, a cost per MiB the entry returns, a long call's ramp in the entry's makespan
+    (its kernels' time, each loop trip's counted), and a cost per loop kernel XLA splits
+    over threads or Eigen dot on the pool (`host_params.eigen_uses_pool`) that starts after the pool has
     been idle for `Target.rewake_gap_ns`, an Eigen dot also when it is the first, a one-off
     cost once the entry runs a second YNNPACK reduce that wakes the pool, and a
     cost per MiB a split loop kernel hands to a YNNPACK kernel), it is
@@ -81,7 +81,6 @@ class CriticalPathPass:
         )
         schedules: dict[tuple[int, ...], tuple[ScheduledBlock, list[list[int]]]] = {}
         longest_kernel = 0.0  # of the kernels that can wake the pool by their time
-        longest_any = 0.0  # of all kernels: the long-call ramp's argument
         wakes = False
         whole = False  # a YNNPACK reduce wakes the pool: all of the wake, whatever the time
         split = False  # a loop kernel split over the pool: all of its wake (`split_wake_ns`)
@@ -161,7 +160,7 @@ class CriticalPathPass:
             loop's body) adds its kernels on the pool that many times; a function's `top`
             block adds the contention of its kernels that follow a library call and of its
             loops' trips (`block_contention`)."""
-            nonlocal longest_kernel, longest_any, wakes, whole, split, pool_ns
+            nonlocal longest_kernel, wakes, whole, split, pool_ns
             nodes, deps, costs = block_nodes(ids)
             latency = [sum(read_latency(cache, i) for i in node) for node in nodes]
             classes = [_node_class(view, node) for node in nodes]
@@ -205,7 +204,6 @@ class CriticalPathPass:
             )
             if runs:
                 longest_kernel = max([longest_kernel, *timed])
-                longest_any = max([longest_any, *kernels])
                 wakes = wakes or any(woken)
                 # A waking YNNPACK reduce or a split loop kernel pays the whole wake.
                 split = split or any(p and not e for p, e in zip(pool, eigen))
@@ -247,7 +245,7 @@ class CriticalPathPass:
                         top_kernels[tuple(func.top)],
                         func.result_bytes,
                         wakes,
-                        longest_any,
+                        sb.makespan_ns,
                         _rewakes(pool_spans[tuple(func.top)], target.rewake_gap_ns),
                         handoffs[tuple(func.top)],
                         pool_ns,

@@ -332,8 +332,9 @@ def fit_probes(
     """Least absolute deviations, both terms non-negative, of program time minus the steps'
     in-loop time minus `base_ns` (the single-kernel call overhead, fitted from the sweep's
     own programs: every probe runs two kernels or more, so the probes alone cannot tell it
-    from the multi-kernel term) and minus `long_call` of one step's in-loop time (the
-    long-call ramp, also the sweep's, on a bound of the call's longest kernel) on
+    from the multi-kernel term) and minus `long_call` of the steps' in-loop time (the
+    long-call ramp, also the sweep's, on the call's kernels' time as the pass charges it;
+    the four shipped references' probes refit to the same terms as with one step's) on
     [kernels >= 2, kernels, split kernels that wake the pool]; `UNFITTED_KINDS` left out.
     Absolute, not squared: the kinds' per-kernel costs differ several-fold (0.7-9 us on the
     project's VM) and squares let the costliest long probe set the slope for all. A split
@@ -370,7 +371,7 @@ def fit_probes(
     )
     y = np.array(
         [
-            p.program_ns - p.steps * p.step_loop_ns - base_ns - long_call(p.step_loop_ns)
+            p.program_ns - p.steps * p.step_loop_ns - base_ns - long_call(p.steps * p.step_loop_ns)
             for p in probes
         ]
     )

@@ -22,21 +22,24 @@ def test_fit_recovers_the_per_call_terms() -> None:
 
 
 def test_the_fit_leaves_the_long_call_ramp_to_the_sweep() -> None:
-    """Programs of steps of 30 us each also paying the sweep's long-call ramp of one step's
-    in-loop time (the bound of their longest kernel; 0.5 ns per ns beyond 20 us), one of 2 us
-    steps none: given the ramp, the fit finds the same terms; without it, more."""
+    """Programs of steps of 30 us each also paying the sweep's long-call ramp of their steps'
+    in-loop time (0.5 ns per ns beyond 20 us), one of three 2 us steps none: given the ramp,
+    the fit finds the same terms; without it, a per-kernel cost that takes the ramp in."""
 
     def ramp(loop_ns: float) -> float:
         return 0.5 * max(loop_ns - 20e3, 0.0)
 
     probes = [
-        pp.Probe("a", k, 2 * k, 3e3 + 40e3 + 7e3 * 2 * k + k * 30e3 + ramp(30e3), 30e3)
+        pp.Probe("a", k, 2 * k, 3e3 + 40e3 + 7e3 * 2 * k + k * 30e3 + ramp(k * 30e3), 30e3)
         for k in (1, 2, 4, 8)
     ] + [pp.Probe("b", 3, 3, 3e3 + 40e3 + 21e3 + 6e3, 2e3)]
     fit = pp.fit_probes(probes, base_ns=3e3, long_call=ramp)
     assert fit.multi_kernel_ns == pytest.approx(40e3, rel=1e-6)
     assert fit.kernel_dispatch_ns == pytest.approx(7e3, rel=1e-6)
-    assert pp.fit_probes(probes, base_ns=3e3).multi_kernel_ns == pytest.approx(45e3, rel=1e-6)
+    # Without it, 15 us a step beyond 20 us (7.5 a kernel) goes into the per-kernel cost.
+    unramped = pp.fit_probes(probes, base_ns=3e3)
+    assert unramped.kernel_dispatch_ns == pytest.approx(14.5e3, rel=1e-6)
+    assert unramped.multi_kernel_ns == pytest.approx(30e3, rel=1e-6)
 
 
 def test_split_probes_set_the_rewake_cost() -> None:
@@ -62,7 +65,8 @@ def test_split_probes_set_the_rewake_cost() -> None:
             return 50e3 if ns > start else 0.0
 
         probes = [
-            replace(p, program_ns=p.program_ns + ramp(p.step_loop_ns)) for p in plain + split
+            replace(p, program_ns=p.program_ns + ramp(p.steps * p.step_loop_ns))
+            for p in plain + split
         ] + [
             pp.Probe("gelu", k, 5 * k, 20e3 + 5e3 * k + 2e3 * (k - 1) + 50e3 + k * 9e3, 9e3)
             for k in (16, 32, 64, 128)

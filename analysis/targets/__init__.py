@@ -74,8 +74,8 @@ class Target:
     # beyond their kernels, the base, and ones with a dot or a YNNPACK sum 46-52);
     # `kernel_dispatch_ns` per kernel of the entry function; and
     # `output_ns_per_mib` per MiB the call returns (fresh output buffers' first-touch
-    # pages); a long call's ramp in its longest kernel's time
-    # (`analysis.host_params.long_call_ns`); `reduce_rewake_ns` once for a second YNNPACK
+    # pages); a long call's ramp in its kernels' time (`analysis.host_params.long_call_ns`,
+    # fitted on calls of one kernel); `reduce_rewake_ns` once for a second YNNPACK
     # reduce that wakes the pool (`runtime.program_probes.REDUCE_KINDS`); and `rewake_ns`
     # for each split loop kernel or Eigen dot on the pool that finds it idle for
     # `rewake_gap_ns` (a first Eigen dot too: `passes.critical_path`); and
@@ -154,7 +154,7 @@ class Target:
         kernels: int = 1,
         output_bytes: int = 0,
         wakes: bool = False,
-        longest_any_ns: float = 0.0,
+        kernels_ns: float = 0.0,
         rewakes: int = 0,
         handoff_bytes: float = 0.0,
         pool_ns: float = math.inf,
@@ -167,8 +167,8 @@ class Target:
         wake the pool by its time (`analysis.host_params.wakes_by_time`) takes this long,
         whose entry function runs `kernels` kernels, returns `output_bytes`, with
         `wakes` runs a kernel that wakes XLA:CPU's thread pool whatever its time
-        (`analysis.host_params.wakes_pool`), whose longest kernel of any kind takes
-        `longest_any_ns` (the long-call ramp's argument), and
+        (`analysis.host_params.wakes_pool`), whose kernels take `kernels_ns` in all (the
+        long-call ramp's argument: `long_call_ns`), and
         whose entry wakes the pool `rewakes` times more after `rewake_gap_ns` without
         parallel work and hands `handoff_bytes` from split loop kernels to YNNPACK kernels;
         its kernels on the pool take `pool_ns` in all (each run of a loop's counted), of
@@ -199,7 +199,7 @@ class Target:
             + self.kernel_dispatch_ns * kernels
             + self.output_ns_per_mib * output_bytes / 2**20
             + long_call_ns(
-                longest_any_ns,
+                kernels_ns,
                 self.long_call_start_ns,
                 self.long_call_slope,
                 self.long_call_cap_ns,
