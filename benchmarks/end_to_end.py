@@ -557,6 +557,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "the median of several such runs (`pool_saved_runs`)",
     )
     a = p.parse_args(argv)
+    pooled = a.predict_from is not None and len(a.predict_from) > 1
     if a.relevel and a.predict_from is not None:
         p.error(
             "--relevel gauges the machine now: it scores a run measured now, not --predict-from"
@@ -590,14 +591,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 args = concrete_inputs(specs)
                 jax.block_until_ready(step(*args))  # compile before the timed rounds
                 runs.append((step, args))
-    if a.predict_from is not None and len(a.predict_from) > 1:
+    if pooled:
         method, noise, dispatch_ns, machine = pool_saved_runs(rows, a.predict_from, a.dtype)
         sentinels = None
-        a.split = all(row.in_loop_ns is not None for row in rows)
     elif a.predict_from is not None:
         method, noise, dispatch_ns, sentinels, machine = load_saved_run(
             rows, a.predict_from[0], a.dtype
         )
+    if a.predict_from is not None:
         a.split = all(row.in_loop_ns is not None for row in rows)
     else:
         machine = machine_fingerprint()
@@ -669,7 +670,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         odd = np.array([np.median(row.rounds_ns[1::2]) for row in rows])
         summary["split_half_mape"] = error_metrics(odd, even)["mape"]
         summary["split_half_kendall_tau"] = float(stats.kendalltau(even, odd).statistic)
-    if a.predict_from is not None and len(a.predict_from) > 1:
+    if pooled:
         summary["run_kendall_taus"] = [
             float(stats.kendalltau(pred, [row.rounds_ns[j] for row in rows]).statistic)
             for j in range(len(a.predict_from))
@@ -684,7 +685,6 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if a.save_lasso is not None:
         if not machine:
             raise SystemExit("--predict-from: the saved run records no machine to train for")
-        pooled = a.predict_from is not None and len(a.predict_from) > 1
         rounds = len(rows[0].rounds_ns) if rows and rows[0].rounds_ns else a.rounds
         full = CLRA().fit(X, y)
         stored = StoredLasso(

@@ -52,12 +52,11 @@ class CriticalPathPass:
     than `Target.inline_flops`, which runs on the calling thread), a dispatch cost per entry
     kernel, a cost per MiB the entry returns, a long call's ramp in the entry's makespan
     (its kernels' time, each loop trip's counted), and a cost per loop kernel XLA splits
-    over threads or Eigen dot on the pool (`host_params.eigen_uses_pool`) that starts after the pool has
-    been idle for `Target.rewake_gap_ns`, an Eigen dot also when it is the first, a one-off
-    cost once the entry runs a second YNNPACK reduce that wakes the pool, and a
-    cost per MiB a split loop kernel hands to a YNNPACK kernel), it is
-    added to the first two and written as
-    `perf.call_overhead_ns`. Where the target charges pool contention
+    over threads or Eigen dot on the pool (`host_params.eigen_uses_pool`) that starts after
+    the pool has been idle for `Target.rewake_gap_ns`, an Eigen dot also when it is the
+    first, a one-off cost once the entry runs a second YNNPACK reduce that wakes the pool,
+    and a cost per MiB a split loop kernel hands to a YNNPACK kernel), it is added to the
+    first two and written as `perf.call_overhead_ns`. Where the target charges pool contention
     (`Target.pool_contention`), a function's top-level kernels that follow a YNNPACK
     library call are scheduled that much longer, as are its while loops by what
     their bodies' kernels pay so each trip; what each op pays is written as

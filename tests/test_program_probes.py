@@ -36,7 +36,9 @@ def test_the_fit_leaves_the_long_call_ramp_to_the_sweep() -> None:
     fit = pp.fit_probes(probes, base_ns=3e3, long_call=ramp)
     assert fit.multi_kernel_ns == pytest.approx(40e3, rel=1e-6)
     assert fit.kernel_dispatch_ns == pytest.approx(7e3, rel=1e-6)
-    # Without it, 15 us a step beyond 20 us (7.5 a kernel) goes into the per-kernel cost.
+    # Without it, the ramp left in the a probes, 0.5 x (30k - 20) = 15k - 10 us over their
+    # 2k kernels, is 7.5 us a kernel less 10 once: they fit exactly at 7 + 7.5 a kernel and
+    # 40 - 10 once (b, off that line, is outvoted by the four).
     unramped = pp.fit_probes(probes, base_ns=3e3)
     assert unramped.kernel_dispatch_ns == pytest.approx(14.5e3, rel=1e-6)
     assert unramped.multi_kernel_ns == pytest.approx(30e3, rel=1e-6)
