@@ -177,6 +177,7 @@ _OWN_MODEL = {
 }
 
 ROW_OPS: Mapping[str, str] = {
+    "conv3d": "convolution",
     "cumsum": "reduce_window",
     "argmax": "reduce",
     "argmax_axis0": "reduce",
@@ -248,7 +249,8 @@ class Measurement:
     """One measured shape: StableHLO op short name, MLIR element type, shape, median time (us).
 
     For `dot_general` the shape is (batch, M, N, K); for `convolution` it is
-    (N, H, W, C, KH, KW, O, stride) with SAME padding; reduce_window, cumsum, argmax,
+    (N, H, W, C, KH, KW, O, stride) with SAME padding, for `conv3d` (N, D, H, W, C, K, O,
+    stride) with a KxKxK window; reduce_window, cumsum, argmax,
     top_k, fft and gather rows are as `runtime.sweeps` records them.
     """
 
@@ -737,6 +739,13 @@ and XLA:CPU runs 1, 3 or 5 channels into 32 or fewer outputs on a slow path (3 -
 3x40x40: 312 ps a multiply-add; 4 -> 24: 30; `runtime.sweeps.matmul_specs`' stems)."""
 _CHANNEL_CLASSES = frozenset({"convolution", "grouped_conv"})
 
+_SPATIAL_SLOT = "tail_fraction"
+"""A convolution's spatial dims, at least 2, take this slot (a loop's row tail means nothing
+to it): XLA:CPU runs a 1-D layer as a 2-D one of 1-high images, and a 3-D one on a path of
+its own, 3.4-4.2x the time of a 2-D layer of the same implicit GEMM (`runtime.sweeps`'
+conv3d rows). Every 2-D row holds the same 2, so a reference without 3-D rows fits as it
+did without the slot."""
+
 
 def conv_features(
     batch: int,
@@ -748,17 +757,20 @@ def conv_features(
     images: int,
     stride: int,
     channels: int,
+    spatial: int = 2,
 ) -> list[float]:
     """`matmul_features` of a convolution's implicit GEMM (`batch` its feature groups), with
-    its `images`, largest `stride` and input `channels` per group in their slots
-    (`_IMAGES_SLOT`, `_STRIDE_SLOT`, `_CHANNELS_SLOT`). The channels are the kernel's, not
-    K over the window: a transposed convolution's K counts only the taps that meet real
-    inputs, and 8 channels of a stride-2 one read as 2 put it on the stems' slow path (a
-    2x16x16x8 -> 4 layer priced 4.3x its time in a loop; 1.03x with its 8)."""
+    its `images`, largest `stride`, input `channels` per group and `spatial` dims in their
+    slots (`_IMAGES_SLOT`, `_STRIDE_SLOT`, `_CHANNELS_SLOT`, `_SPATIAL_SLOT`). The channels
+    are the kernel's, not K over the window: a transposed convolution's K counts only the
+    taps that meet real inputs, and 8 channels of a stride-2 one read as 2 put it on the
+    stems' slow path (a 2x16x16x8 -> 4 layer priced 4.3x its time in a loop; 1.03x with
+    its 8)."""
     row = matmul_features(batch, m, n, k, elem_bytes, window)
     row[_IDX[_IMAGES_SLOT]] = float(images)
     row[_IDX[_STRIDE_SLOT]] = float(stride)
     row[_IDX[_CHANNELS_SLOT]] = float(channels)
+    row[_IDX[_SPATIAL_SLOT]] = float(max(spatial, 2))
     return row
 
 
@@ -1014,7 +1026,7 @@ def features(ops: Sequence[OpInfo]) -> np.ndarray:
                 images = lhs[op.attrs.get("input_batch_dim", 0)] if lhs else 1
                 stride = max(op.attrs.get("window_strides") or (1,))
                 kin = op.attrs.get("kernel_input_feature_dim", len(rhs) - 2)
-                row = conv_features(batch, m, n, k, eb, window, images, stride, rhs[kin])
+                row = conv_features(batch, m, n, k, eb, window, images, stride, rhs[kin], len(ksp))
             else:
                 row = matmul_features(batch, m, n, k, eb, 1, gemm_layout(op))
         elif op.short_name == "reduce_window":
@@ -1070,16 +1082,15 @@ def _class_slots(row: list[float], cls: str, dtype: str) -> None:
     """Clear the tail slots where a class's kernel is not a vectorised loop over the last dim:
     a transpose's time is set by strided reads of two minor dims, so it keeps no tail; the
     row-tail features (`_ROW_TAIL_CLASSES`) are for elementwise loops only (a convolution's
-    slot holds its channels, `_CHANNELS_SLOT`). An elementwise loop of IEEE halves is marked
-    (`_HALF_SLOT`)."""
+    slots hold its channels and spatial dims, `_CHANNELS_SLOT` and `_SPATIAL_SLOT`). An
+    elementwise loop of IEEE halves is marked (`_HALF_SLOT`)."""
     if cls in _ROW_TAIL_CLASSES and dtype == "f16":
         row[_IDX[_HALF_SLOT]] = 1.0
     if cls == "transpose":
         row[_IDX["vector_tail"]] = 0.0
-    if cls not in _ROW_TAIL_CLASSES:
+    if cls not in _ROW_TAIL_CLASSES and cls not in _CHANNEL_CLASSES:
         row[_IDX["tail_fraction"]] = 0.0
-        if cls not in _CHANNEL_CLASSES:
-            row[_IDX["last_mod_unroll"]] = 0.0
+        row[_IDX["last_mod_unroll"]] = 0.0
 
 
 def measurement_features(rows: Sequence[Measurement]) -> np.ndarray:
@@ -1094,6 +1105,10 @@ def measurement_features(rows: Sequence[Measurement]) -> np.ndarray:
             g = grouped[0] if grouped else 1
             m = nb * _ceil_div(h, stride) * _ceil_div(w, stride)
             row = conv_features(g, m, o // g, c // g * kh * kw, eb, kh * kw, nb, stride, c // g)
+        elif r.op == "conv3d":
+            nb, d, h, w, c, k, o, stride = r.shape
+            m = nb * _ceil_div(d, stride) * _ceil_div(h, stride) * _ceil_div(w, stride)
+            row = conv_features(1, m, o, c * k**3, eb, k**3, nb, stride, c, spatial=3)
         elif r.model_class == "reduce_window":
             row = spec_window_features(r.op, r.shape, eb)
         elif r.op == "fft":

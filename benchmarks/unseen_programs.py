@@ -9,9 +9,12 @@ rows (4096+: one YNNPACK fusion each on XLA:CPU); with `--set linalg`, 15 jnp.li
 programs of CHLO special functions (random normals, the exact GELU, log-densities, angles);
 with `--set scalar`, 12 programs of ops XLA:CPU runs an element at a time (sines of
 positional encodings, softplus, ELU, powers, remainders, integer division); with `--set
-half`, 14 f16 programs (MLP, norms, softmaxes, activations, losses, quantisation).
+half`, 14 f16 programs (MLP, norms, softmaxes, activations, losses, quantisation); with
+`--set assorted`, 19 programs of other kinds (LSTM, mixture of experts, group norm, 3-D and
+dilated convolutions, distance matrices, a KV-cache loop, argsort, ...).
 
-    python benchmarks/unseen_programs.py [--set unseen|short|rows|linalg|special|scalar|half]
+    python benchmarks/unseen_programs.py
+        [--set unseen|short|rows|linalg|special|scalar|half|assorted]
         [--only NAME ...] [--rounds 7] [--json F] [--predict-from F]
 
 Each program is analysed by `perf_jit(...).analyze(...)`; all are then timed by the
@@ -341,6 +344,102 @@ def scalar_loops() -> dict[str, tuple[Callable[..., Any], tuple[Any, ...]]]:
     }
 
 
+def assorted_programs() -> dict[str, tuple[Callable[..., Any], tuple[Any, ...]]]:
+    """name -> (function, example inputs): 19 programs of kinds the other sets lack (an LSTM,
+    a mixture-of-experts router, group norm, average pools, separable, dilated and 3-D
+    convolutions, distance matrices, a KV-cache update loop, resizing, segment sums, a 2-D
+    FFT, Horner's rule, argsort, random normals, a bf16 MLP, a column cumsum, causal
+    attention), first scored on 2026-12-07 before any change made for them."""
+
+    def lstm(*args: jax.Array) -> jax.Array:
+        xs, h0, c0, wx, wh, b = args
+
+        def cell(hc: tuple[jax.Array, jax.Array], x: jax.Array) -> tuple[Any, jax.Array]:
+            h, c = hc
+            i, f, o, u = jnp.split(x @ wx + h @ wh + b, 4, -1)
+            c = jax.nn.sigmoid(f) * c + jax.nn.sigmoid(i) * jnp.tanh(u)
+            h = jax.nn.sigmoid(o) * jnp.tanh(c)
+            return (h, c), h
+
+        return lax.scan(cell, (h0, c0), xs)[1]
+
+    def moe(x: jax.Array, wr: jax.Array, we: jax.Array) -> jax.Array:
+        p = jax.nn.softmax(x @ wr, -1)
+        _, idx = lax.top_k(p, 2)
+        dispatch = jax.nn.one_hot(idx, wr.shape[1]).sum(1) * p
+        return jnp.einsum("te,tm,emn->tn", dispatch, x, we)
+
+    def group_norm(x: jax.Array) -> jax.Array:
+        n, h, w, c = x.shape
+        g = x.reshape(n, h, w, 8, c // 8)
+        m, v = g.mean((1, 2, 4), keepdims=True), g.var((1, 2, 4), keepdims=True)
+        return ((g - m) * lax.rsqrt(v + 1e-5)).reshape(x.shape)
+
+    def conv(x: jax.Array, w: jax.Array, layout: str = "NHWC", **kw: Any) -> jax.Array:
+        spatial = len(layout) - 2
+        kernel = layout[1:-1] + "IO"
+        return lax.conv_general_dilated(
+            x, w, (1,) * spatial, "SAME", dimension_numbers=(layout, kernel, layout), **kw
+        )
+
+    def unit(x: jax.Array) -> jax.Array:
+        return x / jnp.linalg.norm(x, axis=-1, keepdims=True)
+
+    def causal(q: jax.Array, k: jax.Array, v: jax.Array) -> jax.Array:
+        s = q @ k.transpose(0, 2, 1) / 8
+        s = jnp.where(jnp.tril(jnp.ones(s.shape[-2:], bool)), s, -1e9)
+        return jax.nn.softmax(s, -1) @ v
+
+    def kv_update(cache: jax.Array, new: jax.Array) -> jax.Array:
+        return lax.fori_loop(
+            0, 16, lambda i, c: lax.dynamic_update_slice(c, new * i, (0, i * 8, 0)), cache
+        )
+
+    def resize(x: jax.Array) -> jax.Array:
+        n, h, w, c = x.shape
+        return jax.image.resize(x, (n, 2 * h, 2 * w, c), "bilinear")
+
+    return {
+        "lstm": (lstm, (_r(12, 16, 64), _r(16, 96), _r(16, 96), _r(64, 384), _r(96, 384), _r(384))),
+        "moe": (moe, (_r(256, 128), _r(128, 8), _r(8, 128, 128))),
+        "group_norm": (group_norm, (_r(4, 32, 32, 64),)),
+        "avg_pool": (
+            lambda x: lax.reduce_window(x, 0.0, lax.add, (1, 3, 3, 1), (1, 2, 2, 1), "SAME") / 9,
+            (_r(8, 56, 56, 48),),
+        ),
+        "separable_conv": (
+            lambda x, dw, pw: jax.nn.relu(conv(x, dw, feature_group_count=x.shape[-1])) @ pw,
+            (_r(4, 28, 28, 96), _r(3, 3, 1, 96), _r(96, 160)),
+        ),
+        "dilated_conv": (
+            lambda x, w: conv(x, w, rhs_dilation=(2, 2)),
+            (_r(2, 40, 40, 32), _r(3, 3, 32, 48)),
+        ),
+        "conv3d": (lambda x, w: conv(x, w, "NDHWC"), (_r(2, 8, 24, 24, 16), _r(3, 3, 3, 16, 24))),
+        "cosine_sim": (lambda a, b: unit(a) @ unit(b).T, (_r(700, 96), _r(500, 96))),
+        "cdist": (
+            lambda a, b: jnp.sqrt(jnp.maximum(((a[:, None] - b[None]) ** 2).sum(-1), 0)),
+            (_r(300, 24), _r(200, 24)),
+        ),
+        "kv_update": (kv_update, (_r(4, 128, 256), _r(4, 8, 256))),
+        "resize": (resize, (_r(2, 48, 48, 24),)),
+        "segment_sum": (
+            lambda d, ids: jax.ops.segment_sum(d, ids, num_segments=256),
+            (_r(6000, 64), jnp.arange(6000) // 24),
+        ),
+        "fft2": (lambda x: jnp.abs(jnp.fft.fft2(x)), (_r(8, 96, 96),)),
+        "polyval": (lambda x: jnp.polyval(jnp.arange(1.0, 9.0), x), (_r(3000, 300),)),
+        "argsort": (lambda x: jnp.argsort(x, axis=-1), (_r(300, 700),)),
+        "normal": (lambda k: jax.random.normal(k, (1024, 256)), (jax.random.key(3),)),
+        "mlp_bf16": (
+            lambda x, w1, w2: jax.nn.gelu(x @ w1) @ w2,
+            tuple(_r(*s, dtype=jnp.bfloat16) for s in ((192, 384), (384, 768), (768, 384))),
+        ),
+        "cumsum_axis0": (lambda x: jnp.cumsum(x, axis=0), (_r(700, 600),)),
+        "causal_attention": (causal, (_r(6, 96, 64), _r(6, 96, 64), _r(6, 96, 64))),
+    }
+
+
 def half_programs() -> dict[str, tuple[Callable[..., Any], tuple[Any, ...]]]:
     """name -> (function, example inputs): f16 programs (XLA:CPU keeps f16 ops in f16 and runs
     some as a scalar call an element, where it widens bf16 to f32): MLP layers, norms,
@@ -404,6 +503,7 @@ SETS = {
     "linalg": linear_algebra,
     "special": special_functions,
     "scalar": scalar_loops,
+    "assorted": assorted_programs,
 }
 
 

@@ -13,7 +13,8 @@ result for elementwise ops and converts (whose dtype is the result's), the input
 of a reduction, the result of a transpose. dot_general rows are (batch, M, N, K[, layout])
 with layout 2·[lhs is K x M] + [rhs is N x K] (`analysis.elementwise.gemm_layout`; absent: 0);
 convolution rows are NHWC (N, H, W, C, KH, KW, O, stride[, groups]) with SAME padding
-(groups = feature_group_count; depthwise when groups = C = O). reduce_window rows are
+(groups = feature_group_count; depthwise when groups = C = O); conv3d rows are NDHWC
+(N, D, H, W, C, K, O, stride): a KxKxK window, SAME padding. reduce_window rows are
 NHWC max pools (N, H, W, C, K, stride): a KxK window, SAME padding; cumsum rows are
 (A, B, axis), axis 1-based: `jnp.cumsum` of an AxB array, which JAX lowers to a
 reduce_window whose window spans the axis. argmax rows are the input of `jnp.argmax`
@@ -142,7 +143,10 @@ _ELEMENTWISE: dict[str, tuple[int, Callable[..., jax.Array]]] = {
     "integer_divide": (2, lax.div),
     "integer_remainder": (2, lax.rem),
 }
-OPS = (*_ELEMENTWISE, "dot_general", "convolution", "reduce_window", "cumsum", "top_k", "gather")
+OPS = (
+    *_ELEMENTWISE, "dot_general", "convolution", "conv3d", "reduce_window", "cumsum", "top_k",
+    "gather",
+)  # fmt: skip
 QUICK_SORT_MAX = 2**20
 """Largest sort of a quick sweep: a 2M-element sort takes ~0.8 s on the project's VM, and the
 loop timing runs it ~200 times."""
@@ -183,6 +187,7 @@ _QUICK_OPS = (
     "fft",
     "dot_general",
     "convolution",
+    "conv3d",
     "reduce_window",
     "cumsum",
     "top_k",
@@ -419,7 +424,44 @@ def matmul_specs(quick: bool) -> list[Spec]:
         if b * m * n * k <= 2**26
     }  # fmt: skip
     specs += [Spec("dot_general", dt, s) for dt in _NARROW_GEMM for s in sorted(narrow)]
-    return specs + [Spec("convolution", "f32", s) for s in sorted(conv)]
+    specs += [Spec("convolution", "f32", s) for s in sorted(conv)]
+    # Volumetric layers (video, medical images), NDHWC: XLA:CPU runs a 3x3x3 window on a
+    # path of its own, 3.4-4.2x the time of a 2-D layer of the same implicit GEMM (Zen 4
+    # VM, 2026-12-07, in a loop: 2x8x24x24x16 -> 24 7.6-8.5 ms, 16x24x24x48 -> 24 with a
+    # 3x3 window 1.9; the 2-D rows alone priced the first at 2.0), and a 1x1x1 one as a
+    # product (64 us), but not at stride 2 (a 3-D ResNet's projection shortcut:
+    # 2x16x28x28x3 -> 8 223 us, 71 ns an output). A grid, and random layers beside it
+    # (`_volume_draws`): the grid alone priced 24 random ones at an error factor of 2.25
+    # (stems of 1 or 4 channels at 0.2-0.3x, strided 1x1x1 layers at 0.03-0.3x, 5x5x5
+    # windows at 0.2x).
+    volumes = {
+        (nb, d, hw, hw, c, k, o, stride)
+        for nb in (1, 2)
+        for d, hw in ((4, 16), (8, 16), (8, 32), (16, 32))
+        for c, o in ((3, 16), (16, 16), (16, 32), (32, 32), (64, 64))
+        for k in (1, 3)
+        for stride in ((1, 2) if nb == 1 else (1,))
+        if nb * d * hw * hw * c * o * k**3 <= 2**26 * stride**3
+    }  # fmt: skip
+    volumes |= _volume_draws(192 if quick else 384)
+    return specs + [Spec("conv3d", "f32", s) for s in sorted(volumes)]
+
+
+def _volume_draws(n: int, seed: int = 7) -> set[tuple[int, ...]]:
+    """`n` random conv3d layers (N, D, H, W, C, K, O, stride), the same for a seed: batches
+    1-4, depths 4-16, sides 8-40, 1-64 channels in, 8-96 out, 1x1x1, 3x3x3 (half the
+    draws) or 5x5x5 windows, stride 1 or 2, 2^16-2^26 multiply-adds."""
+    rng = np.random.default_rng(seed)
+    out: set[tuple[int, ...]] = set()
+    choices = (
+        (1, 2, 4), (4, 6, 8, 12, 16), (8, 12, 16, 20, 24, 28, 32, 40),
+        (1, 3, 4, 8, 16, 24, 32, 48, 64), (8, 16, 24, 32, 48, 64, 96), (1, 3, 3, 5), (1, 1, 2),
+    )  # fmt: skip
+    while len(out) < n:
+        nb, d, hw, c, o, k, stride = (int(rng.choice(v)) for v in choices)
+        if 2**16 <= nb * d * hw * hw * c * o * k**3 / stride**3 <= 2**26:
+            out.add((nb, d, hw, hw, c, k, o, stride))
+    return out
 
 
 def window_specs(quick: bool, seed: int = 4) -> list[Spec]:
@@ -561,6 +603,7 @@ def middle_axis_shapes() -> list[tuple[int, ...]]:
 _FAMILIES: dict[str, Callable[[bool, Sequence[str]], list[Spec]]] = {
     "dot_general": lambda quick, _: matmul_specs(quick),
     "convolution": lambda quick, _: matmul_specs(quick),
+    "conv3d": lambda quick, _: matmul_specs(quick),
     "reduce_window": lambda quick, _: window_specs(quick),
     "cumsum": lambda quick, _: window_specs(quick),
     "top_k": lambda quick, _: topk_specs(quick),
@@ -687,6 +730,15 @@ def _op_and_maker(
                 jax.random.normal(key, (kh, kw, c // groups, o), dt),
             )
 
+    elif spec.op == "conv3d":
+        nb, d, h, w, c, k, o, stride = spec.shape
+        fn = lambda p, q: lax.conv_general_dilated(
+            p, q, (stride,) * 3, "SAME", dimension_numbers=("NDHWC", "DHWIO", "NDHWC")
+        )
+        make = lambda: (
+            jax.random.normal(key, (nb, d, h, w, c), dt),
+            jax.random.normal(key, (k, k, k, c, o), dt),
+        )
     elif spec.op == "reduce_window":
         nb, h, w, c, k, stride = spec.shape
         fn = lambda p: lax.reduce_window(

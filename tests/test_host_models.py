@@ -13,6 +13,7 @@ import pytest
 import stablehlo_perf as sp
 from conftest import op_infos
 from jax import lax
+from stablehlo_perf.analysis import calibration_files as cf
 from stablehlo_perf.analysis import elementwise as ew
 from stablehlo_perf.analysis.fusion_cost import _fused_transpose_rate
 from stablehlo_perf.analysis.targets import load_target
@@ -71,6 +72,8 @@ def test_pool_and_scan_work_by_hand() -> None:
         sweeps.Spec("dot_general", "i8", (4, 16, 64, 32)),
         sweeps.Spec("convolution", "f32", (1, 14, 14, 32, 3, 3, 32, 2, 32)),
         sweeps.Spec("convolution", "f32", (4, 14, 14, 16, 3, 3, 32, 2)),
+        sweeps.Spec("conv3d", "f32", (2, 6, 12, 12, 4, 3, 16, 1)),
+        sweeps.Spec("conv3d", "f32", (1, 8, 20, 20, 8, 1, 24, 2)),
     ],
     ids=lambda s: s.key,
 )
@@ -681,6 +684,46 @@ def test_convolutions_have_models_apart_from_dots_and_grouped_ones_apart_from_de
     assert c_dw.latency_ns > c_dense.latency_ns
 
 
+def test_a_volumetric_convolution_is_priced_from_the_3d_rows_not_as_its_implicit_gemm() -> None:
+    """XLA:CPU runs a 3x3x3 window on a path of its own. Two layers of one implicit GEMM
+    (M = 9216, N = 24, K = 432), timed in a loop on the Zen 4 VM (2026-12-07): 2x8x24x24x16
+    with a 3x3x3 window 6.9-8.5 ms, 16x24x24x48 with a 3x3 one 1.84-1.97 ms; neither shape
+    is a row of the reference. Every 2-D row holds 2 in the spatial slot, a 3-D one 3."""
+    f32 = jnp.float32
+
+    def conv(lhs: tuple[int, ...], rhs: tuple[int, ...], layout: tuple[str, str, str]):
+        (op,) = _ops(
+            lambda a, b: lax.conv_general_dilated(
+                a, b, (1,) * (len(lhs) - 2), "SAME", dimension_numbers=layout
+            ),
+            jax.ShapeDtypeStruct(lhs, f32), jax.ShapeDtypeStruct(rhs, f32), name="convolution",
+        )  # fmt: skip
+        return op
+
+    volume = conv((2, 8, 24, 24, 16), (3, 3, 3, 16, 24), ("NDHWC", "DHWIO", "NDHWC"))
+    image = conv((16, 24, 24, 48), (3, 3, 48, 24), ("NHWC", "HWIO", "NHWC"))
+    X = ew.features([volume, image])
+    assert X[:, _I["d1"]].tolist() == [9216, 9216] and X[:, _I["d3"]].tolist() == [432, 432]
+    assert X[:, _I[ew._SPATIAL_SLOT]].tolist() == [3.0, 2.0]
+    svc = ew.LearnedLatencyModel(data={"host": cf.shipped_file("host_reference_zen4.csv")})
+    c3, c2 = svc.predict([volume, image], load_target("host"))
+    assert 6.9e6 / 1.25 < c3.latency_ns < 8.5e6 * 1.25
+    assert 1.84e6 / 1.25 < c2.latency_ns < 1.97e6 * 1.25
+
+
+def test_the_volumetric_sweep_is_a_grid_and_seeded_random_layers() -> None:
+    """conv3d rows: a grid of 1x1x1 and 3x3x3 layers (stride 2 for one volume, 1x1x1 ones
+    too: a strided 1x1x1 layer is no product) and 192 random layers, the same on every call,
+    each within the grid's work cap."""
+    specs = sweeps.sweep(quick=True, ops=["conv3d"])
+    assert specs == sweeps.sweep(quick=True, ops=["conv3d"])
+    shapes = {s.shape for s in specs}
+    assert sweeps._volume_draws(192) <= shapes and len(shapes) == len(specs)
+    assert (1, 8, 32, 32, 16, 1, 16, 2) in shapes and (2, 8, 16, 16, 16, 3, 16, 1) in shapes
+    macs = [nb * d * h * w * c * o * k**3 / s**3 for nb, d, h, w, c, k, o, s in shapes]
+    assert max(macs) <= 2**26 and {k for *_, k, _, _ in shapes} == {1, 3, 5}
+
+
 def test_narrow_products_are_priced_from_their_own_rows() -> None:
     """int8 (int32-accumulating) and bf16 products run at rates of their own (AMX/VNNI on the
     project's Xeon VM: a 4x64x256 @ 4x256x128 int8 program 32 us, f32 190 us): fitted on f32
@@ -994,7 +1037,6 @@ def test_a_mean_merged_into_a_ynn_reduce_adds_little(
     measured rate applied to the rows' 4 MiB (1.46x, as the Zen 4 VM, whose reference this
     test takes)."""
     import stablehlo_perf as sp
-    from stablehlo_perf.analysis import calibration_files as cf
     from stablehlo_perf.analysis import cc4cs
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
@@ -1028,7 +1070,6 @@ def test_an_f16_exp_is_a_scalar_call_unless_its_kernel_broadcasts(
     exp(x) * x are priced near the median of the f16 exp rows of 2^20 elements (five shapes,
     1.7-2.3 ms at the file's speed), exp(x) + 1 near 0.73x the f32 rows' (1024x1024 in one
     run of loops: f16 exp(x) + 1 232 us, f32 exp 318; it moves half the bytes)."""
-    from stablehlo_perf.analysis import calibration_files as cf
     from stablehlo_perf.analysis import cc4cs
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
