@@ -9,7 +9,8 @@ hoists loops with small dots and convolutions, and first rewrites a scatter at
 one index into an update slice, so only a scatter at several keeps it out) and
 HloCostAnalysis's bytes accessed of the loop are under `xla_cpu_small_while_loop_byte_threshold`
 (1024 by default): its body's and condition's kernels once each (inputs and
-outputs), plus 8 bytes per carried value for the body's result tuple. Checked
+outputs; copy insertion's copies in the body among them), plus 8 bytes per carried value
+for the body's result tuple. Checked
 against jax 0.10.2's compiled HLO (the `xla_cpu_small_call` attribute): a
 fori_loop of `v * 0.5 + tanh(v)` is hoisted up to 123 f32 elements and not
 from 124 (984 + 37 < 1024 <= 992 + 37), one carrying two f32 vectors up to 81.
@@ -29,7 +30,7 @@ import dataclasses
 from collections.abc import Iterable, Mapping
 
 import numpy as np
-from stablehlo_perf.analysis.fusion import ELEMENTWISE_CLASSES
+from stablehlo_perf.analysis.fusion import ELEMENTWISE_CLASSES, scatter_positions
 from stablehlo_perf.analysis.fusion_cost import member_compute_ns
 from stablehlo_perf.analysis.opinfo import OpInfo, TensorType, op_class
 from stablehlo_perf.analysis.service import OpCost
@@ -88,25 +89,13 @@ v*0.5+1 scalar below 48-64 elements, sin(v)*0.9 even at 64; a trip of the e2e
 body's own (not predicted): larger loops are priced as vector code."""
 
 
-def _scatter_positions(op: OpInfo) -> int | None:
-    """How many index vectors a scatter writes at (None for other ops or unknown shapes)."""
-    if op.short_name != "scatter" or not op.operands:
-        return None
-    indices = op.operands[(len(op.operands) - 1) // 2]  # inputs..., indices, updates...
-    dim = op.attrs.get("index_vector_dim", len(indices.shape))
-    if not indices.is_static:
-        return None
-    vector = indices.shape[dim] if dim < len(indices.shape) else 1
-    return (indices.num_elements or 0) // max(vector, 1)
-
-
 def needs_thunks(op: OpInfo) -> bool:
     """Whether an op keeps its while loop out of one kernel: it runs on XLA:CPU's thunk
     runtime. A scatter at one index does not: XLA rewrites it into a dynamic-update-slice
     first (`v.at[i % 16].add(1.0)` in a 100-trip loop of 16 floats: hoisted; at two indices
     it stays a scatter and the loop is not; compiled HLO's `xla_cpu_small_call`, jax 0.10.2)."""
     if op.short_name == "scatter":
-        return _scatter_positions(op) != 1
+        return scatter_positions(op) != 1
     return op.short_name in _NOT_INLINE
 
 
