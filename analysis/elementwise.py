@@ -1260,6 +1260,7 @@ class LatencyRegressor(RegressorMixin, BaseEstimator):
             raise ValueError(f"residual must be 'log' or 'plain', got {self.residual!r}")
         cols = list(FEATURE_SETS[self.feature_set])
         self.numel_range_ = (float(X[:, 0].min()), float(X[:, 0].max()))
+        self.spatial_max_ = float(X[:, _IDX[_SPATIAL_SLOT]].max())
         self.smallest_us_ = float(np.median(y[X[:, 0] == self.numel_range_[0]]))
         self.fastest_us_ = float(y.min())
         self.unit_slope_ = 0.0
@@ -1317,10 +1318,14 @@ class LatencyRegressor(RegressorMixin, BaseEstimator):
         return np.where(n < lo, np.minimum(out, cap), out)
 
     def extrapolated(self, X: np.ndarray) -> np.ndarray:
-        """True where a row's size lies outside the sizes seen in training."""
+        """True where a row's size lies outside the sizes seen in training, or a convolution
+        has more spatial dims than any training row (`_SPATIAL_SLOT`, at least 2 for one: a
+        loop's tail fraction there is below 1): a 3-D layer priced from 2-D rows alone runs
+        on another path (`runtime.sweeps`' conv3d rows)."""
         lo, hi = self.numel_range_
-        n = np.asarray(X, dtype=float)[:, 0]
-        return (n < lo) | (n > hi)
+        X = np.asarray(X, dtype=float)
+        n, spatial = X[:, 0], X[:, _IDX[_SPATIAL_SLOT]]
+        return (n < lo) | (n > hi) | ((spatial >= 2) & (spatial > self.spatial_max_))
 
 
 def size_split(

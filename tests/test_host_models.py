@@ -706,9 +706,14 @@ def test_a_volumetric_convolution_is_priced_from_the_3d_rows_not_as_its_implicit
     assert X[:, _I["d1"]].tolist() == [9216, 9216] and X[:, _I["d3"]].tolist() == [432, 432]
     assert X[:, _I[ew._SPATIAL_SLOT]].tolist() == [3.0, 2.0]
     svc = ew.LearnedLatencyModel(data={"host": cf.shipped_file("host_reference_zen4.csv")})
-    c3, c2 = svc.predict([volume, image], load_target("host"))
+    host = load_target("host")
+    c3, c2 = svc.predict([volume, image], host)
     assert 6.9e6 / 1.25 < c3.latency_ns < 8.5e6 * 1.25
     assert 1.84e6 / 1.25 < c2.latency_ns < 1.97e6 * 1.25
+    # A reference without 3-D rows (the Xeon VM's) says its price of one is an extrapolation.
+    xeon = ew.LearnedLatencyModel(data={"host": cf.shipped_file("host_reference_xeon.csv")})
+    flags = [c.extra["extrapolated"] for c in (c3, c2, *xeon.predict([volume, image], host))]
+    assert flags == [False, False, True, False]
 
 
 def test_the_volumetric_sweep_is_a_grid_and_seeded_random_layers() -> None:
