@@ -1409,9 +1409,9 @@ def group_traffic(
     its own. Non-scalar constants count as inputs (literals in memory).
     Outputs: results of the group's own ops used by another group, by the
     terminator (`live_out`) or by nothing (module outputs). FLOPs include
-    recomputed copies. A dynamic_update_slice reads and writes only its update
-    (`in_place_update`), as does a scatter at one index; a slice, dynamic_slice or gather reads only what it returns
-    of its data operand (`READS_PART`). Members a fused gather evaluates at the gathered
+    recomputed copies. A dynamic_update_slice, or a scatter at one index, reads and writes
+    only its update (`in_place_update`); a slice, dynamic_slice or gather reads only what it
+    returns of its data operand (`READS_PART`). Members a fused gather evaluates at the gathered
     positions only (`gathered_scales`) read and compute their share: XLA's kernel for
     softmax cross-entropy's take_along_axis reads 64 of the 64x1000 log-probabilities it
     selects from (1.3 us in a loop, jax.profiler; priced 11.4 us as a read of all 256 KB).

@@ -134,7 +134,7 @@ the wake threshold from 12.9 to 13.9, and the unseen programs' error factor from
 the volumetric convolutions' (conv3d), added later still: their 289 Zen 4 rows (1-23 ms
 kernels among them) moved the wake from 58.9 to 63.5 us, the parallel-kernel threshold from
 3.9 to 4.4 us and the ramp's cap from 171 to 191 us, for nothing on the zoo's 13 saved runs
-(pooled MAPE 6.0%, Kendall tau 0.956 with them, 0.957 without; 2026-12-07)."""
+(pooled MAPE 6.0% and Kendall tau 0.956 with them, 6.1% and 0.957 without; 2026-12-07)."""
 UNFITTED_DTYPES = frozenset({"f64", "f16"})
 """Element types whose rows `fit_host_params` leaves out: the parameters were chosen on f32 and
 bf16 rows (and the dots' i8), and the Zen 4 reference's 1122 f64 rows moved them (the output

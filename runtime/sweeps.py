@@ -295,7 +295,8 @@ _CONV_CHANNELS = (
 
 
 def matmul_specs(quick: bool) -> list[Spec]:
-    """dot_general (batch, M, N, K) and NHWC convolution layers for the host's matmul model."""
+    """dot_general (batch, M, N, K), NHWC convolution and NDHWC conv3d layers for the host's
+    matmul and convolution models."""
     sizes = (32, 96, 128, 256, 512) if quick else (16, 32, 64, 96, 128, 192, 256, 384, 512, 1024)
     gemm = {(1, m, n, k) for m in sizes for n in sizes for k in sizes if m * n * k <= 2**27}
     gemm |= {(8, 128, 128, 128), (4, 256, 64, 256), (16, 64, 64, 64)}
