@@ -11,10 +11,11 @@ with `--set scalar`, 12 programs of ops XLA:CPU runs an element at a time (sines
 positional encodings, softplus, ELU, powers, remainders, integer division); with `--set
 half`, 14 f16 programs (MLP, norms, softmaxes, activations, losses, quantisation); with
 `--set assorted`, 19 programs of other kinds (LSTM, mixture of experts, group norm, 3-D and
-dilated convolutions, distance matrices, a KV-cache loop, argsort, ...).
+dilated convolutions, distance matrices, a KV-cache loop, argsort, ...); with `--set
+volumes`, 30 random 3-D convolutions.
 
     python benchmarks/unseen_programs.py
-        [--set unseen|short|rows|linalg|special|scalar|half|assorted]
+        [--set unseen|short|rows|linalg|special|scalar|half|assorted|volumes]
         [--only NAME ...] [--rounds 7] [--json F] [--predict-from F]
 
 Each program is analysed by `perf_jit(...).analyze(...)`; all are then timed by the
@@ -440,6 +441,33 @@ def assorted_programs() -> dict[str, tuple[Callable[..., Any], tuple[Any, ...]]]
     }
 
 
+def volumes(n: int = 30, seed: int = 13) -> dict[str, tuple[Callable[..., Any], tuple[Any, ...]]]:
+    """name -> (function, example inputs): `n` random 3-D convolutions, NDHWC (batches 1-4,
+    depths 4-16, sides 8-40, 1-64 channels in, 8-96 out, 1x1x1, 3x3x3 or 5x5x5 windows,
+    stride 1 or 2, 2^16-2^26 multiply-adds), drawn as `runtime.sweeps`' conv3d rows are but
+    from another seed: none is a row of the Zen 4 reference."""
+    rng = np.random.default_rng(seed)
+    choices = (
+        (1, 2, 4), (4, 6, 8, 12, 16), (8, 12, 16, 20, 24, 28, 32, 40),
+        (1, 3, 4, 8, 16, 24, 32, 48, 64), (8, 16, 24, 32, 48, 64, 96), (1, 3, 3, 3, 5), (1, 1, 2),
+    )  # fmt: skip
+    out: dict[str, tuple[Callable[..., Any], tuple[Any, ...]]] = {}
+    while len(out) < n:
+        nb, d, hw, c, o, k, stride = (int(rng.choice(v)) for v in choices)
+        if not 2**16 <= nb * d * hw * hw * c * o * k**3 / stride**3 <= 2**26:
+            continue
+
+        def conv(x: jax.Array, w: jax.Array, s: int = stride) -> jax.Array:
+            return lax.conv_general_dilated(
+                x, w, (s,) * 3, "SAME", dimension_numbers=("NDHWC", "DHWIO", "NDHWC")
+            )
+
+        out[f"{nb}x{d}x{hw}x{hw}x{c}_k{k}_o{o}_s{stride}"] = (
+            conv, (_r(nb, d, hw, hw, c), _r(k, k, k, c, o))
+        )  # fmt: skip
+    return out
+
+
 def half_programs() -> dict[str, tuple[Callable[..., Any], tuple[Any, ...]]]:
     """name -> (function, example inputs): f16 programs (XLA:CPU keeps f16 ops in f16 and runs
     some as a scalar call an element, where it widens bf16 to f32): MLP layers, norms,
@@ -504,6 +532,7 @@ SETS = {
     "special": special_functions,
     "scalar": scalar_loops,
     "assorted": assorted_programs,
+    "volumes": volumes,
 }
 
 
