@@ -35,6 +35,7 @@ the rounds, as earlier runs saved them, do not see.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import sys
@@ -49,6 +50,7 @@ from jax import lax
 from stablehlo_perf import perf_jit
 from stablehlo_perf.runtime.calibrate import sentinel_cases, sentinel_time, sentinel_us
 from stablehlo_perf.runtime.calibration_check import machine_speed
+from stablehlo_perf.runtime.sweeps import volume_draws
 from stablehlo_perf.runtime.timing import Case, time_in_loop
 
 _KEY = jax.random.key(0)
@@ -442,30 +444,21 @@ def assorted_programs() -> dict[str, tuple[Callable[..., Any], tuple[Any, ...]]]
 
 
 def volumes(n: int = 30, seed: int = 13) -> dict[str, tuple[Callable[..., Any], tuple[Any, ...]]]:
-    """name -> (function, example inputs): `n` random 3-D convolutions, NDHWC (batches 1-4,
-    depths 4-16, sides 8-40, 1-64 channels in, 8-96 out, 1x1x1, 3x3x3 or 5x5x5 windows,
-    stride 1 or 2, 2^16-2^26 multiply-adds), drawn as `runtime.sweeps`' conv3d rows are but
-    from another seed: none is a row of the Zen 4 reference."""
-    rng = np.random.default_rng(seed)
-    choices = (
-        (1, 2, 4), (4, 6, 8, 12, 16), (8, 12, 16, 20, 24, 28, 32, 40),
-        (1, 3, 4, 8, 16, 24, 32, 48, 64), (8, 16, 24, 32, 48, 64, 96), (1, 3, 3, 3, 5), (1, 1, 2),
-    )  # fmt: skip
-    out: dict[str, tuple[Callable[..., Any], tuple[Any, ...]]] = {}
-    while len(out) < n:
-        nb, d, hw, c, o, k, stride = (int(rng.choice(v)) for v in choices)
-        if not 2**16 <= nb * d * hw * hw * c * o * k**3 / stride**3 <= 2**26:
-            continue
+    """name -> (function, example inputs): `n` random 3-D convolutions, NDHWC, drawn as
+    `runtime.sweeps`' conv3d rows are (`volume_draws`) but from another seed: none is a row
+    of the Zen 4 reference."""
 
-        def conv(x: jax.Array, w: jax.Array, s: int = stride) -> jax.Array:
-            return lax.conv_general_dilated(
-                x, w, (s,) * 3, "SAME", dimension_numbers=("NDHWC", "DHWIO", "NDHWC")
-            )
+    def conv(x: jax.Array, w: jax.Array, s: int) -> jax.Array:
+        return lax.conv_general_dilated(
+            x, w, (s,) * 3, "SAME", dimension_numbers=("NDHWC", "DHWIO", "NDHWC")
+        )
 
-        out[f"{nb}x{d}x{hw}x{hw}x{c}_k{k}_o{o}_s{stride}"] = (
-            conv, (_r(nb, d, hw, hw, c), _r(k, k, k, c, o))
-        )  # fmt: skip
-    return out
+    return {
+        f"{nb}x{d}x{h}x{w}x{c}_k{k}_o{o}_s{s}": (
+            functools.partial(conv, s=s), (_r(nb, d, h, w, c), _r(k, k, k, c, o))
+        )
+        for nb, d, h, w, c, k, o, s in sorted(volume_draws(n, seed))
+    }  # fmt: skip
 
 
 def half_programs() -> dict[str, tuple[Callable[..., Any], tuple[Any, ...]]]:

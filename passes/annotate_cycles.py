@@ -102,11 +102,15 @@ class AnnotateCyclesPass:
         registry = default_registry()
         unfused = registry.price(infos, target)
         costs = _fused_costs(unfused, infos, cache, target, registry) if cache.fusion else unfused
-        loops = cache.one_kernel_loops = small_loops(view, cache) if target.kind == "cpu" else {}
+        every_copy = loop_copies(view, cache)
+        cpu = target.kind == "cpu"
+        loops = cache.one_kernel_loops = small_loops(view, cache, every_copy) if cpu else {}
         costs = small_loop_costs(costs, unfused, infos, loops, target, registry)
         if target.kind == "cpu" and target.calibrated:
             costs = thunked_loop_costs(costs, view, cache, loops, target)
-        copies = loop_copies(view, cache, skip=[i for w, ids in loops.items() for i in (w, *ids)])
+        # One-kernel loops (and the ops inside them) run their copies inside that kernel.
+        inside = {i for w, ids in loops.items() for i in (w, *ids)}
+        copies = {w: c for w, c in every_copy.items() if w not in inside}
         costs = loop_copy_costs(costs, infos, copies, target, registry)
         own = np.array([[c.latency_ns, c.cycles, c.dram_bytes] for c in costs], dtype=float)
         nodes = control_nodes(view)

@@ -38,19 +38,15 @@ def _block_of(view: ModuleView, op_id: int) -> list[int]:
     return next(b for b in view.regions[rec.parent] if op_id in b)
 
 
-def loop_copies(
-    view: ModuleView, cache: AnalysisCache, skip: Sequence[int] = ()
-) -> dict[int, LoopCopies]:
-    """The copies of every while loop but those in `skip` (loops run as one kernel, and the
-    ops inside them), from perf-fusion's kernels of the body where it ran, else one kernel
-    per op. A body of no ops (a pure permutation) is left out: its block has no ops to
-    find its terminator by."""
+def loop_copies(view: ModuleView, cache: AnalysisCache) -> dict[int, LoopCopies]:
+    """The copies of every while loop, from perf-fusion's kernels of the body where it ran,
+    else one kernel per op. A body of no ops (a pure permutation) is left out: its block has
+    no ops to find its terminator by."""
     out: dict[int, LoopCopies] = {}
-    skipped = set(skip)
     for rec in view.records:
         info = rec.info
         regions = view.regions.get(info.id, [])
-        if info.name != "stablehlo.while" or info.id in skipped or len(regions) < 2 or info.dead:
+        if info.name != "stablehlo.while" or len(regions) < 2 or info.dead:
             continue
         body = regions[1]
         if not body:

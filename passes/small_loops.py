@@ -12,7 +12,7 @@ from stablehlo_perf.analysis.small_loops import is_small_loop, loop_member_ns, r
 from stablehlo_perf.analysis.targets import Target
 from stablehlo_perf.passes.base import AnalysisCache
 from stablehlo_perf.passes.extract import ModuleView
-from stablehlo_perf.passes.loop_copies import loop_copies
+from stablehlo_perf.passes.loop_copies import LoopCopies
 
 __all__ = ["small_loop_costs", "small_loops", "thunked_loop_costs"]
 
@@ -45,15 +45,16 @@ def _kernel_bytes(view: ModuleView, cache: AnalysisCache, block: list[int]) -> i
     return total
 
 
-def small_loops(view: ModuleView, cache: AnalysisCache) -> dict[int, list[int]]:
+def small_loops(
+    view: ModuleView, cache: AnalysisCache, copies: dict[int, LoopCopies]
+) -> dict[int, list[int]]:
     """While ops XLA:CPU runs as one kernel, each with the ids of every op inside it (a small
     loop nested in another counts as part of the outer one). The copies copy insertion puts
-    in a body are kernels of it too, each reading and writing its value: a fori_loop that
-    swaps two elements of 200 i32 copies the array twice a trip and is not hoisted (jax
-    0.10.2), where one that sets an element is."""
+    in a body (`copies`: `passes.loop_copies.loop_copies`) are kernels of it too, each
+    reading and writing its value: a fori_loop that swaps two elements of 200 i32 copies the
+    array twice a trip and is not hoisted (jax 0.10.2), where one that sets an element is."""
     found: dict[int, list[int]] = {}
     covered: set[int] = set()
-    copies = loop_copies(view, cache)
     for rec in view.records:
         info = rec.info
         if info.name != "stablehlo.while" or info.id in covered or info.dead:

@@ -48,6 +48,7 @@ __all__ = [
     "in_loop",
     "op_and_inputs",
     "sweep",
+    "volume_draws",
 ]
 
 _JNP = {
@@ -432,7 +433,7 @@ def matmul_specs(quick: bool) -> list[Spec]:
     # 3x3 window 1.9; the 2-D rows alone priced the first at 2.0), and a 1x1x1 one as a
     # product (64 us), but not at stride 2 (a 3-D ResNet's projection shortcut:
     # 2x16x28x28x3 -> 8 223 us, 71 ns an output). A grid, and random layers beside it
-    # (`_volume_draws`): the grid alone priced 24 random ones at an error factor of 2.25
+    # (`volume_draws`): the grid alone priced 24 random ones at an error factor of 2.25
     # (stems of 1 or 4 channels at 0.2-0.3x, strided 1x1x1 layers at 0.03-0.3x, 5x5x5
     # windows at 0.2x).
     volumes = {
@@ -444,11 +445,11 @@ def matmul_specs(quick: bool) -> list[Spec]:
         for stride in ((1, 2) if nb == 1 else (1,))
         if nb * d * hw * hw * c * o * k**3 <= 2**26 * stride**3
     }  # fmt: skip
-    volumes |= _volume_draws(192 if quick else 384)
+    volumes |= volume_draws(192 if quick else 384)
     return specs + [Spec("conv3d", "f32", s) for s in sorted(volumes)]
 
 
-def _volume_draws(n: int, seed: int = 7) -> set[tuple[int, ...]]:
+def volume_draws(n: int, seed: int = 7) -> set[tuple[int, ...]]:
     """`n` random conv3d layers (N, D, H, W, C, K, O, stride), the same for a seed: batches
     1-4, depths 4-16, sides 8-40, 1-64 channels in, 8-96 out, 1x1x1, 3x3x3 (half the
     draws) or 5x5x5 windows, stride 1 or 2, 2^16-2^26 multiply-adds."""

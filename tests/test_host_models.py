@@ -723,7 +723,7 @@ def test_the_volumetric_sweep_is_a_grid_and_seeded_random_layers() -> None:
     specs = sweeps.sweep(quick=True, ops=["conv3d"])
     assert specs == sweeps.sweep(quick=True, ops=["conv3d"])
     shapes = {s.shape for s in specs}
-    assert sweeps._volume_draws(192) <= shapes and len(shapes) == len(specs)
+    assert sweeps.volume_draws(192) <= shapes and len(shapes) == len(specs)
     assert (1, 8, 32, 32, 16, 1, 16, 2) in shapes and (2, 8, 16, 16, 16, 3, 16, 1) in shapes
     macs = [nb * d * h * w * c * o * k**3 / s**3 for nb, d, h, w, c, k, o, s in shapes]
     assert max(macs) <= 2**26 and {k for *_, k, _, _ in shapes} == {1, 3, 5}
