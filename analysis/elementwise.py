@@ -127,6 +127,7 @@ CLASSES = (
     "reduce_variadic",
     "top_k",
     "reduce_window",
+    "select_and_scatter",
     "fft",
     "gather",
     "matmul",
@@ -161,7 +162,10 @@ CLASSES = (
 # the transcendental model had priced erf at 81, the roofline erf_inv at 18): a model of
 # their own, each op by its code, one without rows (polygamma, sinh, ...) as the missing code.
 # The ops XLA:CPU runs an element at a time (`SCALAR_LOOPS`) share it: rates of their own
-# too, from 0.8 to 10 ns an element.
+# too, from 0.8 to 10 ns an element. A max pool's gradient (select_and_scatter) is a
+# reduce_window of values and indices and a scatter, an element at a time: 20-50 ns a source
+# element, 40x the pool (Zen 4 VM, 2026-12-07: 8x56x56x64 f32, 2x2 stride 2, 20 ms against
+# 0.5; the roofline had priced it at 0.3 ms).
 _OWN_MODEL = {
     "sine": "trigonometric",
     "cosine": "trigonometric",
@@ -171,6 +175,7 @@ _OWN_MODEL = {
     "transpose": "transpose",
     "sort": "sort",
     "reduce_window": "reduce_window",
+    "select_and_scatter": "select_and_scatter",
     "top_k": "top_k",
     "fft": "fft",
     "gather": "gather",
@@ -179,6 +184,7 @@ _OWN_MODEL = {
 ROW_OPS: Mapping[str, str] = {
     "conv3d": "convolution",
     "cumsum": "reduce_window",
+    "pool_grad": "select_and_scatter",
     "argmax": "reduce",
     "argmax_axis0": "reduce",
     "sum_axis0": "reduce",
@@ -206,6 +212,7 @@ NEAREST: Mapping[str, tuple[str, ...]] = {
     "reduce_variadic": (),
     "top_k": (),
     "reduce_window": (),
+    "select_and_scatter": (),
     "fft": (),
     "gather": ("movement", "convert"),
     "matmul": (),
@@ -418,7 +425,7 @@ OP_CODES = (
     "copy", "reduce", "dot_general", "convolution", "sort", "reduce_window", "argmax", "top_k",
     "fft", "gather", "sine", "cosine", "erf", "erf_inv", "erfc", "lgamma", "digamma", "atan",
     "tan", "exponential_minus_one", "log_plus_one", "cbrt", "power", "remainder",
-    "integer_divide", "integer_remainder", "floor",
+    "integer_divide", "integer_remainder", "floor", "select_and_scatter",
 )  # fmt: skip
 _OP_CODE = {op: float(i) for i, op in enumerate(OP_CODES)}
 # Column subsets compared by the ablation; "tile+op" is the shipped default, "conv" the
@@ -825,14 +832,16 @@ def window_features(
 
 
 def spec_window_features(op: str, shape: Sequence[int], elem_bytes: float) -> list[float]:
-    """window_features of a calibration row: a max pool (N, H, W, C, K, stride), SAME
-    padding, or a cumsum (A, B, axis), axis 1-based."""
+    """window_features of a calibration row: a max pool or its gradient (N, H, W, C, K,
+    stride), SAME padding, or a cumsum (A, B, axis), axis 1-based."""
     if op == "cumsum":
         a, b, axis = shape
         win = (a, 1) if axis == 1 else (1, b)
         return window_features((a, b), (a, b), win, (1, 1), elem_bytes)
     nb, h, w, c, k, stride = shape
     out = (nb, _ceil_div(h, stride), _ceil_div(w, stride), c)
+    if op == "pool_grad":  # JAX pads the operand of its select_and_scatter to SAME's size
+        h, w = (max((n - 1) * stride + k, side) for n, side in ((out[1], h), (out[2], w)))
     return window_features((nb, h, w, c), out, (1, k, k, 1), (1, stride, stride, 1), elem_bytes)
 
 
@@ -1039,6 +1048,16 @@ def features(ops: Sequence[OpInfo]) -> np.ndarray:
                 op.attrs.get("window_strides") or (1,) * rank,
                 x.elem_bytes,
             )
+        elif op.short_name == "select_and_scatter" and len(op.operands) > 1:
+            x, src = op.operands[0], op.operands[1]
+            rank = len(x.shape or ())
+            row = window_features(
+                x.shape or (),  # type: ignore[arg-type]
+                src.shape or (),  # type: ignore[arg-type]
+                op.attrs.get("window_dimensions") or (1,) * rank,
+                op.attrs.get("window_strides") or (1,) * rank,
+                x.elem_bytes,
+            )
         elif op.short_name == "fft":
             t = op_tensor(op)
             row = fft_features(t.shape or (), t.elem_bytes)  # type: ignore[arg-type]
@@ -1109,7 +1128,7 @@ def measurement_features(rows: Sequence[Measurement]) -> np.ndarray:
             nb, d, h, w, c, k, o, stride = r.shape
             m = nb * _ceil_div(d, stride) * _ceil_div(h, stride) * _ceil_div(w, stride)
             row = conv_features(1, m, o, c * k**3, eb, k**3, nb, stride, c, spatial=3)
-        elif r.model_class == "reduce_window":
+        elif r.model_class in ("reduce_window", "select_and_scatter"):
             row = spec_window_features(r.op, r.shape, eb)
         elif r.op == "fft":
             row = fft_features(r.shape, eb)
@@ -1398,6 +1417,7 @@ def op_model_class(op: OpInfo) -> str:
 _RATIO_LINE = frozenset(
     {
         "reduce_window",
+        "select_and_scatter",
         "top_k",
         "gather",
         "grouped_conv",

@@ -12,10 +12,11 @@ positional encodings, softplus, ELU, powers, remainders, integer division); with
 half`, 14 f16 programs (MLP, norms, softmaxes, activations, losses, quantisation); with
 `--set assorted`, 19 programs of other kinds (LSTM, mixture of experts, group norm, 3-D and
 dilated convolutions, distance matrices, a KV-cache loop, argsort, ...); with `--set
-volumes`, 30 random 3-D convolutions.
+volumes`, 30 random 3-D convolutions; with `--set training`, 17 gradients and optimiser
+steps (backward convolutions and pools, embedding gradients, Adam, ...).
 
     python benchmarks/unseen_programs.py
-        [--set unseen|short|rows|linalg|special|scalar|half|assorted|volumes]
+        [--set unseen|short|rows|linalg|special|scalar|half|assorted|volumes|training]
         [--only NAME ...] [--rounds 7] [--json F] [--predict-from F]
 
 Each program is analysed by `perf_jit(...).analyze(...)`; all are then timed by the
@@ -516,6 +517,137 @@ def half_programs() -> dict[str, tuple[Callable[..., Any], tuple[Any, ...]]]:
     }
 
 
+def training_steps() -> dict[str, tuple[Callable[..., Any], tuple[Any, ...]]]:
+    """name -> (function, example inputs): gradients and optimiser updates (backward
+    convolutions and pools, scatter-adds of embedding gradients, backward scans, per-example
+    gradients, rematerialisation, Adam, clipping by global norm), first scored on
+    2026-12-07 before any change made for them."""
+
+    def conv(x: jax.Array, w: jax.Array, groups: int = 1) -> jax.Array:
+        return lax.conv_general_dilated(
+            x,
+            w,
+            (1, 1),
+            "SAME",
+            dimension_numbers=("NHWC", "HWIO", "NHWC"),
+            feature_group_count=groups,
+        )
+
+    def max_pool(x: jax.Array) -> jax.Array:
+        return lax.reduce_window(x, -jnp.inf, lax.max, (1, 2, 2, 1), (1, 2, 2, 1), "VALID")
+
+    def cnn_loss(p: dict[str, jax.Array], x: jax.Array, y: jax.Array) -> jax.Array:
+        h = max_pool(jax.nn.relu(conv(x, p["c1"])))
+        h = max_pool(jax.nn.relu(conv(h, p["c2"])))
+        logits = h.reshape(h.shape[0], -1) @ p["w"]
+        return -(jax.nn.log_softmax(logits) * y).sum(-1).mean()
+
+    def sgd(loss: Callable[..., jax.Array]) -> Callable[..., Any]:
+        def step(p: Any, *batch: jax.Array) -> Any:
+            g = jax.grad(loss)(p, *batch)
+            return jax.tree.map(lambda a, b: a - 0.01 * b, p, g)
+
+        return step
+
+    def mlp_loss(p: tuple[jax.Array, ...], x: jax.Array, y: jax.Array) -> jax.Array:
+        w1, w2, w3 = p
+        h = jax.nn.gelu(jax.nn.gelu(x @ w1) @ w2)
+        return ((h @ w3 - y) ** 2).mean()
+
+    def adam(p: Any, m: Any, v: Any, g: Any) -> Any:
+        m = jax.tree.map(lambda a, b: 0.9 * a + 0.1 * b, m, g)
+        v = jax.tree.map(lambda a, b: 0.999 * a + 0.001 * b * b, v, g)
+        p = jax.tree.map(lambda a, b, c: a - 1e-3 * b / (jnp.sqrt(c) + 1e-8), p, m, v)
+        return p, m, v
+
+    def clip(g: Any) -> Any:
+        norm = jnp.sqrt(sum(jnp.sum(a * a) for a in jax.tree.leaves(g)))
+        return jax.tree.map(lambda a: a * jnp.minimum(1.0, 1.0 / norm), g)
+
+    def embed_loss(e: jax.Array, ids: jax.Array, t: jax.Array) -> jax.Array:
+        return ((e[ids].mean(1) - t) ** 2).sum()
+
+    def rnn_loss(w: jax.Array, u: jax.Array, xs: jax.Array) -> jax.Array:
+        def cell(h: jax.Array, x: jax.Array) -> tuple[jax.Array, jax.Array]:
+            h = jnp.tanh(x @ u + h @ w)
+            return h, h
+
+        return lax.scan(cell, jnp.zeros((xs.shape[1], w.shape[0])), xs)[1].sum()
+
+    def layer_norm(x: jax.Array, g: jax.Array) -> jax.Array:
+        mu = x.mean(-1, keepdims=True)
+        return (x - mu) * lax.rsqrt(((x - mu) ** 2).mean(-1, keepdims=True) + 1e-5) * g
+
+    def attention(q: jax.Array, k: jax.Array, v: jax.Array) -> jax.Array:
+        return jax.nn.softmax(q @ k.transpose(0, 2, 1) / 8, -1) @ v
+
+    def batch_norm(x: jax.Array, g: jax.Array) -> jax.Array:
+        m, s = x.mean((0, 1, 2)), x.var((0, 1, 2))
+        return jax.nn.relu((x - m) * lax.rsqrt(s + 1e-5) * g)
+
+    def dropout_mlp(k: jax.Array, x: jax.Array, w: jax.Array) -> jax.Array:
+        keep = jax.random.bernoulli(k, 0.9, (x.shape[0], w.shape[1]))
+        return jnp.where(keep, jax.nn.relu(x @ w) / 0.9, 0.0)
+
+    mlp_p = (_r(256, 512) * 0.05, _r(512, 512) * 0.05, _r(512, 64) * 0.05)
+    cnn_p = {
+        "c1": _r(3, 3, 3, 32) * 0.1,
+        "c2": _r(3, 3, 32, 64) * 0.1,
+        "w": _r(7 * 7 * 64, 10) * 0.01,
+    }
+    adam_p = [_r(512, 512), _r(512), _r(512, 2048), _r(2048), _r(2048, 512)]
+    rows = lambda x, w: jnp.tanh(x @ w).sum()
+    return {
+        "cnn_sgd_step": (sgd(cnn_loss), (cnn_p, _r(32, 28, 28, 3), jax.nn.one_hot(jnp.arange(32) % 10, 10))),
+        "max_pool_grad": (jax.grad(lambda x: max_pool(x).sum()), (_r(8, 56, 56, 64),)),
+        "conv_weight_grad": (
+            jax.grad(lambda w, x: (conv(x, w) ** 2).sum()),
+            (_r(3, 3, 64, 64), _r(8, 28, 28, 64)),
+        ),
+        "conv_input_grad": (
+            jax.grad(lambda x, w: (conv(x, w) ** 2).sum()),
+            (_r(8, 28, 28, 64), _r(3, 3, 64, 64)),
+        ),
+        "depthwise_grad": (
+            jax.grad(lambda w, x: jnp.tanh(conv(x, w, x.shape[-1])).sum()),
+            (_r(3, 3, 1, 128), _r(4, 32, 32, 128)),
+        ),
+        "mlp_sgd_step": (sgd(mlp_loss), (mlp_p, _r(128, 256), _r(128, 64))),
+        "mlp_remat_grad": (
+            jax.grad(jax.checkpoint(mlp_loss)),
+            (mlp_p, _r(128, 256), _r(128, 64)),
+        ),
+        "per_example_grads": (
+            jax.vmap(jax.grad(rows), in_axes=(0, None)),
+            (_r(64, 128), _r(128, 256)),
+        ),
+        "adam_update": (adam, (adam_p, adam_p, [jnp.abs(a) for a in adam_p], adam_p)),
+        "clip_global_norm": (clip, (adam_p,)),
+        "embedding_grad": (
+            jax.grad(embed_loss),
+            (_r(20000, 64), jnp.arange(512 * 8).reshape(512, 8) * 7 % 20000, _r(512, 64)),
+        ),
+        "rnn_bptt": (jax.grad(rnn_loss), (_r(128, 128) * 0.1, _r(64, 128) * 0.1, _r(24, 32, 64))),
+        "layer_norm_grad": (
+            jax.grad(lambda x, g: layer_norm(x, g).sum(), argnums=(0, 1)),
+            (_r(2048, 512), _r(512)),
+        ),
+        "attention_grad": (
+            jax.grad(lambda q, k, v: attention(q, k, v).sum(), argnums=(0, 1, 2)),
+            (_r(8, 128, 64), _r(8, 128, 64), _r(8, 128, 64)),
+        ),
+        "batch_norm_grad": (
+            jax.grad(lambda x, g: batch_norm(x, g).sum(), argnums=(0, 1)),
+            (_r(16, 28, 28, 64), _r(64)),
+        ),
+        "xent_grad": (
+            jax.grad(lambda z, y: -(jax.nn.log_softmax(z) * y).sum()),
+            (_r(1024, 1000), jax.nn.one_hot(jnp.arange(1024) % 1000, 1000)),
+        ),
+        "dropout_mlp": (dropout_mlp, (jax.random.key(5), _r(512, 256), _r(256, 512))),
+    }  # fmt: skip
+
+
 SETS = {
     "unseen": programs,
     "half": half_programs,
@@ -526,6 +658,7 @@ SETS = {
     "scalar": scalar_loops,
     "assorted": assorted_programs,
     "volumes": volumes,
+    "training": training_steps,
 }
 
 

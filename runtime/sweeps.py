@@ -17,7 +17,8 @@ convolution rows are NHWC (N, H, W, C, KH, KW, O, stride[, groups]) with SAME pa
 (N, D, H, W, C, K, O, stride): a KxKxK window, SAME padding. reduce_window rows are
 NHWC max pools (N, H, W, C, K, stride): a KxK window, SAME padding; cumsum rows are
 (A, B, axis), axis 1-based: `jnp.cumsum` of an AxB array, which JAX lowers to a
-reduce_window whose window spans the axis. argmax rows are the input of `jnp.argmax`
+reduce_window whose window spans the axis; pool_grad rows are max pools' (N, H, W, C, K, stride)
+too, timed as the pool's vector-Jacobian product (one stablehlo.select_and_scatter). argmax rows are the input of `jnp.argmax`
 over the last axis (a variadic reduce), sum_axis0 and argmax_axis0 rows the input of
 `jnp.sum` / `jnp.argmax` over the first axis, sum_axis1 rows the rank-3 input of `jnp.sum`
 over the middle axis; top_k rows are (rows, length, k); fft rows
@@ -145,8 +146,8 @@ _ELEMENTWISE: dict[str, tuple[int, Callable[..., jax.Array]]] = {
     "integer_remainder": (2, lax.rem),
 }
 OPS = (
-    *_ELEMENTWISE, "dot_general", "convolution", "conv3d", "reduce_window", "cumsum", "top_k",
-    "gather",
+    *_ELEMENTWISE, "dot_general", "convolution", "conv3d", "reduce_window", "cumsum",
+    "pool_grad", "top_k", "gather",
 )  # fmt: skip
 QUICK_SORT_MAX = 2**20
 """Largest sort of a quick sweep: a 2M-element sort takes ~0.8 s on the project's VM, and the
@@ -191,6 +192,7 @@ _QUICK_OPS = (
     "conv3d",
     "reduce_window",
     "cumsum",
+    "pool_grad",
     "top_k",
     "gather",
 )
@@ -517,6 +519,36 @@ def window_specs(quick: bool, seed: int = 4) -> list[Spec]:
     ]
 
 
+def pool_grad_specs(quick: bool, seed: int = 5) -> list[Spec]:
+    """Max pools' gradients (N, H, W, C, K, stride), SAME padding: XLA:CPU rewrites a
+    select_and_scatter into a reduce_window of the values and their four indices and a
+    scatter of the source into a zero operand, an element at a time (Zen 4 VM, 2026-12-07,
+    8x56x56x64 f32, 2x2 stride 2: 20 ms, 51 ns a source element, where the pool itself
+    takes 0.5 ms; 4x56x56x64 3x3 stride 2: 6.4 ms). A grid of inputs up to 2^21 elements,
+    then random pools (batches 1-8, sides 4-112, channels 3-256) beside it."""
+    sides = (8, 16, 32, 56) if quick else (8, 16, 32, 56, 112)
+    channels = (16, 64) if quick else (8, 16, 32, 64, 128)
+    windows = ((2, 2), (3, 2), (3, 1))
+    pools = {
+        (nb, hw, hw, c, k, stride)
+        for nb in (1, 4, 8)
+        for hw in sides
+        for c in channels
+        for k, stride in windows
+        if nb * hw * hw * c <= 2**21
+    }
+    rng = np.random.default_rng(seed)
+    grid = len(pools)
+    while len(pools) < grid + (24 if quick else 64):
+        nb, hw, c = (
+            round(float(2 ** rng.uniform(lo, hi))) for lo, hi in ((0, 3), (2, 6.8), (1.6, 8))
+        )
+        k, stride = windows[rng.integers(len(windows))]
+        if nb * hw * hw * c <= 2**21 and hw >= k:
+            pools.add((nb, hw, hw, c, k, stride))
+    return [Spec("pool_grad", "f32", s) for s in sorted(pools)]
+
+
 def topk_specs(quick: bool) -> list[Spec]:
     """lax.top_k of the last axis, (rows, length, k): XLA:CPU runs a TopK custom call whose
     cost the reduction model does not see (512x1000, k=8: ~3.7 ms, 0.2 ms by that model)."""
@@ -608,6 +640,7 @@ _FAMILIES: dict[str, Callable[[bool, Sequence[str]], list[Spec]]] = {
     "conv3d": lambda quick, _: matmul_specs(quick),
     "reduce_window": lambda quick, _: window_specs(quick),
     "cumsum": lambda quick, _: window_specs(quick),
+    "pool_grad": lambda quick, _: pool_grad_specs(quick),
     "top_k": lambda quick, _: topk_specs(quick),
     "gather": lambda quick, dtypes: gather_specs(dtypes, quick),
     "sum_axis1": lambda _, dtypes: [
@@ -747,6 +780,19 @@ def _op_and_maker(
             p, -np.inf, lax.max, (1, k, k, 1), (1, stride, stride, 1), "SAME"
         )
         make = lambda: (jax.random.normal(key, (nb, h, w, c), dt),)
+    elif spec.op == "pool_grad":
+        nb, h, w, c, k, stride = spec.shape
+
+        def fn(p: jax.Array, g: jax.Array) -> jax.Array:
+            pool = lambda v: lax.reduce_window(
+                v, -np.inf, lax.max, (1, k, k, 1), (1, stride, stride, 1), "SAME"
+            )
+            return jax.vjp(pool, p)[1](g)[0]
+
+        def make() -> tuple[jax.Array, ...]:
+            out = (nb, -(-h // stride), -(-w // stride), c)
+            return jax.random.normal(key, (nb, h, w, c), dt), jax.random.normal(key, out, dt)
+
     elif spec.op == "cumsum":
         a, b, axis = spec.shape
         fn = lambda p: jnp.cumsum(p, axis=axis - 1)

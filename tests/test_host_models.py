@@ -716,6 +716,46 @@ def test_a_volumetric_convolution_is_priced_from_the_3d_rows_not_as_its_implicit
     assert flags == [False, False, True, False]
 
 
+def _pool_grad(shape: tuple[int, ...]):
+    """The select_and_scatter op of a max pool's gradient, (N, H, W, C, K, stride), SAME."""
+    nb, hw, _, c, k, s = shape
+
+    def vjp(x: jax.Array, g: jax.Array) -> jax.Array:
+        pool = lambda v: lax.reduce_window(v, -jnp.inf, lax.max, (1, k, k, 1), (1, s, s, 1), "SAME")
+        return jax.vjp(pool, x)[1](g)[0]
+
+    out = -(-hw // s)
+    x, g = jax.ShapeDtypeStruct((nb, hw, hw, c), jnp.float32), jax.ShapeDtypeStruct((nb, out, out, c), jnp.float32)  # fmt: skip
+    (op,) = _ops(vjp, x, g, name="select_and_scatter")
+    return op
+
+
+def test_a_max_pools_gradient_is_priced_from_the_pool_grad_rows() -> None:
+    """XLA:CPU runs a select_and_scatter an element at a time (a reduce_window of values
+    and indices, then a scatter): 20-50 ns a source element, where the roofline priced the
+    op at 0.3 ms against 20 ms. Its features are a pool's, on the padded operand JAX hands
+    it; three shapes none of the rows has, timed in loops beside the sentinel ops on the Zen
+    4 VM (2026-12-07, three runs) and scaled to the reference's level: 2x82x82x45 2x2/2
+    3.26-3.76 ms, 1x48x48x30 3x3/1 2.01-2.21 ms, 6x27x27x16 3x3/2 0.70-0.75 ms."""
+    ops = [
+        _pool_grad(s) for s in ((2, 82, 82, 45, 2, 2), (1, 48, 48, 30, 3, 1), (6, 27, 27, 16, 3, 2))
+    ]
+    assert [op.operands[0].shape for op in ops] == [
+        (2, 82, 82, 45),
+        (1, 50, 50, 30),
+        (6, 29, 29, 16),
+    ]
+    row = ew.measurement_features([ew.Measurement("pool_grad", "f32", (1, 48, 48, 30, 3, 1), 1.0)])
+    assert ew.features(ops[1:2])[0].tolist() == row[0].tolist()
+    svc = ew.LearnedLatencyModel(data={"host": cf.shipped_file("host_reference_zen4.csv")})
+    costs = svc.predict(ops, load_target("host"))
+    for c, (lo, hi) in zip(
+        costs, ((3.26e6, 3.76e6), (2.01e6, 2.21e6), (0.70e6, 0.75e6)), strict=True
+    ):
+        assert lo / 1.25 < c.latency_ns < hi * 1.25
+        assert c.model == "hgb-host-select_and_scatter"
+
+
 def test_the_volumetric_sweep_is_a_grid_and_seeded_random_layers() -> None:
     """conv3d rows: a grid of 1x1x1 and 3x3x3 layers (stride 2 for one volume, 1x1x1 ones
     too: a strided 1x1x1 layer is no product) and 192 random layers, the same on every call,

@@ -221,8 +221,8 @@ def test_quick_sweep_covers_every_class_and_the_paper_grids() -> None:
     classes = {ew.Measurement(s.op, s.dtype, s.shape, 1.0).model_class for s in specs}
     assert classes == {
         "binary", "compare_select", "transcendental", "convert", "movement", "transpose",
-        "reduction", "sort", "reduce_variadic", "top_k", "reduce_window", "fft", "gather", "matmul",
-        "convolution", "grouped_conv",
+        "reduction", "sort", "reduce_variadic", "top_k", "reduce_window", "select_and_scatter",
+        "fft", "gather", "matmul", "convolution", "grouped_conv",
     }  # fmt: skip
     adds = {s.shape for s in specs if s.op == "add" and s.dtype == "f32"}
     assert (32,) in adds and (64, 64) in adds and (832, 832) in adds
