@@ -89,6 +89,7 @@ from stablehlo_perf.analysis.opinfo import (
 __all__ = [
     "CONTENTION_KEY",
     "EIGEN_POOL_MNK",
+    "FRESH_PAGES_KEY",
     "HANDOFF_CAP_BYTES",
     "HANDOFF_NS_PER_MIB",
     "HOST_PARAMS_KEY",
@@ -115,6 +116,9 @@ HOST_PARAMS_KEY = "host_params"
 CONTENTION_KEY = "pool_contention"
 """Calibration header line of the contention probe (`runtime/contention_probes.py`):
 `fraction=.. cap_ns=..`, read by the host target (`Target.pool_contention`)."""
+FRESH_PAGES_KEY = "fresh_pages"
+"""Calibration header line of the fresh-pages probe (`runtime/page_probes.py`):
+`ns_per_mib=.. faults_per_mib=..`, read by the host target (`Target.fresh_page_ns_per_mib`)."""
 _BINARY = ("add", "multiply", "subtract", "divide")
 
 UNFITTED_ROWS = SCALAR_LOOPS | {"sine", "cosine", "tan", "negate", "floor", "conv3d", "pool_grad"}

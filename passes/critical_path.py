@@ -21,6 +21,7 @@ from stablehlo_perf.analysis.host_params import (
 from stablehlo_perf.analysis.opinfo import OpInfo
 from stablehlo_perf.analysis.schedule import ScheduledBlock, list_schedule
 from stablehlo_perf.analysis.targets import DEFAULT_TARGET, load_target
+from stablehlo_perf.analysis.temp_arena import arena_bytes
 from stablehlo_perf.passes.base import AnalysisCache
 from stablehlo_perf.passes.extract import ModuleView
 
@@ -55,7 +56,8 @@ class CriticalPathPass:
     over threads or Eigen dot on the pool (`host_params.eigen_uses_pool`) that starts after
     the pool has been idle for `Target.rewake_gap_ns`, an Eigen dot also when it is the
     first, a one-off cost once the entry runs a second YNNPACK reduce that wakes the pool,
-    and a cost per MiB a split loop kernel hands to a YNNPACK kernel), it is added to the
+    and a cost per MiB a split loop kernel hands to a YNNPACK kernel, and one per MiB of a
+    temporary arena the allocator maps afresh each call: `temp_arena`), it is added to the
     first two and written as `perf.call_overhead_ns`. Where the target charges pool contention
     (`Target.pool_contention`), a function's top-level kernels that follow a YNNPACK
     library call are scheduled that much longer, as are its while loops by what
@@ -239,6 +241,14 @@ class CriticalPathPass:
                 self._mark(view, cache, func.top, schedules, set(), path)
                 if func is entry:
                     sb = schedules[tuple(func.top)][0]
+                    arena = _arena(view, cache, func.top) if target.fresh_page_ns_per_mib else 0.0
+                    if arena >= target.fresh_arena_bytes:
+                        cache.warnings.append(
+                            f"temporaries of {arena / 2**20:.1f} MiB (estimated) reach the "
+                            f"allocator's {target.fresh_arena_bytes / 2**20:.0f} MiB mmap "
+                            "threshold: each call faults them in afresh ("
+                            f"{target.fresh_page_ns_per_mib * arena / 2**20 / 1e3:,.1f} us)"
+                        )
                     call = target.call_overhead_ns(
                         longest_kernel,
                         top_kernels[tuple(func.top)],
@@ -252,6 +262,7 @@ class CriticalPathPass:
                         whole,
                         _reduce_rewakes(pool_spans[tuple(func.top)]),
                         split,
+                        arena,
                     )
                     cache.totals = {
                         "total_latency_ns": sb.makespan_ns + call,
@@ -303,6 +314,17 @@ class CriticalPathPass:
                 if callee in view.funcs and callee not in seen:
                     seen.add(callee)
                     self._mark(view, cache, view.funcs[callee].top, schedules, seen, path)
+
+
+def _arena(view: ModuleView, cache: AnalysisCache, ids: Sequence[int]) -> float:
+    """XLA:CPU's temporary arena for a call of the block `ids` (`temp_arena.arena_bytes`, its
+    kernels in the order they are scheduled); 0 where perf-fusion did not run."""
+    bf = cache.fusion.get(tuple(ids))
+    order = None if bf is None else topological_order(bf.group_deps)
+    if bf is None or order is None:
+        return 0.0
+    ops = [view.records[i].info for i in bf.ids]
+    return arena_bytes(ops, bf.plan, view.block_deps(bf.ids), bf.sources, bf.live_out, order)
 
 
 def _nodes(

@@ -444,6 +444,8 @@ def _opinfo(rid: int, op: ir.Operation, func: str, filename: str, types: _TypeCa
         kept = _identity_kept(op, types) if splats else None
         if kept is not None:
             attrs[PASSES_THROUGH] = kept
+    elif _returns_operand(op, attrs):
+        attrs[PASSES_THROUGH] = 0
     if BRANCH_WEIGHTS in attrs:
         attrs[BRANCH_WEIGHTS] = _branch_weights(op, filename, types)
     file, line, col = op_location(op, filename, types.locs)
@@ -498,6 +500,15 @@ _IDENTITIES = {
     "stablehlo.multiply": (1, 1),
     "stablehlo.divide": (None, 1),
 }
+
+
+def _returns_operand(op: ir.Operation, attrs: dict[str, Any]) -> bool:
+    """A pad of nothing or a slice of everything (a max pool's gradient has both around its
+    select_and_scatter): XLA's simplifier returns the operand."""
+    if op.name == "stablehlo.slice":
+        return op.operands[0].type == op.results[0].type
+    pads = ("edge_padding_low", "edge_padding_high", "interior_padding")
+    return op.name == "stablehlo.pad" and not any(any(attrs.get(k) or ()) for k in pads)
 
 
 def _identity_kept(op: ir.Operation, types: _TypeCache) -> int | None:

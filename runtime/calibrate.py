@@ -60,6 +60,7 @@ from stablehlo_perf.runtime import (
     fused_chains,
     fused_probes,
     lapack_sweep,
+    page_probes,
     program_probes,
     small_loop_probes,
     sweeps,
@@ -342,6 +343,7 @@ def write_calibration(
     transpose_fused_ns: float = math.nan,
     transpose_aliased_ns: float = math.nan,
     transpose_l2_ns: float = math.nan,
+    fresh_pages: Mapping[str, float] | None = None,
 ) -> None:
     """Write rows under `head`, the probes, the dispatch floor, the roofline parameters they
     imply (`analysis.host_params`, with the per-call terms fitted from `probes` where given:
@@ -350,7 +352,7 @@ def write_calibration(
     `runtime.thunked_loop_probes`; `pool_contention` from `runtime.contention_probes`;
     `transpose_fused_ns` and `transpose_aliased_ns` from
     `runtime.fused_probes.measure_transpose_fused`, `transpose_l2_ns` from its
-    `measure_transpose_l2`) and a
+    `measure_transpose_l2`; `fresh_pages` from `runtime.page_probes`) and a
     `# sha256:` of the body, atomically (tmp + rename)."""
     body = ",".join(COLUMNS) + "\n" + "".join(",".join(r) + "\n" for r in sorted(rows))
     digest = hashlib.sha256(body.encode()).hexdigest()
@@ -415,6 +417,7 @@ def write_calibration(
                 if pool_contention
                 else []
             ),
+            *([f"# {page_probes.KEY}: {format_latencies(fresh_pages)}"] if fresh_pages else []),
             f"# dispatch_us: {disp:.3f}",
             f"# {HOST_PARAMS_KEY}: {params.header()}",
             f"# sha256: {digest}",
@@ -435,6 +438,7 @@ DERIVED_LINES = (
     f"# {LATENCY_KEY}:",
     f"# {THUNKED_KEY}:",
     f"# {contention_probes.KEY}:",
+    f"# {page_probes.KEY}:",
     "# dispatch_us:",
     f"# {HOST_PARAMS_KEY}:",
     "# sha256:",
@@ -464,6 +468,7 @@ def refit(path: Path, note: str = "", rows: Mapping[str, list[str]] | None = Non
         m.transpose_fused_ns,
         m.transpose_aliased_ns,
         m.transpose_l2_ns,
+        m.fresh_pages,
     )
 
 
@@ -492,7 +497,8 @@ def add_rows(
 class HeaderMeasurements:
     """What a finished calibration's header holds beyond its rows: the program probes, the
     fused bf16 chain cost (NaN if absent), small-loop and thunked-loop latencies, the pool
-    contention's fraction and cap, the fused transposes' costs (NaN if absent)."""
+    contention's fraction and cap, the fused transposes' costs (NaN if absent), the fresh
+    pages' cost (`runtime.page_probes`; empty if absent)."""
 
     probes: list[program_probes.Probe]
     bf16_fused_ns: float
@@ -502,6 +508,7 @@ class HeaderMeasurements:
     transpose_fused_ns: float
     transpose_aliased_ns: float
     transpose_l2_ns: float = math.nan
+    fresh_pages: dict[str, float] = dataclasses.field(default_factory=dict)
 
 
 def measured_header(path: Path, lines: Sequence[str]) -> HeaderMeasurements:
@@ -519,6 +526,7 @@ def measured_header(path: Path, lines: Sequence[str]) -> HeaderMeasurements:
         float(transpose) if transpose else math.nan,
         float(aliased) if aliased else math.nan,
         float(l2) if l2 else math.nan,
+        parse_latencies(cf.header_value(path, page_probes.KEY)),
     )
 
 
@@ -618,8 +626,9 @@ def merge(paths: Sequence[Path], out: Path, note: str = "") -> int:
     transpose = _geomean([m.transpose_fused_ns for m in measured])
     aliased = _geomean([m.transpose_aliased_ns for m in measured])
     l2 = _geomean([m.transpose_l2_ns for m in measured])
+    fresh = _merged_latencies([m.fresh_pages for m in measured])
     write_calibration(
-        rows, out, head, probes, bf16, loops, thunked, contention, transpose, aliased, l2
+        rows, out, head, probes, bf16, loops, thunked, contention, transpose, aliased, l2, fresh
     )
     return len(rows)
 
@@ -938,6 +947,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     contention = (
         contention_probes.measure_pool_contention().pairs() if args.target == "host" else None
     )
+    # A temporary arena past the allocator's mmap threshold, as a call and in a loop (~20 s).
+    fresh = (
+        median_of_runs(lambda seed: page_probes.measure_fresh_pages(seed=seed).pairs())
+        if args.target == "host"
+        else None
+    )
     write_calibration(
         list(rows.values()),
         path,
@@ -950,6 +965,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         transpose,
         aliased,
         l2,
+        fresh,
     )
     partial.unlink()
     if args.target == "host":

@@ -80,7 +80,8 @@ class Target:
     # for each split loop kernel or Eigen dot on the pool that finds it idle for
     # `rewake_gap_ns` (a first Eigen dot too: `passes.critical_path`); and
     # `handoff_ns_per_mib` per MiB a split loop kernel writes for a YNNPACK kernel to read,
-    # on at most `handoff_cap_bytes` of each. Zero where unknown.
+    # on at most `handoff_cap_bytes` of each; and `fresh_page_ns_per_mib` per MiB of a
+    # temporary arena the allocator maps afresh. Zero where unknown.
     # A program of fewer XLA flops than `inline_flops` runs on the calling thread and pays
     # neither the fixed part nor `multi_kernel_ns` (`analysis.host_params.INLINE_FLOPS`).
     program_overhead_ns: float = 0.0
@@ -106,6 +107,11 @@ class Target:
     rewake_gap_ns: float = math.inf
     handoff_ns_per_mib: float = 0.0
     handoff_cap_bytes: float = math.inf
+    # What a call pays per MiB of a temporary arena of at least `fresh_arena_bytes`, which the
+    # allocator maps afresh each call and the kernels fault in page by page
+    # (runtime/page_probes.py, `analysis.temp_arena`). Zero where unknown.
+    fresh_page_ns_per_mib: float = 0.0
+    fresh_arena_bytes: float = math.inf
     # How much longer, as a fraction of its own time, a kernel takes when it follows a
     # YNNPACK dot or pool in the entry function (the call's threads still poll for work on
     # the same cores: runtime/contention_probes.py, passes.critical_path._leaves_pollers),
@@ -162,6 +168,7 @@ class Target:
         wakes_whole: bool = False,
         reduce_rewakes: int = 0,
         split: bool = False,
+        arena_bytes: float = 0.0,
     ) -> float:
         """Per-call cost beyond the kernels' own for a program whose longest kernel that can
         wake the pool by its time (`analysis.host_params.wakes_by_time`) takes this long,
@@ -175,8 +182,9 @@ class Target:
         which the wake costs at most `threadpool_wake_slope` times (all of it where it
         `wakes_whole`: it runs a YNNPACK reduce that wakes the pool or a loop kernel split over
         it, `split_wake_ns` where it runs a split loop kernel; `reduce_rewakes` 1 where a second
-        such reduce follows its first), and whose compiled module counts `xla_flops`
-        (`analysis.host_params.xla_cpu_flops`)."""
+        such reduce follows its first), whose compiled module counts `xla_flops`
+        (`analysis.host_params.xla_cpu_flops`), and whose temporaries take `arena_bytes`
+        (`analysis.temp_arena.arena_bytes`: faulted in afresh from `fresh_arena_bytes`)."""
         from stablehlo_perf.analysis.host_params import long_call_ns
 
         handed = xla_flops >= self.inline_flops
@@ -207,6 +215,11 @@ class Target:
             + self.rewake_ns * rewakes
             + self.reduce_rewake_ns * reduce_rewakes
             + self.handoff_ns_per_mib * handoff_bytes / 2**20
+            + (
+                self.fresh_page_ns_per_mib * arena_bytes / 2**20
+                if arena_bytes >= self.fresh_arena_bytes
+                else 0.0
+            )
         )
 
     def peak_flops(self, element_type: str, matrix: bool) -> float:
@@ -272,6 +285,8 @@ _SCHEMA: dict[str, tuple[type | tuple[type, ...], bool]] = {
     "program.rewake_gap_ns": ((int, float), False),
     "program.handoff_ns_per_mib": ((int, float), False),
     "program.handoff_cap_bytes": ((int, float), False),
+    "program.fresh_page_ns_per_mib": ((int, float), False),
+    "program.fresh_arena_bytes": ((int, float), False),
     "sources": (dict, True),
 }
 _TABLES = {"compute", "memory", "l2", "program"}
@@ -359,6 +374,8 @@ def _from_mapping(data: Mapping[str, Any], where: str) -> Target:
         rewake_gap_ns=float(flat.get("program.rewake_gap_ns", math.inf)),
         handoff_ns_per_mib=float(flat.get("program.handoff_ns_per_mib", 0.0)),
         handoff_cap_bytes=float(flat.get("program.handoff_cap_bytes", math.inf)),
+        fresh_page_ns_per_mib=float(flat.get("program.fresh_page_ns_per_mib", 0.0)),
+        fresh_arena_bytes=float(flat.get("program.fresh_arena_bytes", math.inf)),
         calibrated=flat.get("calibrated", False),
         calibration_note=flat.get("calibration_note", ""),
         sources=dict(flat["sources"]),
@@ -412,11 +429,12 @@ def _calibrated_host(base: Target) -> Target:
         INLINE_FLOPS,
         REWAKE_GAP_NS,
     )
+    from stablehlo_perf.analysis.temp_arena import MMAP_THRESHOLD_BYTES
 
     found = training_files("host")
     if found is None or not found[1]:
         return base
-    params, when, latencies, thunked, contention, borrowed, relevelled, level = _host_header(
+    params, when, latencies, thunked, contention, fresh, borrowed, relevelled, level = _host_header(
         str(found[0]), found[0].stat().st_mtime_ns
     )
     if params is None:
@@ -478,6 +496,9 @@ def _calibrated_host(base: Target) -> Target:
             change["pool_contention_int8"] = contention["int8_fraction"]
         if "loop_fraction" in contention:
             change["pool_contention_loop"] = contention["loop_fraction"]
+    if math.isfinite(fresh.get("ns_per_mib", math.nan)):
+        change["fresh_page_ns_per_mib"] = fresh["ns_per_mib"]
+        change["fresh_arena_bytes"] = float(MMAP_THRESHOLD_BYTES)
     note = (
         f"calibrated on this machine ({when}) from {found[0].name}: "
         + ", ".join(sorted(change))
@@ -506,12 +527,13 @@ def _host_header(
     dict[str, float],
     dict[str, float],
     dict[str, float],
+    dict[str, float],
     str,
     str,
     Relevel | None,
 ]:
     """A calibration's fitted host parameters, date, small-loop latencies, thunked-loop costs,
-    pool contention, where it was borrowed from ("" if measured here), its re-level's label
+    pool contention, fresh-page cost, where it was borrowed from ("" if measured here), its re-level's label
     ("" if none) and its `Relevel` (`relevel_of`), read once per file version (every pass
     loads its target)."""
     from stablehlo_perf.analysis.calibration_files import (
@@ -520,7 +542,12 @@ def _host_header(
         header_value,
         relevel_of,
     )
-    from stablehlo_perf.analysis.host_params import CONTENTION_KEY, HOST_PARAMS_KEY, HostParams
+    from stablehlo_perf.analysis.host_params import (
+        CONTENTION_KEY,
+        FRESH_PAGES_KEY,
+        HOST_PARAMS_KEY,
+        HostParams,
+    )
     from stablehlo_perf.analysis.small_loops import LATENCY_KEY, THUNKED_KEY, parse_latencies
 
     p = Path(path)
@@ -530,6 +557,7 @@ def _host_header(
         parse_latencies(header_value(p, LATENCY_KEY)),
         parse_latencies(header_value(p, THUNKED_KEY)),
         parse_latencies(header_value(p, CONTENTION_KEY)),
+        parse_latencies(header_value(p, FRESH_PAGES_KEY)),
         header_value(p, BORROWED_KEY),
         header_value(p, RELEVELLED_KEY),
         relevel_of(p),

@@ -1,0 +1,117 @@
+"""XLA:CPU's temporary arena for one call, estimated from a block's fusion plan.
+
+XLA packs a program's temporaries (results its kernels pass to later kernels, and the
+buffers some ops add inside their own kernels) into one allocation whose size is the most
+that is live at once. A call whose arena reaches glibc's largest mmap threshold gets it
+mapped afresh and faults every page of it in again (`runtime/page_probes.py`,
+`Target.fresh_page_ns_per_mib`); a smaller one comes back from the heap already mapped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from stablehlo_perf.analysis.fusion import FusionPlan
+from stablehlo_perf.analysis.opinfo import OpInfo, TensorType
+
+__all__ = ["MMAP_THRESHOLD_BYTES", "arena_bytes", "internal_temp_bytes"]
+
+MMAP_THRESHOLD_BYTES = 32 * 2**20
+"""glibc's largest dynamic mmap threshold on a 64-bit machine (DEFAULT_MMAP_THRESHOLD_MAX,
+4 MiB x sizeof(long)): an allocation at least this large is always a fresh mapping."""
+
+
+def _nbytes(t: TensorType) -> int:
+    return (t.num_elements or 0) * t.elem_bytes
+
+
+def internal_temp_bytes(op: OpInfo) -> int:
+    """Temporaries XLA:CPU adds inside an op's own kernels. A select_and_scatter becomes a
+    reduce_window over the operand and an s32 iota of each of its dims, whose value and
+    indices (one a dim) are scattered with a copy of the source as the updates: the iotas,
+    the window's results and the copy are live together (XLA's memory analysis of the
+    gradient of a 2x2 max pool of 8x56x56x64 f32: 35,323,944 bytes, 4 iotas of the operand,
+    5 window results and the source's copy, and 40 bytes of tuple). A convolution not in
+    NHWC / HWIO / NHWC layout gets a transposed copy of each operand (and result) that is
+    not."""
+    if op.short_name == "select_and_scatter" and len(op.operands) > 1:
+        x, src = op.operands[0], op.operands[1]
+        rank = len(x.shape or ())
+        iotas = rank * (x.num_elements or 0) * 4
+        return iotas + (src.num_elements or 0) * (x.elem_bytes + src.elem_bytes + 4 * rank)
+    if op.short_name == "convolution" and "input_feature_dim" in op.attrs and op.results:
+        a = op.attrs
+        rank = len(op.operands[0].shape or ())
+        kernel_moved = a["kernel_output_feature_dim"] != rank - 1
+        kernel_moved = kernel_moved or a["kernel_input_feature_dim"] != rank - 2
+        return (
+            _nbytes(op.operands[0]) * (a["input_feature_dim"] != rank - 1)
+            + _nbytes(op.operands[1]) * kernel_moved
+            + _nbytes(op.results[0]) * (a["output_feature_dim"] != rank - 1)
+        )
+    return 0
+
+
+def arena_bytes(
+    ops: Sequence[OpInfo],
+    plan: FusionPlan,
+    deps: Sequence[Sequence[int]],
+    sources: Sequence[Sequence[int | None]],
+    live_out: Sequence[int],
+    order: Sequence[int],
+) -> float:
+    """The most bytes of temporaries live at once while a block's kernels run in `order`
+    (group ids): each group's results that a later group reads, from the group to its last
+    reader, and each kernel's `internal_temp_bytes` while it runs. What the block returns is
+    no temporary; an op of a free group (a reshape, a no-op pad or slice) shares its first
+    operand's buffer; a loop kernel writes its result over an operand of the same size whose
+    last reader it is (XLA's in-place elementwise fusions). `ops`, `deps`, `sources` and
+    `live_out` are block-local, as `fusion.plan_fusion` takes them."""
+    n = len(ops)
+    pos = {g: p for p, g in enumerate(order)}
+    owner = list(range(n))  # whose buffer an op's result is; -1: none (a constant, a parameter)
+    for k in range(n):
+        if plan.kinds[plan.groups[k]] == "free":
+            srcs = [s for s in sources[k] if s is not None and s >= 0]
+            owner[k] = owner[srcs[0]] if srcs else -1
+    # owner -> [bytes, first position, last position]
+    live: dict[int, list[float]] = {}
+    for k in range(n):
+        if owner[k] == k:
+            p = pos[plan.groups[k]]
+            live[k] = [float(sum(_nbytes(t) for t in ops[k].results)), p, p]
+    for j in range(n):
+        for s in deps[j]:
+            o = owner[s]
+            if o >= 0 and o in live:
+                live[o][2] = max(live[o][2], pos[plan.groups[j]])
+    returned = {owner[k] for k in live_out}
+    temps = {o: v for o, v in live.items() if o not in returned and v[2] > v[1]}
+    by_start: dict[float, list[int]] = {}
+    for o, v in temps.items():
+        by_start.setdefault(v[1], []).append(o)
+    reused: set[int] = set()
+    for p, g in enumerate(order):
+        if plan.kinds[g] != "loop":
+            continue
+        for o in by_start.get(p, []):
+            dying = next(
+                (
+                    q
+                    for q, v in temps.items()
+                    if q not in reused and v[2] == p and v[1] < p and v[0] == temps[o][0]
+                ),
+                None,
+            )
+            if dying is not None:
+                reused.add(dying)
+                temps[dying][2] = temps[o][2]
+                temps[o][0] = 0.0
+    usage = [0.0] * len(order)
+    for nbytes, start, end in temps.values():
+        for p in range(int(start), int(end) + 1):
+            usage[p] += nbytes
+    for k in range(n):
+        if plan.kinds[plan.groups[k]] != "free":
+            usage[pos[plan.groups[k]]] += internal_temp_bytes(ops[k])
+    return max(usage, default=0.0)
