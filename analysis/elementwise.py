@@ -1038,22 +1038,16 @@ def features(ops: Sequence[OpInfo]) -> np.ndarray:
                 row = conv_features(batch, m, n, k, eb, window, images, stride, rhs[kin], len(ksp))
             else:
                 row = matmul_features(batch, m, n, k, eb, 1, gemm_layout(op))
-        elif op.short_name == "reduce_window":
-            x, out = op.operands[0], op.results[0]
+        elif op.short_name == "reduce_window" or (
+            op.short_name == "select_and_scatter" and len(op.operands) > 1
+        ):
+            # A pool's windows are its outputs; a pool gradient's, its source's elements.
+            x = op.operands[0]
+            out = op.results[0] if op.short_name == "reduce_window" else op.operands[1]
             rank = len(x.shape or ())
             row = window_features(
                 x.shape or (),  # type: ignore[arg-type]
                 out.shape or (),  # type: ignore[arg-type]
-                op.attrs.get("window_dimensions") or (1,) * rank,
-                op.attrs.get("window_strides") or (1,) * rank,
-                x.elem_bytes,
-            )
-        elif op.short_name == "select_and_scatter" and len(op.operands) > 1:
-            x, src = op.operands[0], op.operands[1]
-            rank = len(x.shape or ())
-            row = window_features(
-                x.shape or (),  # type: ignore[arg-type]
-                src.shape or (),  # type: ignore[arg-type]
                 op.attrs.get("window_dimensions") or (1,) * rank,
                 op.attrs.get("window_strides") or (1,) * rank,
                 x.elem_bytes,

@@ -9,6 +9,7 @@ mapped afresh and faults every page of it in again (`runtime/page_probes.py`,
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 
 from stablehlo_perf.analysis.fusion import FusionPlan
@@ -87,31 +88,31 @@ def arena_bytes(
                 live[o][2] = max(live[o][2], pos[plan.groups[j]])
     returned = {owner[k] for k in live_out}
     temps = {o: v for o, v in live.items() if o not in returned and v[2] > v[1]}
-    by_start: dict[float, list[int]] = {}
-    for o, v in temps.items():
-        by_start.setdefault(v[1], []).append(o)
-    reused: set[int] = set()
+    starting: dict[int, list[int]] = {}
+    ending: dict[int, list[int]] = {}
+    for o, (_, start, end) in temps.items():
+        starting.setdefault(int(start), []).append(o)
+        ending.setdefault(int(end), []).append(o)
     for p, g in enumerate(order):
         if plan.kinds[g] != "loop":
             continue
-        for o in by_start.get(p, []):
-            dying = next(
-                (
-                    q
-                    for q, v in temps.items()
-                    if q not in reused and v[2] == p and v[1] < p and v[0] == temps[o][0]
-                ),
-                None,
-            )
-            if dying is not None:
-                reused.add(dying)
-                temps[dying][2] = temps[o][2]
+        dying = [q for q in ending.get(p, []) if temps[q][1] < p]
+        for o in starting.get(p, []):
+            same = next((q for q in dying if temps[q][0] == temps[o][0]), None)
+            if same is not None:  # o is written over `same`, which lives on as o
+                dying.remove(same)
+                temps[same][2] = temps[o][2]
+                ending.setdefault(int(temps[o][2]), []).append(same)
                 temps[o][0] = 0.0
-    usage = [0.0] * len(order)
+    change = [0.0] * (len(order) + 1)
     for nbytes, start, end in temps.values():
-        for p in range(int(start), int(end) + 1):
-            usage[p] += nbytes
+        change[int(start)] += nbytes
+        change[int(end) + 1] -= nbytes
     for k in range(n):
         if plan.kinds[plan.groups[k]] != "free":
-            usage[pos[plan.groups[k]]] += internal_temp_bytes(ops[k])
+            p = pos[plan.groups[k]]
+            extra = internal_temp_bytes(ops[k])
+            change[p] += extra
+            change[p + 1] -= extra
+    usage = list(itertools.accumulate(change))[: len(order)]
     return max(usage, default=0.0)

@@ -494,15 +494,7 @@ def window_specs(quick: bool, seed: int = 4) -> list[Spec]:
         for length in (64, 128, 512, 2048) if quick else (32, 64, 128, 512, 2048, 8192):
             if rows * length <= 2**20:
                 scans.update({(rows, length, 2), (length, rows, 1)})
-    rng = np.random.default_rng(seed)
-    grid = len(pools)
-    while len(pools) < grid + (48 if quick else 128):
-        nb, hw, c = (
-            round(float(2 ** rng.uniform(lo, hi))) for lo, hi in ((0, 3), (2, 6.8), (2, 8))
-        )
-        k, stride = windows[rng.integers(len(windows))]
-        if nb * hw * hw * c * k * k <= 2**24 and hw >= k:
-            pools.add((nb, hw, hw, c, k, stride))
+    _draw_pools(pools, 48 if quick else 128, windows, seed, 2.0, lambda n, k: n * k * k <= 2**24)
     # Batches of 8 on the larger sides (after the draws, which they leave as they were): a 3x3
     # stride-2 pool of 8 x 64x64x64 ran 1.13 ms in a loop, 142 us an image where one image
     # takes 265-307 and four 227 each, and the grid's four had it priced at 2.0 ms (Zen 4
@@ -537,16 +529,31 @@ def pool_grad_specs(quick: bool, seed: int = 5) -> list[Spec]:
         for k, stride in windows
         if nb * hw * hw * c <= 2**21
     }
+    _draw_pools(pools, 24 if quick else 64, windows, seed, 1.6, lambda n, _: n <= 2**21)
+    return [Spec("pool_grad", "f32", s) for s in sorted(pools)]
+
+
+def _draw_pools(
+    pools: set[tuple[int, ...]],
+    count: int,
+    windows: Sequence[tuple[int, int]],
+    seed: int,
+    log2_channels: float,
+    fits: Callable[[int, int], bool],
+) -> None:
+    """Add `count` random max pools (N, H, W, C, K, stride) to `pools`: batches 1-8, sides
+    4-111, channels 2^log2_channels-256 (log-uniform), a window of `windows`, whose input's
+    elements and window side `fits`."""
     rng = np.random.default_rng(seed)
     grid = len(pools)
-    while len(pools) < grid + (24 if quick else 64):
+    while len(pools) < grid + count:
         nb, hw, c = (
-            round(float(2 ** rng.uniform(lo, hi))) for lo, hi in ((0, 3), (2, 6.8), (1.6, 8))
+            round(float(2 ** rng.uniform(lo, hi)))
+            for lo, hi in ((0, 3), (2, 6.8), (log2_channels, 8))
         )
         k, stride = windows[rng.integers(len(windows))]
-        if nb * hw * hw * c <= 2**21 and hw >= k:
+        if fits(nb * hw * hw * c, k) and hw >= k:
             pools.add((nb, hw, hw, c, k, stride))
-    return [Spec("pool_grad", "f32", s) for s in sorted(pools)]
 
 
 def topk_specs(quick: bool) -> list[Spec]:
