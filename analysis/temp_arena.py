@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from stablehlo_perf.analysis.fusion import FusionPlan
 from stablehlo_perf.analysis.opinfo import OpInfo, TensorType
 
-__all__ = ["MMAP_THRESHOLD_BYTES", "arena_bytes", "internal_temp_bytes"]
+__all__ = ["MMAP_THRESHOLD_BYTES", "arena_bytes", "internal_temps"]
 
 MMAP_THRESHOLD_BYTES = 32 * 2**20
 """glibc's largest dynamic mmap threshold on a 64-bit machine (DEFAULT_MMAP_THRESHOLD_MAX,
@@ -26,31 +26,51 @@ def _nbytes(t: TensorType) -> int:
     return (t.num_elements or 0) * t.elem_bytes
 
 
-def internal_temp_bytes(op: OpInfo) -> int:
-    """Temporaries XLA:CPU adds inside an op's own kernels. A select_and_scatter becomes a
-    reduce_window over the operand and an s32 iota of each of its dims, whose value and
-    indices (one a dim) are scattered with a copy of the source as the updates: the iotas,
-    the window's results and the copy are live together (XLA's memory analysis of the
-    gradient of a 2x2 max pool of 8x56x56x64 f32: 35,323,944 bytes, 4 iotas of the operand,
-    5 window results and the source's copy, and 40 bytes of tuple). A convolution not in
-    NHWC / HWIO / NHWC layout gets a transposed copy of each operand (and result) that is
-    not."""
+def internal_temps(
+    op: OpInfo, at: int, ready: Sequence[int], returned: bool
+) -> list[tuple[float, int, int]]:
+    """Temporaries XLA:CPU adds for an op run at position `at` whose operands are ready at
+    `ready` (0 for a parameter), as (bytes, first position, last position).
+
+    A select_and_scatter becomes a reduce_window over the operand and an s32 iota of each of
+    its dims (XLA runs it as soon as the operand is ready, the iotas first of all kernels),
+    whose indices are packed into one array and scattered with a copy of the source as the
+    updates (made once the source is ready) into a zeroed buffer, the op's result (a
+    temporary unless `returned`). XLA's
+    memory analysis of the gradient of a 2x2 max pool of 8x56x56x64 f32, its operand and
+    source parameters: 35,323,944 bytes, the 4 iotas, the window's value and 4 indices, the
+    source's copy and 40 bytes of tuple; of a small CNN's SGD step on 32 images: 35,625,064,
+    both pools' iotas live from the start. A convolution not in NHWC / HWIO / NHWC layout gets
+    a transposed copy of each operand (and result) that is not, while it runs."""
     if op.short_name == "select_and_scatter" and len(op.operands) > 1:
         x, src = op.operands[0], op.operands[1]
         rank = len(x.shape or ())
-        iotas = rank * (x.num_elements or 0) * 4
-        return iotas + (src.num_elements or 0) * (x.elem_bytes + src.elem_bytes + 4 * rank)
+        n_in, n_src = x.num_elements or 0, src.num_elements or 0
+        iotas = float(rank * n_in * 4)
+        window = float(n_src * (x.elem_bytes + 4 * rank))
+        updates = float(n_src * src.elem_bytes)
+        operand_at, source_at = ready[0], ready[1]
+        spans = [(updates, source_at, at)]
+        if operand_at >= at:
+            return [*spans, (iotas + window, at, at)]
+        spans += [
+            (iotas, 0, operand_at),
+            (window, operand_at, operand_at),
+            (float(rank * n_src * 4), operand_at + 1, at),
+        ]
+        return spans if returned else [*spans, (float(n_in * x.elem_bytes), operand_at, at - 1)]
     if op.short_name == "convolution" and "input_feature_dim" in op.attrs and op.results:
         a = op.attrs
         rank = len(op.operands[0].shape or ())
         kernel_moved = a["kernel_output_feature_dim"] != rank - 1
         kernel_moved = kernel_moved or a["kernel_input_feature_dim"] != rank - 2
-        return (
+        copies = (
             _nbytes(op.operands[0]) * (a["input_feature_dim"] != rank - 1)
             + _nbytes(op.operands[1]) * kernel_moved
             + _nbytes(op.results[0]) * (a["output_feature_dim"] != rank - 1)
         )
-    return 0
+        return [(float(copies), at, at)]
+    return []
 
 
 def arena_bytes(
@@ -63,7 +83,7 @@ def arena_bytes(
 ) -> float:
     """The most bytes of temporaries live at once while a block's kernels run in `order`
     (group ids): each group's results that a later group reads, from the group to its last
-    reader, and each kernel's `internal_temp_bytes` while it runs. What the block returns is
+    reader, and the temporaries XLA adds for each op (`internal_temps`). What the block returns is
     no temporary; an op of a free group (a reshape, a no-op pad or slice) shares its first
     operand's buffer; a loop kernel writes its result over an operand of the same size whose
     last reader it is (XLA's in-place elementwise fusions). `ops`, `deps`, `sources` and
@@ -109,10 +129,16 @@ def arena_bytes(
         change[int(start)] += nbytes
         change[int(end) + 1] -= nbytes
     for k in range(n):
-        if plan.kinds[plan.groups[k]] != "free":
-            p = pos[plan.groups[k]]
-            extra = internal_temp_bytes(ops[k])
-            change[p] += extra
-            change[p + 1] -= extra
+        if plan.kinds[plan.groups[k]] == "free":
+            continue
+        ready = [
+            pos[plan.groups[owner[s]]] if s is not None and s >= 0 and owner[s] >= 0 else 0
+            for s in sources[k]
+        ]
+        for nbytes, start, end in internal_temps(
+            ops[k], pos[plan.groups[k]], ready, owner[k] in returned
+        ):
+            change[start] += nbytes
+            change[end + 1] -= nbytes
     usage = list(itertools.accumulate(change))[: len(order)]
     return max(usage, default=0.0)

@@ -60,6 +60,31 @@ def test_a_max_pools_gradient_holds_its_iotas_window_results_and_updates(images:
     assert (by_hand >= MMAP_THRESHOLD_BYTES) == (images == 8)
 
 
+def test_a_cnn_steps_pool_gradients_hold_their_iotas_from_the_start() -> None:
+    """XLA runs a select_and_scatter's reduce_window as soon as its operand is ready (in the
+    forward pass) and every iota before any other kernel, so both pools' iotas of a small
+    CNN's SGD step on 32 images are live at once: XLA's memory analysis 35,625,064 bytes,
+    past the 32 MiB threshold, which one span at each scatter would have put at 26.9 MiB."""
+
+    def pool(x: jax.Array) -> jax.Array:
+        return lax.reduce_window(x, -jnp.inf, lax.max, (1, 2, 2, 1), (1, 2, 2, 1), "VALID")
+
+    def loss(p: tuple[jax.Array, ...], x: jax.Array, y: jax.Array) -> jax.Array:
+        h = pool(jax.nn.relu(_conv(pool(jax.nn.relu(_conv(x, p[0]))), p[1])))
+        return -(jax.nn.log_softmax(h.reshape(32, -1) @ p[2]) * y).sum(-1).mean()
+
+    def step(p: tuple[jax.Array, ...], x: jax.Array, y: jax.Array) -> tuple[jax.Array, ...]:
+        return tuple(a - 0.01 * b for a, b in zip(p, jax.grad(loss)(p, x, y), strict=True))
+
+    shapes = ((3, 3, 3, 32), (3, 3, 32, 64), (7 * 7 * 64, 10))
+    params = tuple(jax.ShapeDtypeStruct(s, F32) for s in shapes)
+    batch = (jax.ShapeDtypeStruct((32, 28, 28, 3), F32), jax.ShapeDtypeStruct((32, 10), F32))
+    lowered = jax.jit(step).lower(params, *batch)
+    xla = lowered.compile().memory_analysis().temp_size_in_bytes
+    assert xla == pytest.approx(35_625_064, rel=0.01)
+    assert MMAP_THRESHOLD_BYTES <= _arena(lowered) == pytest.approx(xla, rel=0.1)
+
+
 def test_backward_convolutions_hold_their_transposed_copies() -> None:
     """A weight gradient is a convolution in another layout (the activations' batch as its
     features): XLA:CPU transposes its input and output around it, 4.59 MiB here, as XLA's
