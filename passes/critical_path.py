@@ -263,6 +263,7 @@ class CriticalPathPass:
                         _reduce_rewakes(pool_spans[tuple(func.top)]),
                         split,
                         arena,
+                        func.result_sizes,
                     )
                     cache.totals = {
                         "total_latency_ns": sb.makespan_ns + call,

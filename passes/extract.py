@@ -76,6 +76,7 @@ class FuncView:
     public: bool
     top: list[int] = field(default_factory=list)
     result_bytes: int = 0  # what a call returns (0 where a size is unknown)
+    result_sizes: tuple[int, ...] = ()  # each result's bytes (0 where unknown)
 
 
 @dataclass
@@ -268,6 +269,7 @@ def view_module(module: ir.Operation | ir.Module, filename: str) -> ModuleView:
             name=name,
             public=vis is None or vis.value == "public",
             result_bytes=sum(types[t].nbytes or 0 for t in results),
+            result_sizes=tuple(types[t].nbytes or 0 for t in results),
         )
         view.funcs[name] = fv
         for bi, block in enumerate(fop.regions[0].blocks):

@@ -13,7 +13,7 @@ import math
 import os
 import platform
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -107,9 +107,10 @@ class Target:
     rewake_gap_ns: float = math.inf
     handoff_ns_per_mib: float = 0.0
     handoff_cap_bytes: float = math.inf
-    # What a call pays per MiB of a temporary arena of at least `fresh_arena_bytes`, which the
-    # allocator maps afresh each call and the kernels fault in page by page
-    # (runtime/page_probes.py, `analysis.temp_arena`). Zero where unknown.
+    # What a call pays per MiB of an allocation of at least `fresh_arena_bytes` (its
+    # temporary arena, an output buffer), which the allocator maps afresh each call and the
+    # kernels fault in page by page (runtime/page_probes.py, `analysis.temp_arena`). Zero
+    # where unknown.
     fresh_page_ns_per_mib: float = 0.0
     fresh_arena_bytes: float = math.inf
     # How much longer, as a fraction of its own time, a kernel takes when it follows a
@@ -169,6 +170,7 @@ class Target:
         reduce_rewakes: int = 0,
         split: bool = False,
         arena_bytes: float = 0.0,
+        output_sizes: Sequence[float] = (),
     ) -> float:
         """Per-call cost beyond the kernels' own for a program whose longest kernel that can
         wake the pool by its time (`analysis.host_params.wakes_by_time`) takes this long,
@@ -183,8 +185,9 @@ class Target:
         `wakes_whole`: it runs a YNNPACK reduce that wakes the pool or a loop kernel split over
         it, `split_wake_ns` where it runs a split loop kernel; `reduce_rewakes` 1 where a second
         such reduce follows its first), whose compiled module counts `xla_flops`
-        (`analysis.host_params.xla_cpu_flops`), and whose temporaries take `arena_bytes`
-        (`analysis.temp_arena.arena_bytes`: faulted in afresh from `fresh_arena_bytes`)."""
+        (`analysis.host_params.xla_cpu_flops`), whose temporaries take `arena_bytes`
+        (`analysis.temp_arena.arena_bytes`) and whose results `output_sizes`: each
+        allocation of `fresh_arena_bytes` or more is faulted in afresh."""
         from stablehlo_perf.analysis.host_params import long_call_ns
 
         handed = xla_flops >= self.inline_flops
@@ -215,11 +218,9 @@ class Target:
             + self.rewake_ns * rewakes
             + self.reduce_rewake_ns * reduce_rewakes
             + self.handoff_ns_per_mib * handoff_bytes / 2**20
-            + (
-                self.fresh_page_ns_per_mib * arena_bytes / 2**20
-                if arena_bytes >= self.fresh_arena_bytes
-                else 0.0
-            )
+            + self.fresh_page_ns_per_mib
+            * sum(b for b in (arena_bytes, *output_sizes) if b >= self.fresh_arena_bytes)
+            / 2**20
         )
 
     def peak_flops(self, element_type: str, matrix: bool) -> float:
