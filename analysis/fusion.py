@@ -81,6 +81,7 @@ __all__ = [
     "KINDS",
     "FusionPlan",
     "GroupTraffic",
+    "cpu_conv_layout_copies",
     "cpu_reduce_mode",
     "elemental_gathers",
     "f16_vectorised_ops",
@@ -423,17 +424,20 @@ def _is_reduce(op: OpInfo) -> bool:
     return _short(op) == "reduce"
 
 
-def _cpu_conv_layout_copies(op: OpInfo) -> int:
-    """Transposes XLA:CPU adds around a convolution not in NHWC/HWIO/NHWC layout."""
+def cpu_conv_layout_copies(op: OpInfo) -> list[TensorType]:
+    """The tensors XLA:CPU transposes around a convolution not in NHWC/HWIO/NHWC layout (its
+    input, kernel or result, each where not in that layout): a copy kernel and buffer each."""
     a = op.attrs
-    if _short(op) != "convolution" or "input_feature_dim" not in a:
-        return 0
+    if _short(op) != "convolution" or "input_feature_dim" not in a or not op.results:
+        return []
     rank = len(op.operands[0].shape or ())
-    copies = int(a["input_feature_dim"] != rank - 1)
-    copies += int(
-        a["kernel_output_feature_dim"] != rank - 1 or a["kernel_input_feature_dim"] != rank - 2
+    moved = (
+        a["input_feature_dim"] != rank - 1,
+        a["kernel_output_feature_dim"] != rank - 1 or a["kernel_input_feature_dim"] != rank - 2,
+        a["output_feature_dim"] != rank - 1,
     )
-    return copies + int(a["output_feature_dim"] != rank - 1)
+    tensors = (op.operands[0], op.operands[1], op.results[0])
+    return [t for t, m in zip(tensors, moved, strict=True) if m]
 
 
 def _grows(op: OpInfo) -> bool:
@@ -803,7 +807,7 @@ class _State:
         opaque = not (f.loop or f.reduce or f.constant) and not (f.matmul and self.kind != "cpu")
         g = _Group(root=i, opaque=opaque)
         if self.kind == "cpu":
-            g.extra += _cpu_conv_layout_copies(self.ops[i])
+            g.extra += len(cpu_conv_layout_copies(self.ops[i]))
             if i not in self.chain_tails:  # YNNPACK reads 16-bit operands itself
                 g.extra += self._cpu_upcasts(i)
         self.groups.append(g)

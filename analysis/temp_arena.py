@@ -12,18 +12,14 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 
-from stablehlo_perf.analysis.fusion import FusionPlan
-from stablehlo_perf.analysis.opinfo import OpInfo, TensorType
+from stablehlo_perf.analysis.fusion import FusionPlan, cpu_conv_layout_copies
+from stablehlo_perf.analysis.opinfo import OpInfo
 
 __all__ = ["MMAP_THRESHOLD_BYTES", "arena_bytes", "internal_temps"]
 
 MMAP_THRESHOLD_BYTES = 32 * 2**20
 """glibc's largest dynamic mmap threshold on a 64-bit machine (DEFAULT_MMAP_THRESHOLD_MAX,
 4 MiB x sizeof(long)): an allocation at least this large is always a fresh mapping."""
-
-
-def _nbytes(t: TensorType) -> int:
-    return (t.num_elements or 0) * t.elem_bytes
 
 
 def internal_temps(
@@ -36,12 +32,12 @@ def internal_temps(
     its dims (XLA runs it as soon as the operand is ready, the iotas first of all kernels),
     whose indices are packed into one array and scattered with a copy of the source as the
     updates (made once the source is ready) into a zeroed buffer, the op's result (a
-    temporary unless `returned`). XLA's
-    memory analysis of the gradient of a 2x2 max pool of 8x56x56x64 f32, its operand and
-    source parameters: 35,323,944 bytes, the 4 iotas, the window's value and 4 indices, the
-    source's copy and 40 bytes of tuple; of a small CNN's SGD step on 32 images: 35,625,064,
-    both pools' iotas live from the start. A convolution not in NHWC / HWIO / NHWC layout gets
-    a transposed copy of each operand (and result) that is not, while it runs."""
+    temporary unless `returned`). XLA's memory analysis of the gradient of a 2x2 max pool of
+    8x56x56x64 f32, its operand and source parameters: 35,323,944 bytes, the 4 iotas, the
+    window's value and 4 indices, the source's copy and 40 bytes of tuple; of a small CNN's
+    SGD step on 32 images: 35,625,064, both pools' iotas live from the start. A convolution
+    not in NHWC / HWIO / NHWC layout holds its transposed copies
+    (`fusion.cpu_conv_layout_copies`) while it runs."""
     if op.short_name == "select_and_scatter" and len(op.operands) > 1:
         x, src = op.operands[0], op.operands[1]
         rank = len(x.shape or ())
@@ -59,18 +55,8 @@ def internal_temps(
             (float(rank * n_src * 4), operand_at + 1, at),
         ]
         return spans if returned else [*spans, (float(n_in * x.elem_bytes), operand_at, at - 1)]
-    if op.short_name == "convolution" and "input_feature_dim" in op.attrs and op.results:
-        a = op.attrs
-        rank = len(op.operands[0].shape or ())
-        kernel_moved = a["kernel_output_feature_dim"] != rank - 1
-        kernel_moved = kernel_moved or a["kernel_input_feature_dim"] != rank - 2
-        copies = (
-            _nbytes(op.operands[0]) * (a["input_feature_dim"] != rank - 1)
-            + _nbytes(op.operands[1]) * kernel_moved
-            + _nbytes(op.results[0]) * (a["output_feature_dim"] != rank - 1)
-        )
-        return [(float(copies), at, at)]
-    return []
+    copies = cpu_conv_layout_copies(op)
+    return [(float(sum(t.nbytes or 0 for t in copies)), at, at)] if copies else []
 
 
 def arena_bytes(
@@ -83,10 +69,10 @@ def arena_bytes(
 ) -> float:
     """The most bytes of temporaries live at once while a block's kernels run in `order`
     (group ids): each group's results that a later group reads, from the group to its last
-    reader, and the temporaries XLA adds for each op (`internal_temps`). What the block returns is
-    no temporary; an op of a free group (a reshape, a no-op pad or slice) shares its first
-    operand's buffer; a loop kernel writes its result over an operand of the same size whose
-    last reader it is (XLA's in-place elementwise fusions). `ops`, `deps`, `sources` and
+    reader, and the temporaries XLA adds for each op (`internal_temps`). What the block
+    returns is no temporary; an op of a free group (a reshape, a no-op pad or slice) shares
+    its first operand's buffer; a loop kernel writes its result over an operand of the same
+    size whose last reader it is (XLA's in-place elementwise fusions). `ops`, `deps`, `sources` and
     `live_out` are block-local, as `fusion.plan_fusion` takes them."""
     n = len(ops)
     pos = {g: p for p, g in enumerate(order)}
@@ -100,7 +86,7 @@ def arena_bytes(
     for k in range(n):
         if owner[k] == k:
             p = pos[plan.groups[k]]
-            live[k] = [float(sum(_nbytes(t) for t in ops[k].results)), p, p]
+            live[k] = [float(sum(t.nbytes or 0 for t in ops[k].results)), p, p]
     for j in range(n):
         for s in deps[j]:
             o = owner[s]

@@ -57,7 +57,7 @@ class CriticalPathPass:
     the pool has been idle for `Target.rewake_gap_ns`, an Eigen dot also when it is the
     first, a one-off cost once the entry runs a second YNNPACK reduce that wakes the pool,
     and a cost per MiB a split loop kernel hands to a YNNPACK kernel, and one per MiB of a
-    temporary arena the allocator maps afresh each call: `temp_arena`), it is added to the
+    temporary arena or output the allocator maps afresh each call: `temp_arena`), it is added to the
     first two and written as `perf.call_overhead_ns`. Where the target charges pool contention
     (`Target.pool_contention`), a function's top-level kernels that follow a YNNPACK
     library call are scheduled that much longer, as are its while loops by what
@@ -242,10 +242,10 @@ class CriticalPathPass:
                 if func is entry:
                     sb = schedules[tuple(func.top)][0]
                     arena = _arena(view, cache, func.top) if target.fresh_page_ns_per_mib else 0.0
-                    if arena >= target.fresh_arena_bytes:
+                    if arena >= target.fresh_map_bytes:
                         cache.warnings.append(
                             f"temporaries of {arena / 2**20:.1f} MiB (estimated) reach the "
-                            f"allocator's {target.fresh_arena_bytes / 2**20:.0f} MiB mmap "
+                            f"allocator's {target.fresh_map_bytes / 2**20:.0f} MiB mmap "
                             "threshold: each call faults them in afresh ("
                             f"{target.fresh_page_ns_per_mib * arena / 2**20 / 1e3:,.1f} us)"
                         )

@@ -17,12 +17,12 @@ convolution rows are NHWC (N, H, W, C, KH, KW, O, stride[, groups]) with SAME pa
 (N, D, H, W, C, K, O, stride): a KxKxK window, SAME padding. reduce_window rows are
 NHWC max pools (N, H, W, C, K, stride): a KxK window, SAME padding; cumsum rows are
 (A, B, axis), axis 1-based: `jnp.cumsum` of an AxB array, which JAX lowers to a
-reduce_window whose window spans the axis; pool_grad rows are max pools' (N, H, W, C, K, stride)
-too, timed as the pool's vector-Jacobian product (one stablehlo.select_and_scatter). argmax rows are the input of `jnp.argmax`
-over the last axis (a variadic reduce), sum_axis0 and argmax_axis0 rows the input of
-`jnp.sum` / `jnp.argmax` over the first axis, sum_axis1 rows the rank-3 input of `jnp.sum`
-over the middle axis; top_k rows are (rows, length, k); fft rows
-the input of an RFFT of the last axis; gather rows are (table rows, row width,
+reduce_window whose window spans the axis; pool_grad rows are max pools' (N, H, W, C, K,
+stride) too, timed as the pool's vector-Jacobian product (one stablehlo.select_and_scatter).
+argmax rows are the input of `jnp.argmax` over the last axis (a variadic reduce), sum_axis0
+and argmax_axis0 rows the input of `jnp.sum` / `jnp.argmax` over the first axis, sum_axis1
+rows the rank-3 input of `jnp.sum` over the middle axis; top_k rows are (rows, length, k);
+fft rows the input of an RFFT of the last axis; gather rows are (table rows, row width,
 indices) of `table[idx]` (random indices).
 """
 

@@ -112,7 +112,7 @@ def test_only_an_arena_past_the_threshold_pays_its_pages_each_call(
     """The gradient of 8 images pays the fresh pages of its 33.7 MB arena (at 400 us a MiB
     here, 12.9 ms); the one of 6 images (25.3 MB, reused from the heap) nothing."""
     host = replace(
-        load_target("host"), fresh_page_ns_per_mib=400e3, fresh_arena_bytes=MMAP_THRESHOLD_BYTES
+        load_target("host"), fresh_page_ns_per_mib=400e3, fresh_map_bytes=MMAP_THRESHOLD_BYTES
     )
     monkeypatch.setattr(critical_path, "load_target", lambda name, t=host: t)
     off = replace(host, fresh_page_ns_per_mib=0.0)
@@ -138,7 +138,7 @@ def test_an_output_past_the_threshold_pays_its_pages_each_call(
     loop; priced 11.6), 4M (15.3 MiB) is not charged (the heap's, once glibc's threshold has
     grown past it)."""
     host = replace(
-        load_target("host"), fresh_page_ns_per_mib=400e3, fresh_arena_bytes=MMAP_THRESHOLD_BYTES
+        load_target("host"), fresh_page_ns_per_mib=400e3, fresh_map_bytes=MMAP_THRESHOLD_BYTES
     )
     off = replace(host, fresh_page_ns_per_mib=0.0)
     charged = []
@@ -205,4 +205,4 @@ def test_the_host_target_reads_the_fresh_pages_of_this_machines_calibration(
     assert load_target("host").fresh_page_ns_per_mib == 0.0
     calibrate.write_calibration([row], path, head, fresh_pages={"ns_per_mib": 3.5e5})
     host = load_target("host")
-    assert host.fresh_page_ns_per_mib == 3.5e5 and host.fresh_arena_bytes == 32 * 2**20
+    assert host.fresh_page_ns_per_mib == 3.5e5 and host.fresh_map_bytes == 32 * 2**20

@@ -81,7 +81,7 @@ class Target:
     # `rewake_gap_ns` (a first Eigen dot too: `passes.critical_path`); and
     # `handoff_ns_per_mib` per MiB a split loop kernel writes for a YNNPACK kernel to read,
     # on at most `handoff_cap_bytes` of each; and `fresh_page_ns_per_mib` per MiB of a
-    # temporary arena the allocator maps afresh. Zero where unknown.
+    # temporary arena or output the allocator maps afresh. Zero where unknown.
     # A program of fewer XLA flops than `inline_flops` runs on the calling thread and pays
     # neither the fixed part nor `multi_kernel_ns` (`analysis.host_params.INLINE_FLOPS`).
     program_overhead_ns: float = 0.0
@@ -107,12 +107,12 @@ class Target:
     rewake_gap_ns: float = math.inf
     handoff_ns_per_mib: float = 0.0
     handoff_cap_bytes: float = math.inf
-    # What a call pays per MiB of an allocation of at least `fresh_arena_bytes` (its
+    # What a call pays per MiB of an allocation of at least `fresh_map_bytes` (its
     # temporary arena, an output buffer), which the allocator maps afresh each call and the
     # kernels fault in page by page (runtime/page_probes.py, `analysis.temp_arena`). Zero
     # where unknown.
     fresh_page_ns_per_mib: float = 0.0
-    fresh_arena_bytes: float = math.inf
+    fresh_map_bytes: float = math.inf
     # How much longer, as a fraction of its own time, a kernel takes when it follows a
     # YNNPACK dot or pool in the entry function (the call's threads still poll for work on
     # the same cores: runtime/contention_probes.py, passes.critical_path._leaves_pollers),
@@ -187,7 +187,7 @@ class Target:
         such reduce follows its first), whose compiled module counts `xla_flops`
         (`analysis.host_params.xla_cpu_flops`), whose temporaries take `arena_bytes`
         (`analysis.temp_arena.arena_bytes`) and whose results `output_sizes`: each
-        allocation of `fresh_arena_bytes` or more is faulted in afresh."""
+        allocation of `fresh_map_bytes` or more is faulted in afresh."""
         from stablehlo_perf.analysis.host_params import long_call_ns
 
         handed = xla_flops >= self.inline_flops
@@ -219,7 +219,7 @@ class Target:
             + self.reduce_rewake_ns * reduce_rewakes
             + self.handoff_ns_per_mib * handoff_bytes / 2**20
             + self.fresh_page_ns_per_mib
-            * sum(b for b in (arena_bytes, *output_sizes) if b >= self.fresh_arena_bytes)
+            * sum(b for b in (arena_bytes, *output_sizes) if b >= self.fresh_map_bytes)
             / 2**20
         )
 
@@ -287,7 +287,7 @@ _SCHEMA: dict[str, tuple[type | tuple[type, ...], bool]] = {
     "program.handoff_ns_per_mib": ((int, float), False),
     "program.handoff_cap_bytes": ((int, float), False),
     "program.fresh_page_ns_per_mib": ((int, float), False),
-    "program.fresh_arena_bytes": ((int, float), False),
+    "program.fresh_map_bytes": ((int, float), False),
     "sources": (dict, True),
 }
 _TABLES = {"compute", "memory", "l2", "program"}
@@ -376,7 +376,7 @@ def _from_mapping(data: Mapping[str, Any], where: str) -> Target:
         handoff_ns_per_mib=float(flat.get("program.handoff_ns_per_mib", 0.0)),
         handoff_cap_bytes=float(flat.get("program.handoff_cap_bytes", math.inf)),
         fresh_page_ns_per_mib=float(flat.get("program.fresh_page_ns_per_mib", 0.0)),
-        fresh_arena_bytes=float(flat.get("program.fresh_arena_bytes", math.inf)),
+        fresh_map_bytes=float(flat.get("program.fresh_map_bytes", math.inf)),
         calibrated=flat.get("calibrated", False),
         calibration_note=flat.get("calibration_note", ""),
         sources=dict(flat["sources"]),
@@ -499,7 +499,7 @@ def _calibrated_host(base: Target) -> Target:
             change["pool_contention_loop"] = contention["loop_fraction"]
     if math.isfinite(fresh.get("ns_per_mib", math.nan)):
         change["fresh_page_ns_per_mib"] = fresh["ns_per_mib"]
-        change["fresh_arena_bytes"] = float(MMAP_THRESHOLD_BYTES)
+        change["fresh_map_bytes"] = float(MMAP_THRESHOLD_BYTES)
     note = (
         f"calibrated on this machine ({when}) from {found[0].name}: "
         + ", ".join(sorted(change))
@@ -534,9 +534,9 @@ def _host_header(
     Relevel | None,
 ]:
     """A calibration's fitted host parameters, date, small-loop latencies, thunked-loop costs,
-    pool contention, fresh-page cost, where it was borrowed from ("" if measured here), its re-level's label
-    ("" if none) and its `Relevel` (`relevel_of`), read once per file version (every pass
-    loads its target)."""
+    pool contention, fresh-page cost, where it was borrowed from ("" if measured here), its
+    re-level's label ("" if none) and its `Relevel` (`relevel_of`), read once per file version
+    (every pass loads its target)."""
     from stablehlo_perf.analysis.calibration_files import (
         BORROWED_KEY,
         RELEVELLED_KEY,
