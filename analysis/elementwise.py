@@ -184,6 +184,7 @@ _OWN_MODEL = {
 ROW_OPS: Mapping[str, str] = {
     "conv3d": "convolution",
     "cumsum": "reduce_window",
+    "cummax": "reduce_window",
     "pool_grad": "select_and_scatter",
     "argmax": "reduce",
     "argmax_axis0": "reduce",
@@ -425,7 +426,8 @@ OP_CODES = (
     "copy", "reduce", "dot_general", "convolution", "sort", "reduce_window", "argmax", "top_k",
     "fft", "gather", "sine", "cosine", "erf", "erf_inv", "erfc", "lgamma", "digamma", "atan",
     "tan", "exponential_minus_one", "log_plus_one", "cbrt", "power", "remainder",
-    "integer_divide", "integer_remainder", "floor", "select_and_scatter",
+    "integer_divide", "integer_remainder", "floor", "select_and_scatter", "integer_dot",
+    "cummax",
 )  # fmt: skip
 _OP_CODE = {op: float(i) for i, op in enumerate(OP_CODES)}
 # Column subsets compared by the ablation; "tile+op" is the shipped default, "conv" the
@@ -522,6 +524,29 @@ def division_code(op: OpInfo) -> str | None:
     if op.short_name not in ("divide", "remainder") or op.attrs.get("constant_divisor"):
         return None
     return f"integer_{op.short_name}" if _integers(op) else None
+
+
+def dot_code(op: str, dtype: str) -> str:
+    """`integer_dot` for a dot_general of integers wider than a byte, which XLA:CPU runs
+    on no GEMM library's int8 path: i32 products in a loop ran 40-88 ps a multiply-add,
+    3.7-6.4x the f32 product of the same dims (64^3 to 512^3, skinny and batched; Zen 4
+    VM, 2026-12-07), where the trees would see an f32 product's four bytes; `op` itself
+    otherwise."""
+    if op == "dot_general" and is_integer(dtype) and element_bytes(dtype) > 1:
+        return "integer_dot"
+    return op
+
+
+def _max_scan(op: OpInfo) -> bool:
+    """Whether an op is a running maximum or minimum (`lax.cummax`, `cummin`): a scan
+    (`scans.scan_axis`) whose reducer is one, op code `cummax` (`runtime.sweeps`' rows)."""
+    if op.short_name != "reduce_window" or op.attrs.get("reducer") not in ("maximum", "minimum"):
+        return False
+    src, out = op.operands[0], op.results[0]
+    window = op.attrs.get("window_dimensions") or ()
+    if not (src.shape and out.shape) or len(window) != len(src.shape):
+        return False
+    return scan_axis(window, src.shape, out.shape) is not None
 
 
 def _integers(op: OpInfo) -> bool:
@@ -833,8 +858,8 @@ def window_features(
 
 def spec_window_features(op: str, shape: Sequence[int], elem_bytes: float) -> list[float]:
     """window_features of a calibration row: a max pool or its gradient (N, H, W, C, K,
-    stride), SAME padding, or a cumsum (A, B, axis), axis 1-based."""
-    if op == "cumsum":
+    stride), SAME padding, or a cumsum or cummax (A, B, axis), axis 1-based."""
+    if op in ("cumsum", "cummax"):
         a, b, axis = shape
         win = (a, 1) if axis == 1 else (1, b)
         return window_features((a, b), (a, b), win, (1, 1), elem_bytes)
@@ -1087,6 +1112,8 @@ def features(ops: Sequence[OpInfo]) -> np.ndarray:
         cls = op_model_class(op)
         _class_slots(row, cls, op.element_type)
         code = "argmax" if cls == "reduce_variadic" else division_code(op) or op.short_name
+        code = dot_code(code, op.operands[0].element_type) if op.operands else code
+        code = "cummax" if _max_scan(op) else code
         rows.append([*row, _op_code(code)])
     return np.array(rows, dtype=float).reshape(len(rows), len(FEATURE_NAMES))
 
@@ -1137,9 +1164,9 @@ def measurement_features(rows: Sequence[Measurement]) -> np.ndarray:
         else:
             row = shape_features(r.shape, eb)
         _class_slots(row, r.model_class, r.dtype)
-        out.append(
-            [*row, _op_code("argmax" if r.op in _VARIADIC_ROWS else ROW_OPS.get(r.op, r.op))]
-        )
+        code = "argmax" if r.op in _VARIADIC_ROWS else ROW_OPS.get(r.op, r.op)
+        code = r.op if r.op == "cummax" else code
+        out.append([*row, _op_code(dot_code(code, r.dtype))])
     return np.array(out, dtype=float).reshape(len(out), len(FEATURE_NAMES))
 
 
@@ -1303,6 +1330,8 @@ class LatencyRegressor(RegressorMixin, BaseEstimator):
         else:
             target = y
         categorical = [cols.index(_IDX["op_code"])] if _IDX["op_code"] in cols else None
+        codes = X[:, _IDX["op_code"]]
+        self.op_codes_ = frozenset(float(c) for c in codes[np.isfinite(codes)])
         self.trees_ = []
         for k in range(self.n_average):
             trees = residual_trees(self, len(y), categorical)
@@ -1633,6 +1662,7 @@ class LearnedLatencyModel:
             batch = [op.retyped(lambda _: "i32") if division_code(op) else op for op in batch]
             X = features(batch)
             label = f"{prefix}-{plan.source}"
+            stand_in = _stand_in_codes(X, model)
             if plan.as_op:
                 X[:, _IDX["op_code"]] = _OP_CODE[plan.as_op]
                 reads = "one tensor" if plan.as_op == "maximum" else "two tensors"
@@ -1644,6 +1674,8 @@ class LearnedLatencyModel:
             extrap = model.extrapolated(X)
             for j, i in enumerate(idx):
                 name = label + _ELEMENTAL if ops[i].attrs.get("elemental_gather") else label
+                if stand_in[j]:
+                    name += f"(no {stand_in[j]} rows: priced as {CODE_STAND_INS[stand_in[j]]})"
                 out[i] = OpCost(
                     cycles=round(lat_ns[j] * target.clock_ghz),
                     latency_ns=float(lat_ns[j]),
@@ -1652,6 +1684,28 @@ class LearnedLatencyModel:
                     extra={"extrapolated": bool(extrap[j]), "same_machine": same_machine},
                 )
         return out  # type: ignore[return-value]
+
+
+CODE_STAND_INS = {"integer_dot": "dot_general", "cummax": "reduce_window"}
+"""Op codes priced as another where a calibration has no rows of their own: an i32 product
+as the f32 one of its dims (3.7-6.4x too cheap on the Xeon VM, `dot_code`), a running
+maximum as a cumsum of its shape (about 2x too cheap, `runtime.sweeps.window_specs`),
+which the trees would otherwise meet as a missing category."""
+
+
+def _stand_in_codes(X: np.ndarray, model: LatencyRegressor) -> list[str]:
+    """Each row's op code that `model` never saw and `CODE_STAND_INS` stands in for (its
+    column rewritten to the stand-in's), or "" for a row left as it was."""
+    out = []
+    col = X[:, _IDX["op_code"]]
+    for j, code in enumerate(col):
+        name = next((c for c in CODE_STAND_INS if _OP_CODE[c] == code), "")
+        if name and code not in model.op_codes_:
+            col[j] = _OP_CODE[CODE_STAND_INS[name]]
+            out.append(name)
+        else:
+            out.append("")
+    return out
 
 
 COMPLEX_PRODUCTS = 4

@@ -13,10 +13,12 @@ half`, 14 f16 programs (MLP, norms, softmaxes, activations, losses, quantisation
 `--set assorted`, 19 programs of other kinds (LSTM, mixture of experts, group norm, 3-D and
 dilated convolutions, distance matrices, a KV-cache loop, argsort, ...); with `--set
 volumes`, 30 random 3-D convolutions; with `--set training`, 17 gradients and optimiser
-steps (backward convolutions and pools, embedding gradients, Adam, ...).
+steps (backward convolutions and pools, embedding gradients, Adam, ...); with `--set
+utilities`, 26 programs of jnp's utilities and index arithmetic (searchsorted, histograms,
+rolls, integer products, grouped convolutions, running maxima, matrix exponentials, ...).
 
     python benchmarks/unseen_programs.py
-        [--set unseen|short|rows|linalg|special|scalar|half|assorted|volumes|training]
+        [--set unseen|short|rows|linalg|special|scalar|half|assorted|volumes|training|utilities]
         [--only NAME ...] [--rounds 7] [--json F] [--predict-from F]
 
 Each program is analysed by `perf_jit(...).analyze(...)`; all are then timed by the
@@ -648,6 +650,85 @@ def training_steps() -> dict[str, tuple[Callable[..., Any], tuple[Any, ...]]]:
     }  # fmt: skip
 
 
+def utilities() -> dict[str, tuple[Callable[..., Any], tuple[Any, ...]]]:
+    """name -> (function, example inputs): 26 programs of jnp's utilities and index
+    arithmetic (searchsorted, histograms, bincounts, interpolation, medians and quantiles,
+    rolls, tiles, repeats, Kronecker products, integer and complex matmuls, bit twiddling,
+    NCHW, grouped and strided stem convolutions, running maxima, matrix powers and
+    exponentials, nearest-centroid assignment), first scored on 2026-12-07 before any change
+    made for them."""
+    ints = jax.random.randint(_KEY, (1 << 20,), 0, 1 << 30, jnp.int32)
+
+    def conv(x: jax.Array, w: jax.Array, dims: tuple[str, str, str], **kw: Any) -> jax.Array:
+        return lax.conv_general_dilated(
+            x, w, kw.pop("strides", (1, 1)), "SAME", dimension_numbers=dims, **kw
+        )
+
+    def nearest(x: jax.Array, c: jax.Array) -> jax.Array:
+        d = (x * x).sum(-1, keepdims=True) - 2 * x @ c.T + (c * c).sum(-1)
+        return jnp.argmin(d, axis=-1)
+
+    def bits(i: jax.Array) -> jax.Array:
+        return lax.population_count((i >> 3) ^ (i & 0xFF) | ~i)
+
+    nhwc = ("NHWC", "HWIO", "NHWC")
+    return {
+        "searchsorted": (jnp.searchsorted, (jnp.sort(_r(100_000)), _r(20_000))),
+        "histogram": (lambda x: jnp.histogram(x, bins=64, range=(-4, 4))[0], (_r(200_000),)),
+        "bincount": (lambda i: jnp.bincount(i, length=1000), (ints[:100_000] % 1000,)),
+        "interp": (
+            lambda x, xp, fp: jnp.interp(x, xp, fp),
+            (_r(100_000), jnp.linspace(-4, 4, 1000), _r(1000)),
+        ),
+        "median_rows": (lambda x: jnp.median(x, axis=-1), (_r(256, 1001),)),
+        "quantiles": (lambda x: jnp.quantile(x, jnp.array([0.1, 0.5, 0.9])), (_r(100_000),)),
+        "take_along": (
+            lambda x, i: jnp.take_along_axis(x, i, axis=1),
+            (_r(512, 1000), jnp.arange(512 * 16).reshape(512, 16) * 37 % 1000),
+        ),
+        "gather_2d": (
+            lambda x, i, j: x[i, j],
+            (_r(1000, 1000), jnp.arange(10_000) * 7 % 1000, jnp.arange(10_000) * 13 % 1000),
+        ),
+        "roll": (lambda x: jnp.roll(x, 7, axis=1), (_r(1024, 1024),)),
+        "tile": (lambda x: jnp.tile(x, (4, 2)) + 1, (_r(256, 256),)),
+        "repeat": (lambda x: jnp.repeat(x, 3, axis=0), (_r(512, 256),)),
+        "kron": (jnp.kron, (_r(32, 32), _r(32, 32))),
+        "triu": (jnp.triu, (_r(1024, 1024),)),
+        "diff": (lambda x: jnp.diff(x, axis=0), (_r(2048, 512),)),
+        "any_all": (
+            lambda x: (jnp.abs(x) > 3).any(-1) & (x > -5).all(-1),
+            (_r(2048, 512),),
+        ),
+        "int_matmul": (
+            lambda a, b: a @ b,
+            (ints[: 256 * 256].reshape(256, 256) % 100, ints[-256 * 256 :].reshape(256, 256) % 100),
+        ),
+        "bit_twiddle": (bits, (ints,)),
+        "complex_mm": (
+            lambda a, b: a @ b,
+            (lax.complex(_r(128, 128), _r(128, 128)), lax.complex(_r(128, 128), _r(128, 128))),
+        ),
+        "nchw_conv": (
+            lambda x, w: conv(x, w, ("NCHW", "OIHW", "NCHW")),
+            (_r(8, 32, 32, 32), _r(64, 32, 3, 3)),
+        ),
+        "grouped_conv": (
+            lambda x, w: conv(x, w, nhwc, feature_group_count=4),
+            (_r(8, 32, 32, 64), _r(3, 3, 16, 64)),
+        ),
+        "stem_conv": (
+            lambda x, w: jax.nn.relu(conv(x, w, nhwc, strides=(2, 2))),
+            (_r(2, 224, 224, 3), _r(7, 7, 3, 64)),
+        ),
+        "cummax": (lambda x: lax.cummax(x, axis=1), (_r(512, 512),)),
+        "matrix_power": (lambda x: jnp.linalg.matrix_power(x, 8), (_r(256, 256) * 0.06,)),
+        "expm": (jax.scipy.linalg.expm, (_r(64, 64) * 0.1,)),
+        "nearest_centroid": (nearest, (_r(4096, 32), _r(64, 32))),
+        "convolve_1d": (lambda a, b: jnp.convolve(a, b, mode="same"), (_r(10_000), _r(64))),
+    }  # fmt: skip
+
+
 SETS = {
     "unseen": programs,
     "half": half_programs,
@@ -659,6 +740,7 @@ SETS = {
     "assorted": assorted_programs,
     "volumes": volumes,
     "training": training_steps,
+    "utilities": utilities,
 }
 
 

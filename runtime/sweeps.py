@@ -17,7 +17,7 @@ convolution rows are NHWC (N, H, W, C, KH, KW, O, stride[, groups]) with SAME pa
 (N, D, H, W, C, K, O, stride): a KxKxK window, SAME padding. reduce_window rows are
 NHWC max pools (N, H, W, C, K, stride): a KxK window, SAME padding; cumsum rows are
 (A, B, axis), axis 1-based: `jnp.cumsum` of an AxB array, which JAX lowers to a
-reduce_window whose window spans the axis; pool_grad rows are max pools' (N, H, W, C, K,
+reduce_window whose window spans the axis, cummax rows the same of `lax.cummax`; pool_grad rows are max pools' (N, H, W, C, K,
 stride) too, timed as the pool's vector-Jacobian product (one stablehlo.select_and_scatter).
 argmax rows are the input of `jnp.argmax` over the last axis (a variadic reduce), sum_axis0
 and argmax_axis0 rows the input of `jnp.sum` / `jnp.argmax` over the first axis, sum_axis1
@@ -146,7 +146,7 @@ _ELEMENTWISE: dict[str, tuple[int, Callable[..., jax.Array]]] = {
     "integer_remainder": (2, lax.rem),
 }
 OPS = (
-    *_ELEMENTWISE, "dot_general", "convolution", "conv3d", "reduce_window", "cumsum",
+    *_ELEMENTWISE, "dot_general", "convolution", "conv3d", "reduce_window", "cumsum", "cummax",
     "pool_grad", "top_k", "gather",
 )  # fmt: skip
 QUICK_SORT_MAX = 2**20
@@ -157,7 +157,7 @@ loop timing runs it ~200 times."""
 _CAPPED = frozenset({"sort", "argmax", "argmax_axis0", "fft"})
 _FIRST_DTYPE_ONLY = frozenset({"argmax", "argmax_axis0", "fft"})
 _RANK_2 = frozenset({"transpose", "sum_axis0", "argmax_axis0"})
-_NARROW_GEMM = ("bf16", "i8")
+_NARROW_GEMM = ("bf16", "i8", "i32")
 _POSITIVE_INPUTS = frozenset({"rsqrt", "sqrt", "log", "lgamma", "digamma", "log_plus_one", "power"})
 _INTEGER_ROWS = frozenset({"integer_divide", "integer_remainder"})
 """Ops measured in i32 only (not the sweep's dtypes), on dividends of up to 2^20 in magnitude
@@ -192,6 +192,7 @@ _QUICK_OPS = (
     "conv3d",
     "reduce_window",
     "cumsum",
+    "cummax",
     "pool_grad",
     "top_k",
     "gather",
@@ -397,6 +398,14 @@ def matmul_specs(quick: bool) -> list[Spec]:
         for c, g in ((16, 16), (32, 32), (64, 64), (128, 128), (64, 8), (128, 32)):
             for stride in (1, 2):
                 conv.add((1, hw, hw, c, 3, 3, c, stride, g))
+        # Wide groups (ResNeXt's, a grouped stem's): 16-64 channels a group, where XLA:CPU
+        # runs about as fast a multiply-add as a dense layer's, and the grid's 1-8 a group
+        # had priced them at 2.4-5x their time in a loop (Xeon VM, 2026-12-07: 1x32x32x128
+        # -> 128 in 4 groups 1.28 ms, priced 6.3; 8 images of 32x32x64 in 4 groups 5.2 ms,
+        # priced 12.6).
+        for c, g in ((64, 4), (128, 8), (64, 2), (96, 3), (128, 4), (128, 2)):
+            for stride in (1, 2):
+                conv.add((1, hw, hw, c, 3, 3, c, stride, g))
     # Sequence convolutions (audio, text, a state-space model's conv1d), which XLA:CPU runs
     # as 1 x W images with 1 x K kernels: the square layers above never had a 1-high image
     # nor 3- or 7-tap windows alone. The middle of each range too (batch 8, width 1024, 64
@@ -420,6 +429,9 @@ def matmul_specs(quick: bool) -> list[Spec]:
     # reach: capped at 2^24, an int8 4x256x256 @ 4x256x128 (2^25) was priced at the largest
     # batched rows' rate, 442 us against 280 measured in a loop (Zen 4 VM, 2026-12-03;
     # 1x128x512x512, 2^25, ran at 7.8 ps a multiply-add, the 2^24 batched rows at 14).
+    # i32 products (jnp's int arrays' @, index arithmetic) on a path of their own, 3.7-6.4x
+    # the f32 product's time (`elementwise.dot_code`): priced as f32, a 256^3 one had run
+    # 0.24-0.28x its price in a program (benchmarks/unseen_programs.py --set utilities).
     narrow = {(1, m, n, k) for m in thin for n in thin for k in thin}
     narrow |= {(b, m, m, k) for b in (4, 16) for m in (16, 64) for k in (16, 64)}
     narrow |= {
@@ -506,8 +518,11 @@ def window_specs(quick: bool, seed: int = 4) -> list[Spec]:
         for k, stride in windows
         if 8 * hw * hw * c * k * k <= 2**25
     }
+    # Running maxima too: a max scan costs about twice a sum's (512x512 along either axis
+    # in a loop, Xeon VM, 2026-12-07: cumsum 545-659 us, cumprod 561, cummax 1123, cummin
+    # 1226), where one op code for both had priced a cummax at 0.33x its time.
     return [Spec("reduce_window", "f32", s) for s in sorted(pools)] + [
-        Spec("cumsum", "f32", s) for s in sorted(scans)
+        Spec(op, "f32", s) for op in ("cumsum", "cummax") for s in sorted(scans)
     ]
 
 
@@ -647,6 +662,7 @@ _FAMILIES: dict[str, Callable[[bool, Sequence[str]], list[Spec]]] = {
     "conv3d": lambda quick, _: matmul_specs(quick),
     "reduce_window": lambda quick, _: window_specs(quick),
     "cumsum": lambda quick, _: window_specs(quick),
+    "cummax": lambda quick, _: window_specs(quick),
     "pool_grad": lambda quick, _: pool_grad_specs(quick),
     "top_k": lambda quick, _: topk_specs(quick),
     "gather": lambda quick, dtypes: gather_specs(dtypes, quick),
@@ -800,9 +816,10 @@ def _op_and_maker(
             out = (nb, -(-h // stride), -(-w // stride), c)
             return jax.random.normal(key, (nb, h, w, c), dt), jax.random.normal(key, out, dt)
 
-    elif spec.op == "cumsum":
+    elif spec.op in ("cumsum", "cummax"):
         a, b, axis = spec.shape
-        fn = lambda p: jnp.cumsum(p, axis=axis - 1)
+        scan = jnp.cumsum if spec.op == "cumsum" else lax.cummax
+        fn = lambda p: scan(p, axis=axis - 1)
         make = lambda: (jax.random.normal(key, (a, b), dt),)
     elif spec.op == "top_k":
         r, n, k = spec.shape

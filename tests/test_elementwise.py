@@ -1137,6 +1137,42 @@ def test_a_complex_dot_costs_four_real_products() -> None:
     assert "complex" not in svc.predict([mul], host)[0].model
 
 
+def test_an_integer_dot_is_priced_by_rows_of_its_own_or_as_f32_and_says_so() -> None:
+    """XLA:CPU's i32 products run on no GEMM library's path, 3.7-6.4x the f32 product of the
+    same dims (Xeon VM, 2026-12-07): with the Xeon reference's i32 rows (op code
+    `integer_dot`) a 256^3 one, between its 128^3 and 512^3 rows, is priced between theirs
+    and at over 3x the f32 price (it ran 688 us in a loop at sentinels 0.8x the file's level;
+    priced as f32, 199 us); an i8 product keeps its own rows; the Zen 4 reference, which has
+    no i32 rows, prices it as the f32 product and names the stand-in."""
+    host = load_target("host")
+    data = Path(ew.__file__).resolve().parent / "data"
+    dims = {"lhs_contracting_dims": (1,), "rhs_contracting_dims": (0,)}
+
+    def dot(t: str, n: int = 256, out: str | None = None) -> OpInfo:
+        return OpInfo.build(
+            0, "stablehlo.dot_general", [TensorType((n, n), t), TensorType((n, n), t)],
+            [TensorType((n, n), out or t)], dims,
+        )  # fmt: skip
+
+    xeon = data / "host_reference_xeon.csv"
+    rows = {
+        r.shape: r.latency_us
+        for r in ew.load_measurements(xeon)
+        if r.op == "dot_general" and r.dtype == "i32"
+    }
+    i32, f32, i8 = ew.LearnedLatencyModel(data={"host": xeon}).predict(
+        [dot("i32"), dot("f32"), dot("i8", out="i32")], host
+    )
+    assert rows[(1, 128, 128, 128)] < i32.latency_ns / 1e3 < rows[(1, 512, 512, 512)]
+    assert 600 < i32.latency_ns / 1e3 < 1100
+    assert i32.latency_ns > 3 * f32.latency_ns and i32.model == f32.model == "hgb-host-matmul"
+    assert i8.latency_ns < f32.latency_ns
+    zen4 = ew.LearnedLatencyModel(data={"host": data / "host_reference_zen4.csv"})
+    stand_in, as_f32 = zen4.predict([dot("i32"), dot("f32")], host)
+    assert stand_in.latency_ns == pytest.approx(as_f32.latency_ns)
+    assert stand_in.model == "hgb-host-matmul(no integer_dot rows: priced as dot_general)"
+
+
 def test_sine_has_a_model_of_its_own_and_borrows_the_transcendental_one_without_rows() -> None:
     """XLA:CPU's sine of standard normal f32 costs ~7 ns per element (the Xeon reference's
     64x512 row: 215 us, 2026-12-05; 357 in its 2026-12-01 one), ~20x a tanh: with its rows,

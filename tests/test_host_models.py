@@ -55,6 +55,7 @@ def test_pool_and_scan_work_by_hand() -> None:
         sweeps.Spec("reduce_window", "f32", (1, 16, 16, 64, 2, 2)),
         sweeps.Spec("cumsum", "f32", (16, 512, 2)),
         sweeps.Spec("cumsum", "f32", (2048, 16, 1)),
+        sweeps.Spec("cummax", "f32", (16, 512, 2)),
         sweeps.Spec("argmax", "f32", (64, 1000)),
         sweeps.Spec("top_k", "f32", (16, 1000, 8)),
         sweeps.Spec("fft", "f32", (64, 1000)),
@@ -99,10 +100,12 @@ def test_a_convolutions_features_hold_its_images_and_stride() -> None:
 
 
 def test_window_sweep_covers_pools_and_both_scan_axes() -> None:
-    specs = sweeps.sweep(quick=True, ops=["reduce_window", "cumsum"])
+    specs = sweeps.sweep(quick=True, ops=["reduce_window", "cumsum", "cummax"])
     pools = {s.shape[4:] for s in specs if s.op == "reduce_window"}
     assert pools == {(2, 2), (3, 2), (3, 1)}
     assert {s.shape[2] for s in specs if s.op == "cumsum"} == {1, 2}
+    scans = {s.shape for s in specs if s.op == "cumsum"}
+    assert scans == {s.shape for s in specs if s.op == "cummax"} and len(scans) == 24
 
 
 def test_window_sweep_draws_pools_off_the_grid() -> None:
@@ -122,6 +125,35 @@ def test_window_sweep_draws_pools_off_the_grid() -> None:
 def host_model() -> ew.LatencyRegressor:
     rows = [r for r in ew.load_measurements(HOST_CSV) if r.model_class == "reduce_window"]
     return ew.fit_class_models(rows)["reduce_window"]
+
+
+def test_a_running_maximum_is_priced_by_its_own_rows_or_as_a_cumsum_and_says_so() -> None:
+    """lax.cummax and cummin lower to the reduce_window a cumsum does, with a maximum or
+    minimum for its body, and run about twice as long (512x512 along the last axis in a
+    loop, Xeon VM, 2026-12-07: cumsum 545 us, cummax 1123, cummin along the first 1226, at
+    sentinels ~0.8x the file's level); op code `cummax`. With the Xeon reference's rows a
+    512x512 cummax (no such row: its scans are 256 x 512 and 256 x 2048) is priced near that
+    time and over 1.3x a cumsum's, a cummin as a cummax; the Zen 4 reference, which has no
+    cummax rows, prices it as the cumsum and names the stand-in. A max pool stays a pool."""
+    x = jnp.zeros((512, 512))
+    (cummax,) = _ops(lambda v: lax.cummax(v, axis=1), x)
+    (cummin,) = _ops(lambda v: lax.cummin(v, axis=1), x)
+    (cumsum,) = _ops(lambda v: jnp.cumsum(v, axis=1), x)
+    (pool,) = _ops(lambda v: lax.reduce_window(v, -jnp.inf, lax.max, (2, 2), (2, 2), "VALID"), x)
+    code = ew.features([cummax, cummin, cumsum, pool])[:, _I["op_code"]]
+    assert list(code) == [
+        ew._OP_CODE[c] for c in ("cummax", "cummax", "reduce_window", "reduce_window")
+    ]
+    host = load_target("host")
+    data = HOST_CSV.parent
+    xeon = ew.LearnedLatencyModel(data={"host": data / "host_reference_xeon.csv"})
+    mx, mn, sm = xeon.predict([cummax, cummin, cumsum], host)
+    assert 900 < mx.latency_ns / 1e3 < 1900 and mn.latency_ns == mx.latency_ns
+    assert mx.latency_ns > 1.3 * sm.latency_ns and mx.model == "hgb-host-reduce_window"
+    zen4 = ew.LearnedLatencyModel(data={"host": data / "host_reference_zen4.csv"})
+    stand_in, as_sum = zen4.predict([cummax, cumsum], host)
+    assert stand_in.latency_ns == pytest.approx(as_sum.latency_ns)
+    assert stand_in.model == "hgb-host-reduce_window(no cummax rows: priced as reduce_window)"
 
 
 def test_unseen_scan_length_costs_what_measured_scans_do_per_element(
@@ -710,9 +742,9 @@ def test_a_volumetric_convolution_is_priced_from_the_3d_rows_not_as_its_implicit
     c3, c2 = svc.predict([volume, image], host)
     assert 6.9e6 / 1.25 < c3.latency_ns < 8.5e6 * 1.25
     assert 1.84e6 / 1.25 < c2.latency_ns < 1.97e6 * 1.25
-    # A reference without 3-D rows (the Xeon VM's) says its price of one is an extrapolation.
-    xeon = ew.LearnedLatencyModel(data={"host": cf.shipped_file("host_reference_xeon.csv")})
-    flags = [c.extra["extrapolated"] for c in (c3, c2, *xeon.predict([volume, image], host))]
+    # A reference without 3-D rows (the Zen 5 VM's) says its price of one is an extrapolation.
+    zen5 = ew.LearnedLatencyModel(data={"host": cf.shipped_file("host_reference_zen5.csv")})
+    flags = [c.extra["extrapolated"] for c in (c3, c2, *zen5.predict([volume, image], host))]
     assert flags == [False, False, True, False]
 
 
