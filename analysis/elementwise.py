@@ -185,6 +185,7 @@ ROW_OPS: Mapping[str, str] = {
     "conv3d": "convolution",
     "cumsum": "reduce_window",
     "cummax": "reduce_window",
+    "sum_pool": "reduce_window",
     "pool_grad": "select_and_scatter",
     "argmax": "reduce",
     "argmax_axis0": "reduce",
@@ -427,7 +428,7 @@ OP_CODES = (
     "fft", "gather", "sine", "cosine", "erf", "erf_inv", "erfc", "lgamma", "digamma", "atan",
     "tan", "exponential_minus_one", "log_plus_one", "cbrt", "power", "remainder",
     "integer_divide", "integer_remainder", "floor", "select_and_scatter", "integer_dot",
-    "cummax",
+    "cummax", "sum_pool",
 )  # fmt: skip
 _OP_CODE = {op: float(i) for i, op in enumerate(OP_CODES)}
 # Column subsets compared by the ablation; "tile+op" is the shipped default, "conv" the
@@ -537,16 +538,22 @@ def dot_code(op: str, dtype: str) -> str:
     return op
 
 
-def _max_scan(op: OpInfo) -> bool:
-    """Whether an op is a running maximum or minimum (`lax.cummax`, `cummin`): a scan
-    (`scans.scan_axis`) whose reducer is one, op code `cummax` (`runtime.sweeps`' rows)."""
-    if op.short_name != "reduce_window" or op.attrs.get("reducer") not in ("maximum", "minimum"):
-        return False
+def _window_code(op: OpInfo) -> str | None:
+    """`cummax` for a running maximum or minimum (`lax.cummax`, `cummin`: a scan,
+    `scans.scan_axis`, whose reducer is one), `sum_pool` for a pool that sums (an average
+    pool's window), as `runtime.sweeps`' rows of each; None for any other op (a max pool
+    and a cumsum are `reduce_window`)."""
+    if op.short_name != "reduce_window" or not op.results:
+        return None
     src, out = op.operands[0], op.results[0]
     window = op.attrs.get("window_dimensions") or ()
     if not (src.shape and out.shape) or len(window) != len(src.shape):
-        return False
-    return scan_axis(window, src.shape, out.shape) is not None
+        return None
+    scan = scan_axis(window, src.shape, out.shape) is not None
+    reducer = op.attrs.get("reducer")
+    if scan:
+        return "cummax" if reducer in ("maximum", "minimum") else None
+    return "sum_pool" if reducer == "add" else None
 
 
 def _integers(op: OpInfo) -> bool:
@@ -1113,7 +1120,7 @@ def features(ops: Sequence[OpInfo]) -> np.ndarray:
         _class_slots(row, cls, op.element_type)
         code = "argmax" if cls == "reduce_variadic" else division_code(op) or op.short_name
         code = dot_code(code, op.operands[0].element_type) if op.operands else code
-        code = "cummax" if _max_scan(op) else code
+        code = _window_code(op) or code
         rows.append([*row, _op_code(code)])
     return np.array(rows, dtype=float).reshape(len(rows), len(FEATURE_NAMES))
 
@@ -1165,7 +1172,7 @@ def measurement_features(rows: Sequence[Measurement]) -> np.ndarray:
             row = shape_features(r.shape, eb)
         _class_slots(row, r.model_class, r.dtype)
         code = "argmax" if r.op in _VARIADIC_ROWS else ROW_OPS.get(r.op, r.op)
-        code = r.op if r.op == "cummax" else code
+        code = r.op if r.op in ("cummax", "sum_pool") else code
         out.append([*row, _op_code(dot_code(code, r.dtype))])
     return np.array(out, dtype=float).reshape(len(out), len(FEATURE_NAMES))
 
@@ -1686,11 +1693,16 @@ class LearnedLatencyModel:
         return out  # type: ignore[return-value]
 
 
-CODE_STAND_INS = {"integer_dot": "dot_general", "cummax": "reduce_window"}
+CODE_STAND_INS = {
+    "integer_dot": "dot_general",
+    "cummax": "reduce_window",
+    "sum_pool": "reduce_window",
+}
 """Op codes priced as another where a calibration has no rows of their own: an i32 product
 as the f32 one of its dims (3.7-6.4x too cheap on the Xeon VM, `dot_code`), a running
-maximum as a cumsum of its shape (about 2x too cheap, `runtime.sweeps.window_specs`),
-which the trees would otherwise meet as a missing category."""
+maximum as a cumsum of its shape (about 2x too cheap, `runtime.sweeps.window_specs`), a
+summing pool as the max pool (a 3x3 one about 1.8x too dear), which the trees would
+otherwise meet as a missing category."""
 
 
 def _stand_in_codes(X: np.ndarray, model: LatencyRegressor) -> list[str]:

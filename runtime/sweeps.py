@@ -15,7 +15,8 @@ with layout 2·[lhs is K x M] + [rhs is N x K] (`analysis.elementwise.gemm_layou
 convolution rows are NHWC (N, H, W, C, KH, KW, O, stride[, groups]) with SAME padding
 (groups = feature_group_count; depthwise when groups = C = O); conv3d rows are NDHWC
 (N, D, H, W, C, K, O, stride): a KxKxK window, SAME padding. reduce_window rows are
-NHWC max pools (N, H, W, C, K, stride): a KxK window, SAME padding; cumsum rows are
+NHWC max pools (N, H, W, C, K, stride): a KxK window, SAME padding, sum_pool rows the same
+pools summing (an average pool's window); cumsum rows are
 (A, B, axis), axis 1-based: `jnp.cumsum` of an AxB array, which JAX lowers to a
 reduce_window whose window spans the axis, cummax rows the same of `lax.cummax`; pool_grad rows are max pools' (N, H, W, C, K,
 stride) too, timed as the pool's vector-Jacobian product (one stablehlo.select_and_scatter).
@@ -146,8 +147,8 @@ _ELEMENTWISE: dict[str, tuple[int, Callable[..., jax.Array]]] = {
     "integer_remainder": (2, lax.rem),
 }
 OPS = (
-    *_ELEMENTWISE, "dot_general", "convolution", "conv3d", "reduce_window", "cumsum", "cummax",
-    "pool_grad", "top_k", "gather",
+    *_ELEMENTWISE, "dot_general", "convolution", "conv3d", "reduce_window", "sum_pool",
+    "cumsum", "cummax", "pool_grad", "top_k", "gather",
 )  # fmt: skip
 QUICK_SORT_MAX = 2**20
 """Largest sort of a quick sweep: a 2M-element sort takes ~0.8 s on the project's VM, and the
@@ -191,6 +192,7 @@ _QUICK_OPS = (
     "convolution",
     "conv3d",
     "reduce_window",
+    "sum_pool",
     "cumsum",
     "cummax",
     "pool_grad",
@@ -520,9 +522,12 @@ def window_specs(quick: bool, seed: int = 4) -> list[Spec]:
     }
     # Running maxima too: a max scan costs about twice a sum's (512x512 along either axis
     # in a loop, Xeon VM, 2026-12-07: cumsum 545-659 us, cumprod 561, cummax 1123, cummin
-    # 1226), where one op code for both had priced a cummax at 0.33x its time.
-    return [Spec("reduce_window", "f32", s) for s in sorted(pools)] + [
-        Spec(op, "f32", s) for op in ("cumsum", "cummax") for s in sorted(scans)
+    # 1226), where one op code for both had priced a cummax at 0.33x its time. And the same
+    # pools summing (average pools): a 3x3 window sums in 0.5-0.6x a max pool's time, a
+    # 2x2 one in 1.0-1.4x (Xeon VM, 2026-12-07: 8x56x56x48 3x3/2 428 us against 745).
+    return [
+        *(Spec(op, "f32", s) for op in ("reduce_window", "sum_pool") for s in sorted(pools)),
+        *(Spec(op, "f32", s) for op in ("cumsum", "cummax") for s in sorted(scans)),
     ]
 
 
@@ -663,6 +668,7 @@ _FAMILIES: dict[str, Callable[[bool, Sequence[str]], list[Spec]]] = {
     "reduce_window": lambda quick, _: window_specs(quick),
     "cumsum": lambda quick, _: window_specs(quick),
     "cummax": lambda quick, _: window_specs(quick),
+    "sum_pool": lambda quick, _: window_specs(quick),
     "pool_grad": lambda quick, _: pool_grad_specs(quick),
     "top_k": lambda quick, _: topk_specs(quick),
     "gather": lambda quick, dtypes: gather_specs(dtypes, quick),
@@ -797,10 +803,11 @@ def _op_and_maker(
             jax.random.normal(key, (nb, d, h, w, c), dt),
             jax.random.normal(key, (k, k, k, c, o), dt),
         )
-    elif spec.op == "reduce_window":
+    elif spec.op in ("reduce_window", "sum_pool"):
         nb, h, w, c, k, stride = spec.shape
+        init, body = (-np.inf, lax.max) if spec.op == "reduce_window" else (0.0, lax.add)
         fn = lambda p: lax.reduce_window(
-            p, -np.inf, lax.max, (1, k, k, 1), (1, stride, stride, 1), "SAME"
+            p, init, body, (1, k, k, 1), (1, stride, stride, 1), "SAME"
         )
         make = lambda: (jax.random.normal(key, (nb, h, w, c), dt),)
     elif spec.op == "pool_grad":

@@ -56,6 +56,7 @@ def test_pool_and_scan_work_by_hand() -> None:
         sweeps.Spec("cumsum", "f32", (16, 512, 2)),
         sweeps.Spec("cumsum", "f32", (2048, 16, 1)),
         sweeps.Spec("cummax", "f32", (16, 512, 2)),
+        sweeps.Spec("sum_pool", "f32", (4, 32, 32, 16, 3, 2)),
         sweeps.Spec("argmax", "f32", (64, 1000)),
         sweeps.Spec("top_k", "f32", (16, 1000, 8)),
         sweeps.Spec("fft", "f32", (64, 1000)),
@@ -100,12 +101,15 @@ def test_a_convolutions_features_hold_its_images_and_stride() -> None:
 
 
 def test_window_sweep_covers_pools_and_both_scan_axes() -> None:
-    specs = sweeps.sweep(quick=True, ops=["reduce_window", "cumsum", "cummax"])
+    specs = sweeps.sweep(quick=True, ops=["reduce_window", "sum_pool", "cumsum", "cummax"])
     pools = {s.shape[4:] for s in specs if s.op == "reduce_window"}
     assert pools == {(2, 2), (3, 2), (3, 1)}
     assert {s.shape[2] for s in specs if s.op == "cumsum"} == {1, 2}
     scans = {s.shape for s in specs if s.op == "cumsum"}
     assert scans == {s.shape for s in specs if s.op == "cummax"} and len(scans) == 24
+    assert {s.shape for s in specs if s.op == "sum_pool"} == {
+        s.shape for s in specs if s.op == "reduce_window"
+    }
 
 
 def test_window_sweep_draws_pools_off_the_grid() -> None:
@@ -154,6 +158,35 @@ def test_a_running_maximum_is_priced_by_its_own_rows_or_as_a_cumsum_and_says_so(
     stand_in, as_sum = zen4.predict([cummax, cumsum], host)
     assert stand_in.latency_ns == pytest.approx(as_sum.latency_ns)
     assert stand_in.model == "hgb-host-reduce_window(no cummax rows: priced as reduce_window)"
+
+
+def test_a_summing_pool_is_priced_by_its_own_rows_or_as_a_max_pool_and_says_so() -> None:
+    """An average pool's window sums (reducer add, op code `sum_pool`): a 3x3 one in
+    0.5-0.6x a max pool's time, a 2x2 one in 1.0-1.4x (Xeon VM, 2026-12-07, in loops:
+    8x56x56x48 3x3 stride 2 428-473 us against 745-772; 4x32x32x64 2x2 37-56 against
+    38-42). With the Xeon reference's rows the 3x3 one (no such row) is priced at 0.55-0.8x
+    the max pool and near its time, the 2x2 one at 0.8-1.25x; the Zen 4 reference, which has
+    no sum_pool rows, prices each as the max pool and names the stand-in."""
+
+    def pools(shape: tuple[int, ...], k: int, s: int) -> list:
+        x = jax.ShapeDtypeStruct(shape, jnp.float32)
+        win, strides = (1, k, k, 1), (1, s, s, 1)
+        (mx,) = _ops(lambda v: lax.reduce_window(v, -jnp.inf, lax.max, win, strides, "SAME"), x)
+        (sm,) = _ops(lambda v: lax.reduce_window(v, 0.0, lax.add, win, strides, "SAME"), x)
+        return [mx, sm]
+
+    ops = pools((8, 56, 56, 48), 3, 2) + pools((4, 32, 32, 64), 2, 2)
+    code = ew.features(ops)[:, _I["op_code"]]
+    assert list(code) == [ew._OP_CODE[c] for c in ("reduce_window", "sum_pool") * 2]
+    host = load_target("host")
+    xeon = ew.LearnedLatencyModel(data={"host": HOST_CSV.parent / "host_reference_xeon.csv"})
+    mx3, sm3, mx2, sm2 = (c.latency_ns for c in xeon.predict(ops, host))
+    assert 0.55 < sm3 / mx3 < 0.8 and 0.8 < sm2 / mx2 < 1.25
+    assert 428 / 1.33 < sm3 / 1e3 < 473 * 1.6
+    zen4 = ew.LearnedLatencyModel(data={"host": HOST_CSV.parent / "host_reference_zen4.csv"})
+    costs = zen4.predict(ops[:2], host)
+    assert costs[1].latency_ns == pytest.approx(costs[0].latency_ns)
+    assert costs[1].model == "hgb-host-reduce_window(no sum_pool rows: priced as reduce_window)"
 
 
 def test_unseen_scan_length_costs_what_measured_scans_do_per_element(
