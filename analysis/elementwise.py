@@ -530,7 +530,7 @@ def division_code(op: OpInfo) -> str | None:
 def dot_code(op: str, dtype: str) -> str:
     """`integer_dot` for a dot_general of integers wider than a byte, which XLA:CPU runs
     on no GEMM library's int8 path: i32 products in a loop ran 40-88 ps a multiply-add,
-    3.7-6.4x the f32 product of the same dims (64^3 to 512^3, skinny and batched; Zen 4
+    3.7-6.4x the f32 product of the same dims (64^3 to 512^3, skinny and batched; Xeon
     VM, 2026-12-07), where the trees would see an f32 product's four bytes; `op` itself
     otherwise."""
     if op == "dot_general" and is_integer(dtype) and element_bytes(dtype) > 1:

@@ -16,9 +16,9 @@ convolution rows are NHWC (N, H, W, C, KH, KW, O, stride[, groups]) with SAME pa
 (groups = feature_group_count; depthwise when groups = C = O); conv3d rows are NDHWC
 (N, D, H, W, C, K, O, stride): a KxKxK window, SAME padding. reduce_window rows are
 NHWC max pools (N, H, W, C, K, stride): a KxK window, SAME padding, sum_pool rows the same
-pools summing (an average pool's window); cumsum rows are
-(A, B, axis), axis 1-based: `jnp.cumsum` of an AxB array, which JAX lowers to a
-reduce_window whose window spans the axis, cummax rows the same of `lax.cummax`; pool_grad rows are max pools' (N, H, W, C, K,
+pools summing (an average pool's window); cumsum rows are (A, B, axis), axis 1-based:
+`jnp.cumsum` of an AxB array, which JAX lowers to a reduce_window whose window spans the
+axis, cummax rows the same of `lax.cummax`; pool_grad rows are max pools' (N, H, W, C, K,
 stride) too, timed as the pool's vector-Jacobian product (one stablehlo.select_and_scatter).
 argmax rows are the input of `jnp.argmax` over the last axis (a variadic reduce), sum_axis0
 and argmax_axis0 rows the input of `jnp.sum` / `jnp.argmax` over the first axis, sum_axis1
