@@ -191,10 +191,14 @@ ROW_OPS: Mapping[str, str] = {
     "argmax_axis0": "reduce",
     "sum_axis0": "reduce",
     "sum_axis1": "reduce",
+    "sum_groups": "reduce",
 }
 """Calibration rows named for the JAX function the sweep timed, and the StableHLO op each
 lowers to (`runtime.sweeps`); argmax's reduce has two inputs (value and index)."""
 _VARIADIC_ROWS = frozenset({"argmax", "argmax_axis0"})
+_ROW_CODES = {"cummax": "cummax", "sum_pool": "sum_pool", "sum_groups": "reduce_groups"}
+"""Calibration rows whose op code is not their StableHLO op's (`_window_code`,
+`_reduce_code`)."""
 
 # Where a class has no data: the classes tried next, in order (then roofline).
 # Movement and reductions have access patterns unlike arithmetic, so they never
@@ -428,7 +432,7 @@ OP_CODES = (
     "fft", "gather", "sine", "cosine", "erf", "erf_inv", "erfc", "lgamma", "digamma", "atan",
     "tan", "exponential_minus_one", "log_plus_one", "cbrt", "power", "remainder",
     "integer_divide", "integer_remainder", "floor", "select_and_scatter", "integer_dot",
-    "cummax", "sum_pool",
+    "cummax", "sum_pool", "reduce_groups",
 )  # fmt: skip
 _OP_CODE = {op: float(i) for i, op in enumerate(OP_CODES)}
 # Column subsets compared by the ablation; "tile+op" is the shipped default, "conv" the
@@ -554,6 +558,16 @@ def _window_code(op: OpInfo) -> str | None:
     if scan:
         return "cummax" if reducer in ("maximum", "minimum") else None
     return "sum_pool" if reducer == "add" else None
+
+
+def _reduce_code(op: OpInfo) -> str | None:
+    """`reduce_groups` for a one-input reduce whose reduced dims, after `collapsed_reduce`,
+    are runs with kept dims between them (a group norm's sums over pixels and the channels
+    of each group: `runtime.sweeps`' sum_groups rows), else None."""
+    if op.short_name != "reduce" or len(op.operands) != 2 or not op.operands[0].shape:
+        return None
+    _, dims = collapsed_reduce(op.operands[0].shape, op.attrs.get("dimensions") or ())
+    return "reduce_groups" if len(dims) > 1 else None
 
 
 def _integers(op: OpInfo) -> bool:
@@ -1120,7 +1134,7 @@ def features(ops: Sequence[OpInfo]) -> np.ndarray:
         _class_slots(row, cls, op.element_type)
         code = "argmax" if cls == "reduce_variadic" else division_code(op) or op.short_name
         code = dot_code(code, op.operands[0].element_type) if op.operands else code
-        code = _window_code(op) or code
+        code = _window_code(op) or _reduce_code(op) or code
         rows.append([*row, _op_code(code)])
     return np.array(rows, dtype=float).reshape(len(rows), len(FEATURE_NAMES))
 
@@ -1167,19 +1181,27 @@ def measurement_features(rows: Sequence[Measurement]) -> np.ndarray:
             row = gather_features((n, width), width, eb, table_rows * width * eb)
         elif r.op in _REDUCE_ROWS:
             library = r.op not in _VARIADIC_ROWS and ynn_reduces(r.dtype, math.prod(r.shape))
-            row = reduce_features(r.shape, (_REDUCE_ROWS[r.op] % len(r.shape),), eb, library)
+            axes = tuple(a % len(r.shape) for a in _REDUCE_ROWS[r.op])
+            row = reduce_features(r.shape, axes, eb, library)
         else:
             row = shape_features(r.shape, eb)
         _class_slots(row, r.model_class, r.dtype)
         code = "argmax" if r.op in _VARIADIC_ROWS else ROW_OPS.get(r.op, r.op)
-        code = r.op if r.op in ("cummax", "sum_pool") else code
+        code = _ROW_CODES.get(r.op, code)
         out.append([*row, _op_code(dot_code(code, r.dtype))])
     return np.array(out, dtype=float).reshape(len(out), len(FEATURE_NAMES))
 
 
 # Calibration rows of reduces: the axis each reduces (the sweep's jnp.sum / jnp.argmax of the
 # last axis, of axis 0, or of a rank-3 input's middle axis).
-_REDUCE_ROWS = {"reduce": -1, "argmax": -1, "sum_axis0": 0, "argmax_axis0": 0, "sum_axis1": 1}
+_REDUCE_ROWS = {
+    "reduce": (-1,),
+    "argmax": (-1,),
+    "sum_axis0": (0,),
+    "argmax_axis0": (0,),
+    "sum_axis1": (1,),
+    "sum_groups": (1, 3),
+}
 
 
 def _ceil_div(a: int, b: int) -> int:
@@ -1697,12 +1719,14 @@ CODE_STAND_INS = {
     "integer_dot": "dot_general",
     "cummax": "reduce_window",
     "sum_pool": "reduce_window",
+    "reduce_groups": "reduce",
 }
 """Op codes priced as another where a calibration has no rows of their own: an i32 product
 as the f32 one of its dims (3.7-6.4x too cheap on the Xeon VM, `dot_code`), a running
 maximum as a cumsum of its shape (about 2x too cheap, `runtime.sweeps.window_specs`), a
-summing pool as the max pool (a 3x3 one about 1.8x too dear), which the trees would
-otherwise meet as a missing category."""
+summing pool as the max pool (a 3x3 one about 1.8x too dear), a group norm's sums as the
+row sums they collapse to (2-12x too cheap, `_reduce_code`), which the trees would otherwise
+meet as a missing category."""
 
 
 def _stand_in_codes(X: np.ndarray, model: LatencyRegressor) -> list[str]:

@@ -123,6 +123,7 @@ _BINARY = ("add", "multiply", "subtract", "divide")
 
 UNFITTED_ROWS = SCALAR_LOOPS | {
     "sine", "cosine", "tan", "negate", "floor", "conv3d", "pool_grad", "cummax", "sum_pool",
+    "sum_groups",
 }  # fmt: skip
 """Calibration rows `fit_host_params` leaves out: ops that cost 10-100x what XLA:CPU's cost
 model counts for them (one FLOP or transcendental an element; `opinfo.SCALAR_LOOPS`, sines,
@@ -143,9 +144,9 @@ kernels among them) moved the wake from 58.9 to 63.5 us, the parallel-kernel thr
 (pooled MAPE 6.0% and Kendall tau 0.956 with them, 6.1% and 0.957 without; 2026-12-07).
 The max pools' gradients (pool_grad: select_and_scatter, 10 us-40 ms) stay out as well:
 their 96 Zen 4 rows moved the ramp's cap from 171 to 211 us and the program overhead from
-1.19 to 1.06 us. So do the running maxima (cummax) and summing pools (sum_pool), added
-after the fit was chosen (the 24 Xeon cummax rows moved the output cost per MiB 32.0 -> 31.5
-us)."""
+1.19 to 1.06 us. So do the running maxima (cummax), summing pools (sum_pool) and group
+sums (sum_groups), added after the fit was chosen (the 24 Xeon cummax rows moved the output
+cost per MiB 32.0 -> 31.5 us)."""
 UNFITTED_DTYPES = frozenset({"f64", "f16", "i32"})
 """Element types whose rows `fit_host_params` leaves out: the parameters were chosen on f32 and
 bf16 rows (and the dots' i8), and the Zen 4 reference's 1122 f64 rows moved them (the output

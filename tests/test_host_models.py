@@ -65,6 +65,7 @@ def test_pool_and_scan_work_by_hand() -> None:
         sweeps.Spec("sum_axis0", "f32", (64, 128)),
         sweeps.Spec("argmax_axis0", "f32", (6, 1, 240)),
         sweeps.Spec("sum_axis1", "f32", (32, 4, 512)),
+        sweeps.Spec("sum_groups", "f32", (4, 256, 8, 8)),
         sweeps.Spec("transpose", "f32", (40, 96, 24)),
         sweeps.Spec("reduce", "f32", (64, 128)),
         sweeps.Spec("dot_general", "f32", (1, 64, 32, 48)),
@@ -187,6 +188,37 @@ def test_a_summing_pool_is_priced_by_its_own_rows_or_as_a_max_pool_and_says_so()
     costs = zen4.predict(ops[:2], host)
     assert costs[1].latency_ns == pytest.approx(costs[0].latency_ns)
     assert costs[1].model == "hgb-host-reduce_window(no sum_pool rows: priced as reduce_window)"
+
+
+def test_a_group_norms_sums_are_priced_by_their_own_rows_or_as_row_sums_and_says_so() -> None:
+    """A group norm's statistics sum an image's pixels and each group's channels: of
+    4x32x32x64 in 8 groups, a reduce of 4x32x32x8x8 over (1, 2, 4), which collapses to
+    4x1024x8x8 over (1, 3), two reduced runs with the groups between them (op code
+    `reduce_groups`); it took 121 us in a loop on the Xeon VM (2026-12-07, sentinels ~0.8x
+    the file's level) where the row sums it would otherwise be read as were priced 49. With
+    the Xeon reference's sum_groups rows (4x1024x8x8 is one; 4x1024x8x16 is not) it is
+    priced near that time and over twice the one-run sum of the same input; the Zen 4
+    reference, which has no such rows, prices it as the row sums and names the stand-in."""
+
+    def group_sum(c: int) -> list:
+        x = jax.ShapeDtypeStruct((4, 32, 32, 8 * c), jnp.float32)
+        fn = lambda v: v.reshape(4, 32, 32, 8, c).sum((1, 2, 4))
+        return _ops(fn, x, name="reduce")
+
+    (gn8,) = group_sum(8)
+    (gn16,) = group_sum(16)
+    (rows,) = _ops(
+        lambda v: v.sum(-1), jax.ShapeDtypeStruct((4096, 64), jnp.float32), name="reduce"
+    )
+    code = ew.features([gn8, gn16, rows])[:, _I["op_code"]]
+    assert list(code) == [ew._OP_CODE[c] for c in ("reduce_groups", "reduce_groups", "reduce")]
+    host = load_target("host")
+    xeon = ew.LearnedLatencyModel(data={"host": HOST_CSV.parent / "host_reference_xeon.csv"})
+    g8, g16, r = (c.latency_ns / 1e3 for c in xeon.predict([gn8, gn16, rows], host))
+    assert 121 / 1.25 < g8 < 121 * 1.6 and g8 > 2 * r and g16 > g8
+    zen4 = ew.LearnedLatencyModel(data={"host": HOST_CSV.parent / "host_reference_zen4.csv"})
+    (stand_in,) = zen4.predict([gn8], host)
+    assert stand_in.model == "hgb-host-reduction(no reduce_groups rows: priced as reduce)"
 
 
 def test_unseen_scan_length_costs_what_measured_scans_do_per_element(
