@@ -1725,7 +1725,7 @@ CODE_STAND_INS = {
 as the f32 one of its dims (3.7-6.4x too cheap on the Xeon VM, `dot_code`), a running
 maximum as a cumsum of its shape (about 2x too cheap, `runtime.sweeps.window_specs`), a
 summing pool as the max pool (a 3x3 one about 1.8x too dear), a group norm's sums as the
-row sums they collapse to (2-12x too cheap, `_reduce_code`), which the trees would otherwise
+row sums they collapse to (up to 12x too cheap, `_reduce_code`), which the trees would otherwise
 meet as a missing category."""
 
 
