@@ -64,7 +64,7 @@ from stablehlo_perf.analysis.opinfo import (
     real_part,
 )
 from stablehlo_perf.analysis.roofline import RooflineModel
-from stablehlo_perf.analysis.scans import scan_axis
+from stablehlo_perf.analysis.scans import op_scan, scan_axis
 from stablehlo_perf.analysis.service import OpCost
 from stablehlo_perf.analysis.targets import Target
 from threadpoolctl import threadpool_limits
@@ -544,18 +544,13 @@ def dot_code(op: str, dtype: str) -> str:
 
 def _window_code(op: OpInfo) -> str | None:
     """`cummax` for a running maximum or minimum (`lax.cummax`, `cummin`: a scan,
-    `scans.scan_axis`, whose reducer is one), `sum_pool` for a pool that sums (an average
+    `scans.op_scan`, whose reducer is one), `sum_pool` for a pool that sums (an average
     pool's window), as `runtime.sweeps`' rows of each; None for any other op (a max pool
     and a cumsum are `reduce_window`)."""
-    if op.short_name != "reduce_window" or not op.results:
+    if op.short_name != "reduce_window":
         return None
-    src, out = op.operands[0], op.results[0]
-    window = op.attrs.get("window_dimensions") or ()
-    if not (src.shape and out.shape) or len(window) != len(src.shape):
-        return None
-    scan = scan_axis(window, src.shape, out.shape) is not None
     reducer = op.attrs.get("reducer")
-    if scan:
+    if op_scan(op) is not None:
         return "cummax" if reducer in ("maximum", "minimum") else None
     return "sum_pool" if reducer == "add" else None
 
@@ -1729,13 +1724,16 @@ row sums they collapse to (up to 12x too cheap, `_reduce_code`), which the trees
 meet as a missing category."""
 
 
+_STAND_IN_NAMES = {_OP_CODE[name]: name for name in CODE_STAND_INS}
+
+
 def _stand_in_codes(X: np.ndarray, model: LatencyRegressor) -> list[str]:
     """Each row's op code that `model` never saw and `CODE_STAND_INS` stands in for (its
     column rewritten to the stand-in's), or "" for a row left as it was."""
     out = []
     col = X[:, _IDX["op_code"]]
     for j, code in enumerate(col):
-        name = next((c for c in CODE_STAND_INS if _OP_CODE[c] == code), "")
+        name = _STAND_IN_NAMES.get(code, "")
         if name and code not in model.op_codes_:
             col[j] = _OP_CODE[CODE_STAND_INS[name]]
             out.append(name)

@@ -25,6 +25,7 @@ __all__ = [
     "RewrittenScan",
     "blocked_scan_flops",
     "executed_flops",
+    "op_scan",
     "rewritten_scan",
     "scan_axis",
 ]
@@ -44,7 +45,7 @@ def scan_axis(
     return None
 
 
-def _op_scan(op: OpInfo) -> tuple[int, int] | None:
+def op_scan(op: OpInfo) -> tuple[int, int] | None:
     """(outer elements, scan length) of a static reduce_window scan, else None."""
     if op.short_name != "reduce_window" or not op.operands or not op.results:
         return None
@@ -79,7 +80,7 @@ def blocked_scan_flops(
 
 def executed_flops(op: OpInfo) -> int | None:
     """An op's flops as XLA:CPU executes it: a scan's blocked work, else its HLO count."""
-    scan = _op_scan(op)
+    scan = op_scan(op)
     if scan is None:
         return op.flops
     return blocked_scan_flops(*scan, int(op.attrs.get("body_flops", 0)))
@@ -105,7 +106,7 @@ def rewritten_scan(op: OpInfo) -> RewrittenScan | None:
     of 16 or moves the scanned axis last when it is not already (jax 0.10.2: 2k + 2
     kernels, one more with that head: a cumsum over 1024 is 6, over 1000 7, over the first
     axis of 1024x8 7, over 4097 9, over 65536 8)."""
-    scan = _op_scan(op)
+    scan = op_scan(op)
     if scan is None:
         return None
     a = op.attrs

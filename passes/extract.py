@@ -75,8 +75,12 @@ class FuncView:
     name: str
     public: bool
     top: list[int] = field(default_factory=list)
-    result_bytes: int = 0  # what a call returns (0 where a size is unknown)
     result_sizes: tuple[int, ...] = ()  # each result's bytes (0 where unknown)
+
+    @property
+    def result_bytes(self) -> int:
+        """What a call returns (unknown sizes count 0)."""
+        return sum(self.result_sizes)
 
 
 @dataclass
@@ -268,7 +272,6 @@ def view_module(module: ir.Operation | ir.Module, filename: str) -> ModuleView:
         fv = FuncView(
             name=name,
             public=vis is None or vis.value == "public",
-            result_bytes=sum(types[t].nbytes or 0 for t in results),
             result_sizes=tuple(types[t].nbytes or 0 for t in results),
         )
         view.funcs[name] = fv
