@@ -520,11 +520,33 @@ class FusedLoopModel:
         self, kernels: Sequence[tuple[Sequence[int], Composition, int]]
     ) -> list[float | None]:
         """Each (summed shape, composition before the sum, `REDUCE_KINDS` value) kernel's
-        time in us, None where the sum chains do not cover it or the CSV has none."""
+        time in us, None where the sum chains do not cover it or the CSV has none. A sum
+        larger than the largest chain is that chain size's time an element (`_shrunk`): the
+        chains' time an element is flat past the L2 (Xeon VM, 2026-12-07, in a loop: the
+        squared distances of 1000 x 64 to 500 x 64 rows, 32M elements summed in 64s, 88 ps an
+        element; of 128 x 256 to 128 x 256, 4.2M, 81), where the members' rule priced them at
+        0.15x."""
         if self.reduce_regressor is None:
             return [None] * len(kernels)
-        rows = [reduce_features(shape, comp, kind) for shape, comp, kind in kernels]
-        return _covered(self.reduce_regressor, rows, self.factor)
+        top = self.reduce_regressor.range_[1][0]
+        scaled = [_shrunk(shape, top) for shape, _, _ in kernels]
+        rows = [
+            reduce_features(small, comp, kind)
+            for small, (_, comp, kind) in zip(scaled, kernels, strict=True)
+        ]
+        out = _covered(self.reduce_regressor, rows, self.factor)
+        return [
+            None if t is None else t * math.prod(shape) / math.prod(small)
+            for t, small, (shape, _, _) in zip(out, scaled, kernels, strict=True)
+        ]
+
+
+def _shrunk(shape: Sequence[int], elements: float) -> tuple[int, ...]:
+    """A summed shape of more than `elements` as (rows, last dimension) with as many rows as
+    keep it within them (the shape itself where it is, or where one row is more)."""
+    if not shape or math.prod(shape) <= elements or shape[-1] > elements:
+        return tuple(shape)
+    return (max(1, int(elements // shape[-1])), shape[-1])
 
 
 def _covered(

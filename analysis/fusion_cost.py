@@ -31,7 +31,7 @@ latency (the group total is what the schedule uses).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -334,8 +334,8 @@ def _learned_group_ns(
     sources: Sequence[Sequence[int | None]] | None = None,
 ) -> dict[int, tuple[float, str]]:
     """Groups' times and model names from the host's fused-chain model
-    (`analysis.fused_loops`), by group: loop groups, and input groups whose root is a
-    YNNPACK sum over the last or the leading dimensions (as XLA collapses it) of what
+    (`analysis.fused_loops`), by group: loop groups, and input groups whose YNNPACK sum
+    (`_chain_head`) is over the last or the leading dimensions (as XLA collapses it) of what
     elementwise members compute (`hgb-host-fused-reduce`), less the op the sum takes in
     (`sum_absorbs`, with `sources`: each op's operands' producers); groups it does not
     answer for (members or sizes its chains did not cover) left out."""
@@ -353,15 +353,19 @@ def _learned_group_ns(
             comp = group_composition(kernel, traffic[g].input_bytes, widening=True)
             if comp is not None and shape is not None:
                 loops.append((g, tuple(shape), comp))
-        elif kind == "input" and library_reduce(root) and summed_shape(root)[1]:
+        elif kind == "input" and (head := _chain_head(ops, members[g], plan.roots[g])) is not None:
+            if not summed_shape(ops[head])[1]:
+                continue
             # What the kernel computes on the summed tensor's elements: side work on fewer (a
-            # layer norm's mean divided by the row length, on its vector) is not the chains'.
+            # layer norm's mean divided by the row length, on its vector; a row norm's square
+            # root after its sum) is not the chains'.
+            root = ops[head]
             src = root.operands[0]
-            taken = sum_absorbs(ops, plan.roots[g], sources) if sources else None
+            taken = sum_absorbs(ops, head, sources) if sources else None
             before = [
                 ops[i]
                 for i in members[g]
-                if i not in (plan.roots[g], taken) and ops[i].results
+                if i not in (head, taken) and ops[i].results
                 and ops[i].results[0].num_elements == src.num_elements
             ]  # fmt: skip
             comp = group_composition(before, traffic[g].input_bytes, absorbed=taken is not None)
@@ -377,6 +381,21 @@ def _learned_group_ns(
         if us is not None:
             out[g] = (us * 1e3, "hgb-host-fused-reduce")
     return out
+
+
+def _chain_head(ops: Sequence[OpInfo], members: Sequence[int], root: int) -> int | None:
+    """The YNNPACK reduce an input group's kernel runs: the one whose result the root reduce
+    merges into (`fusion._merges_reduce`: a mean of row sums), else the root reduce, else the
+    one heading the chain of ops on its result that ends in the root (`fusion._ynn_chain`: a
+    row norm's square root); None where the group has none such."""
+    if library_reduce(ops[root]):
+        fed = ops[root].operands[0].num_elements if ops[root].operands else None
+        merged = (
+            i for i in members if i != root and library_reduce(ops[i]) and _elements(ops[i]) == fed
+        )
+        return next(merged, root)
+    size = _elements(ops[root])
+    return next((i for i in members if library_reduce(ops[i]) and _elements(ops[i]) == size), None)
 
 
 def sum_absorbs(
@@ -410,11 +429,14 @@ def price_groups(
     target: Target,
     fused: FusedLoopModel | None = None,
     sources: Sequence[Sequence[int | None]] | None = None,
+    products: Mapping[int, tuple[OpCost, bool]] | None = None,
 ) -> tuple[list[GroupCost], list[float], list[int]]:
     """Group costs, and each op's share of its group's latency and DRAM bytes. Producers
     fused into a gather are priced at the gathered elements only (`GroupTraffic.gathered`);
     with `fused` (the host's fused-loop model, `fused_loops.model_for_host`) the loop groups
-    it covers are priced by it."""
+    it covers are priced by it; `products` holds, by group, the price of the matrix product
+    a group's sum computes (`contractions.broadcast_contraction`) and whether it is the
+    group's (a sum over the trailing dimensions) or its floor."""
     overhead = target.launch_overhead_ns
     members: list[list[int]] = [[] for _ in plan.kinds]
     for i, g in enumerate(plan.groups):
@@ -452,26 +474,12 @@ def price_groups(
             flops -= sum((ops[i].flops or 0) - (executed_flops(ops[i]) or 0) for i in members[g])
         dram = read * (1.0 - hit) + t.output_bytes
         bandwidth = target.memory_bandwidth
-        # The reduce of an input fusion: its root, or the YNN reduce heading the chain of ops
-        # on its result that ends in the root (`fusion._ynn_chain`: a row norm's square root;
-        # not `op(x, broadcast(reduce(x)))`, which moves x's elements, not the reduce's), or
-        # the one whose result a root reduce merges into (`fusion._merges_reduce`: a mean of
-        # row sums).
+        # The reduce an input fusion runs (`_chain_head`; not `op(x, broadcast(reduce(x)))`'s,
+        # whose root moves x's elements, not the reduce's).
         head = plan.roots[g]
-        fed = root.operands[0].num_elements if root.operands else None
         if kind == "input":
-            head = next(
-                (
-                    i
-                    for i in members[g]
-                    if library_reduce(ops[i])
-                    and (
-                        (not library_reduce(root) and _elements(ops[i]) == _elements(root))
-                        or (library_reduce(root) and i != head and _elements(ops[i]) == fed)
-                    )
-                ),
-                head,
-            )
+            found = _chain_head(ops, members[g], head)
+            head = head if found is None else found
         cache = _llc_bytes(target) if _reduces_rows(ops[head]) else _l2_bytes(target)
         rated = None  # the member whose own measured time set the group's bandwidth
         if target.kind == "cpu" and kind == "input" and t.input_bytes < cache:
@@ -515,6 +523,11 @@ def price_groups(
                     best_ns, model, streamed = c.latency_ns - overhead, c.model, False
         if g in learned:
             best_ns, model, streamed = max(learned[g][0] - overhead, 0.0), learned[g][1], False
+        if products and g in products:
+            product, trailing = products[g]
+            if trailing or product.latency_ns - overhead > best_ns:
+                best_ns, streamed = max(product.latency_ns - overhead, 0.0), False
+                model = product.model + "+broadcast-product"
         launches = plan.launches[g]
         if target.kind == "cpu":  # a scan's own time holds the launches of its levels
             launches -= sum(s.kernels - 1 for i in members[g] if (s := rewritten_scan(ops[i])))

@@ -16,6 +16,7 @@ from stablehlo_perf.analysis.aggregate import (
     branch_shares,
 )
 from stablehlo_perf.analysis.cc4cs import intervals_for
+from stablehlo_perf.analysis.contractions import as_dot, broadcast_contraction
 from stablehlo_perf.analysis.fusion import (
     ELEMENTWISE_CLASSES,
     FusionPlan,
@@ -183,8 +184,13 @@ def _fused_costs(
             members, member_costs = _f16_as_f32(
                 members, member_costs, bf.plan, bf.sources, registry, target
             )
+        products = (
+            _written_products(members, bf.plan, bf.sources, registry, target)
+            if target.kind == "cpu"
+            else {}
+        )
         groups, latency, dram = price_groups(
-            members, bf.plan, traffic, member_costs, target, fused, bf.sources
+            members, bf.plan, traffic, member_costs, target, fused, bf.sources, products
         )
         bf.costs = groups
         sizes = [0] * bf.plan.num_groups
@@ -213,6 +219,28 @@ def _fused_costs(
                 extra=costs[i].extra,
             )
     return out
+
+
+def _written_products(
+    ops: list[OpInfo],
+    plan: FusionPlan,
+    sources: Sequence[Sequence[int | None]],
+    registry: Registry,
+    target: Target,
+) -> dict[int, tuple[OpCost, bool]]:
+    """By group, the price of the matrix product its sum of a product of broadcasts computes
+    (`contractions.broadcast_contraction`) and whether the sum is over the trailing
+    dimensions, which YNNPACK runs as that product (one batched call to the services)."""
+    found = {
+        plan.groups[i]: (as_dot(ops[i], product.dims), product.trailing)
+        for i in range(len(ops))
+        if plan.kinds[plan.groups[i]] == "input"
+        and (product := broadcast_contraction(ops, i, sources)) is not None
+    }
+    priced = registry.price([dot for dot, _ in found.values()], target) if found else []
+    return {
+        g: (cost, trailing) for (g, (_, trailing)), cost in zip(found.items(), priced, strict=True)
+    }
 
 
 def _f16_as_f32(

@@ -16,7 +16,7 @@ chains of elementwise ops fused into one loop kernel and chains that end in a su
 runs with them (`runtime.fused_chains`,
 written beside the calibration as `analysis.fused_loops.chains_path`,
 `QUICK_CHAINS_PER_SHAPE` of each per training shape with --quick, three times as many
-without, and a third as many loop chains per shape on `fused_chains.LARGE_SHAPES`) and
+without, and a third as many of each per shape on `fused_chains.LARGE_SHAPES`) and
 LAPACK calls (`runtime.lapack_sweep`, beside it as `analysis.lapack.lapack_path`; 96 calls
 with --quick, ~2 min, 174 without; timed after the rows are written, so that each call's
 program's other ops are priced by this machine's rows).
@@ -929,11 +929,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         shapes = fused_chains.TRAINING_SHAPES
         chains = fused_chains.draw(shapes, per_shape, seed=0)
         chains += fused_chains.draw_reduces(shapes, per_shape, seed=0)
-        # A third as many on the large shapes: each takes ~1.6 s to time there (~1 min --quick),
-        # and as many uint32 chains, chains of 17-48 steps (~1 min each --quick), chains of
-        # 2-32 cheap steps, of up to four inputs, of bf16 and of cheap bf16 (~20 s each --quick).
+        # A third as many on the large shapes: each takes ~1.6 s to time there (~1 min --quick;
+        # as many sums, ~30 s), and as many uint32 chains, chains of 17-48 steps (~1 min each
+        # --quick), chains of 2-32 cheap steps, of up to four inputs, of bf16 and of cheap bf16
+        # (~20 s each --quick).
         third = max(1, per_shape // 3)
         chains += fused_chains.draw(fused_chains.LARGE_SHAPES, third, seed=0)
+        chains += fused_chains.draw_reduces(fused_chains.LARGE_SHAPES, third, seed=0)
         chains += fused_chains.draw_ints(shapes, third, seed=0)
         chains += fused_chains.draw_long(shapes, third, seed=0)
         chains += fused_chains.draw_cheap(shapes, third, seed=0)

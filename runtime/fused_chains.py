@@ -403,6 +403,9 @@ def main(argv: list[str] | None = None) -> int:
     kind = p.add_mutually_exclusive_group()
     kind.add_argument("--reduces", action="store_true", help="chains that end in a sum")
     kind.add_argument("--large", action="store_true", help="loop chains on LARGE_SHAPES")
+    kind.add_argument(
+        "--large-reduces", action="store_true", help="chains that end in a sum, on LARGE_SHAPES"
+    )
     kind.add_argument("--ints", action="store_true", help="uint32 loop chains (draw_ints)")
     kind.add_argument("--long", action="store_true", help="loop chains of 17-48 steps")
     kind.add_argument("--cheap", action="store_true", help="loop chains of 2-32 cheap steps")
@@ -412,6 +415,8 @@ def main(argv: list[str] | None = None) -> int:
     a = p.parse_args(argv)
     if a.large:
         chains = draw(LARGE_SHAPES, a.per_shape, a.seed)
+    elif a.large_reduces:
+        chains = draw_reduces(LARGE_SHAPES, a.per_shape, a.seed)
     elif a.ints:
         chains = draw_ints(TRAINING_SHAPES, a.per_shape, a.seed)
     elif a.long:

@@ -580,6 +580,51 @@ def test_a_covered_host_sum_is_priced_by_the_reduce_model(monkeypatch) -> None:
     assert "hgb-host-fused" not in group["model"]
 
 
+def test_a_sum_past_the_largest_chain_is_priced_at_that_chains_time_an_element() -> None:
+    """The synthetic sums reach 262144 elements: a sum of 1M is four of the largest; one
+    row longer than the largest chain is not covered."""
+    model = _synthetic_sum_model()
+    comp = fl.chain_composition(("sub_col",), (16384, 64))
+    big, small, long_row = model.predict_reduce_us(
+        [((16384, 64), comp, 1), ((4096, 64), comp, 1), ((2, 300000), comp, 1)]
+    )
+    assert big == pytest.approx(4 * small)
+    # By hand: 2 us + 2 ns per element and op (the subtract and the sum), 1M x 2 here.
+    assert big == pytest.approx(2 + 2e-3 * 16384 * 64 * 2, rel=0.03)
+    assert long_row is None
+
+
+def test_the_xeon_sums_price_squared_distances_past_their_sizes(monkeypatch) -> None:
+    """The shipped Xeon chains reach 4M summed elements (`fc.LARGE_SHAPES`, 2026-12-07):
+    the squared distances of 1000 x 64 to 500 x 64 rows (32M elements) took 2.66-2.82 ms
+    in a loop there (three runs), priced 0.43 ms from their members before (0.15x) and
+    4.1 ms from the sums past their sizes."""
+    path = cf.shipped_file(fl.SHIPPED[0])
+    X, y = fl.load_chains(path, reduces=True)
+    assert X[:, 0].max() == max(math.prod(s) for s in fc.LARGE_SHAPES)
+    model = fl.FusedLoopModel(
+        fl.FusedLoopRegressor().fit(*fl.load_chains(path)), path.name,
+        fl.FusedLoopRegressor().fit(X, y),
+    )  # fmt: skip
+    monkeypatch.setattr(fl, "model_for_host", lambda: model)
+    a, b = jnp.zeros((1000, 64)), jnp.zeros((500, 64))
+    fn = perf_jit(lambda a, b: ((a[:, None] - b[None]) ** 2).sum(-1), target="host")
+    [group] = fn.analyze(a, b).result.report.fusion_groups
+    assert group["model"] == "fused-input:hgb-host-fused-reduce"
+    assert 0.6 < group["latency_ns"] / 2.74e6 < 1.8
+
+
+def test_a_sum_with_ops_after_it_in_its_kernel_is_priced_by_the_sums(monkeypatch) -> None:
+    """A row norm, `sqrt(sum(x * x))`: XLA:CPU takes the square root into the sum's YNNPACK
+    kernel, which the sums' model prices by the sum (the root's work is on the rows)."""
+    spy = Spy()
+    monkeypatch.setattr(fl, "model_for_host", lambda: spy)
+    fn = perf_jit(lambda x: jnp.sqrt((x * x).sum(-1)), target="host")
+    [group] = fn.analyze(jnp.zeros((4096, 64))).result.report.fusion_groups
+    assert group["model"] == "fused-input:hgb-host-fused-reduce"
+    assert [(shape, kind) for shape, _, kind in spy.sums] == [((4096, 64), 1)]
+
+
 def test_draw_reduces_ends_every_chain_in_a_sum_its_kernel_takes() -> None:
     chains = fc.draw_reduces(fc.TRAINING_SHAPES, 1, seed=5)
     assert chains == fc.draw_reduces(fc.TRAINING_SHAPES, 1, seed=5)

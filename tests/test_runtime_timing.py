@@ -471,8 +471,8 @@ def test_calibrate_cli_end_to_end_and_corrupted_cache(
     # a third as many on the large shapes, and as many uint32 chains, chains of 17-48 steps,
     # chains of 2-32 cheap steps, of up to four inputs and of bf16 per training shape), and the
     # host's fused-loop model is fitted from them, not from the shipped chains; so are sum
-    # chains, of the 4096-element shape (a sum over its rows and one over its columns), and
-    # their model.
+    # chains, of the 4096-element shape and the large one (a sum over its rows and one over
+    # its columns each), and their model.
     chains = fused_loops.chains_path(path)
     drawn = fused_chains.draw_cheap(fused_chains.TRAINING_SHAPES, 1, seed=0)
     drawn += fused_chains.draw_inputs(fused_chains.TRAINING_SHAPES, 1, seed=0)
@@ -493,7 +493,7 @@ def test_calibrate_cli_end_to_end_and_corrupted_cache(
     assert sum(r[1] == "f32" and r[0].count(".") >= 16 for r in rows[1:]) == 3 + longest
     assert (X[:, 0] == 128 * 64).sum() == 1
     _, sums = fused_loops.load_chains(chains, reduces=True)
-    assert len(sums) == 2 * calibrate.QUICK_CHAINS_PER_SHAPE and (sums > 0).all()
+    assert len(sums) == 2 * calibrate.QUICK_CHAINS_PER_SHAPE + 2 and (sums > 0).all()
     assert "# machine: " + cf.machine_fingerprint() in chains.read_text()
     fused = fused_loops.model_for_host()
     assert fused.source == chains.name and fused.reduce_regressor is not None
