@@ -15,10 +15,11 @@ dilated convolutions, distance matrices, a KV-cache loop, argsort, ...); with `-
 volumes`, 30 random 3-D convolutions; with `--set training`, 17 gradients and optimiser
 steps (backward convolutions and pools, embedding gradients, Adam, ...); with `--set
 utilities`, 26 programs of jnp's utilities and index arithmetic (searchsorted, histograms,
-rolls, integer products, grouped convolutions, running maxima, matrix exponentials, ...).
+rolls, integer products, grouped convolutions, running maxima, matrix exponentials, ...);
+with `--set sums`, 14 sums over broadcasts (distances, products written out as sums).
 
     python benchmarks/unseen_programs.py
-        [--set unseen|short|rows|linalg|special|scalar|half|assorted|volumes|training|utilities]
+        [--set unseen|short|rows|linalg|special|scalar|half|assorted|volumes|training|utilities|sums]
         [--only NAME ...] [--rounds 7] [--json F] [--predict-from F]
 
 Each program is analysed by `perf_jit(...).analyze(...)`; all are then timed by the
@@ -729,6 +730,51 @@ def utilities() -> dict[str, tuple[Callable[..., Any], tuple[Any, ...]]]:
     }  # fmt: skip
 
 
+def broadcast_sums() -> dict[str, tuple[Callable[..., Any], tuple[Any, ...]]]:
+    """name -> (function, example inputs): 14 sums over broadcasts (pairwise squared and L1
+    distances, cdist, products written out as sums over the last or a middle dimension,
+    attention scores written out), of 60k-67M summed elements: the programs behind
+    `analysis/contractions.py` and the sums past the chains' sizes (2026-12-07; seen while
+    that change was made, kept to check it on other machines)."""
+
+    def sqd(a: jax.Array, b: jax.Array) -> jax.Array:
+        return ((a[:, None] - b[None]) ** 2).sum(-1)
+
+    return {
+        "sqd_300x200x24": (sqd, (_r(300, 24), _r(200, 24))),
+        "sqd_512x512x8": (sqd, (_r(512, 8), _r(512, 8))),
+        "sqd_1000x500x64": (sqd, (_r(1000, 64), _r(500, 64))),
+        "l1_128x128x256": (
+            lambda a, b: jnp.abs(a[:, None] - b[None]).sum(-1),
+            (_r(128, 256), _r(128, 256)),
+        ),
+        "cdist_300x200x24": (lambda a, b: jnp.sqrt(sqd(a, b)), (_r(300, 24), _r(200, 24))),
+        "rows_sq_60000x24": (lambda x: (x * x).sum(-1), (_r(60000, 24),)),
+        **{
+            f"last_{m}x{k}x{n}": (
+                lambda a, b: (a[:, None, :] * b[None]).sum(-1),
+                (_r(m, k), _r(n, k)),
+            )
+            for m, k, n in ((256, 128, 256), (64, 512, 1024), (1024, 64, 1024))
+        },
+        **{
+            f"mid_{m}x{k}x{n}": (
+                lambda a, b: (a[:, :, None] * b[None]).sum(1),
+                (_r(m, k), _r(k, n)),
+            )
+            for m, k, n in ((256, 128, 256), (128, 512, 512), (1024, 64, 1024))
+        },
+        "scores_8x64x64x32": (
+            lambda q, k: (q[:, :, None, :] * k[:, None]).sum(-1),
+            (_r(8, 64, 32), _r(8, 64, 32)),
+        ),
+        "scores_scaled": (
+            lambda q, k: jax.nn.softmax((q[:, :, None, :] * k[:, None]).sum(-1) * 0.125, -1),
+            (_r(8, 128, 64), _r(8, 128, 64)),
+        ),
+    }
+
+
 SETS = {
     "unseen": programs,
     "half": half_programs,
@@ -741,6 +787,7 @@ SETS = {
     "volumes": volumes,
     "training": training_steps,
     "utilities": utilities,
+    "sums": broadcast_sums,
 }
 
 

@@ -598,7 +598,7 @@ def test_the_xeon_sums_price_squared_distances_past_their_sizes(monkeypatch) -> 
     """The shipped Xeon chains reach 4M summed elements (`fc.LARGE_SHAPES`, 2026-12-07):
     the squared distances of 1000 x 64 to 500 x 64 rows (32M elements) took 2.66-2.82 ms
     in a loop there (three runs), priced 0.43 ms from their members before (0.15x) and
-    4.1 ms from the sums past their sizes."""
+    4.0 ms from the sums past their sizes."""
     path = cf.shipped_file(fl.SHIPPED[0])
     X, y = fl.load_chains(path, reduces=True)
     assert X[:, 0].max() == max(math.prod(s) for s in fc.LARGE_SHAPES)
