@@ -102,6 +102,8 @@ def parse_pipeline(text: str) -> list[PerfPass]:
         inner = getattr(e, "orig_exc", None)
         if isinstance(inner, PipelineError):
             raise inner from None
+        if inner is not None:  # a pass that failed to build (its module's import): not the text
+            raise inner
         raise PipelineError(f"malformed pass pipeline '{text}': {str(e).splitlines()[0]}") from None
 
 

@@ -121,6 +121,19 @@ def test_pipeline_parsing():
         parse_pipeline("gpu.module(perf-op-info)")
 
 
+def test_a_pass_that_fails_to_import_is_no_malformed_pipeline(monkeypatch) -> None:
+    """A pass whose module fails to import (a new module missing from an install) raises that
+    error, not a "malformed pass pipeline" that blames the text."""
+    from stablehlo_perf.passes import pipeline
+
+    def broken(name: str):
+        raise ModuleNotFoundError("No module named 'stablehlo_perf.analysis.missing'")
+
+    monkeypatch.setattr(pipeline, "pass_class", broken)
+    with pytest.raises(ModuleNotFoundError, match="analysis.missing"):
+        parse_pipeline("builtin.module(perf-op-info)")
+
+
 def test_registry_names_match_passes():
     for name in PASSES:
         assert pass_class(name).name == name
