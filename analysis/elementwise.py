@@ -1187,8 +1187,8 @@ def measurement_features(rows: Sequence[Measurement]) -> np.ndarray:
     return np.array(out, dtype=float).reshape(len(out), len(FEATURE_NAMES))
 
 
-# Calibration rows of reduces: the axis each reduces (the sweep's jnp.sum / jnp.argmax of the
-# last axis, of axis 0, or of a rank-3 input's middle axis).
+# Calibration rows of reduces: the axes each reduces (the sweep's jnp.sum / jnp.argmax of the
+# last axis, of axis 0, of a rank-3 input's middle axis, or a group norm's axes 1 and 3).
 _REDUCE_ROWS = {
     "reduce": (-1,),
     "argmax": (-1,),

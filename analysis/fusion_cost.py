@@ -331,11 +331,12 @@ def _learned_group_ns(
     plan: FusionPlan,
     members: Sequence[Sequence[int]],
     traffic: Sequence[GroupTraffic],
+    heads: Sequence[int | None],
     sources: Sequence[Sequence[int | None]] | None = None,
 ) -> dict[int, tuple[float, str]]:
     """Groups' times and model names from the host's fused-chain model
     (`analysis.fused_loops`), by group: loop groups, and input groups whose YNNPACK sum
-    (`_chain_head`) is over the last or the leading dimensions (as XLA collapses it) of what
+    (`heads`, by group: `_chain_head`) is over the last or the leading dimensions (as XLA collapses it) of what
     elementwise members compute (`hgb-host-fused-reduce`), less the op the sum takes in
     (`sum_absorbs`, with `sources`: each op's operands' producers); groups it does not
     answer for (members or sizes its chains did not cover) left out."""
@@ -353,14 +354,14 @@ def _learned_group_ns(
             comp = group_composition(kernel, traffic[g].input_bytes, widening=True)
             if comp is not None and shape is not None:
                 loops.append((g, tuple(shape), comp))
-        elif kind == "input" and (head := _chain_head(ops, members[g], plan.roots[g])) is not None:
-            if not summed_shape(ops[head])[1]:
+        elif kind == "input" and (head := heads[g]) is not None:
+            summed = ops[head]
+            if not summed_shape(summed)[1]:
                 continue
             # What the kernel computes on the summed tensor's elements: side work on fewer (a
             # layer norm's mean divided by the row length, on its vector; a row norm's square
             # root after its sum) is not the chains'.
-            root = ops[head]
-            src = root.operands[0]
+            src = summed.operands[0]
             taken = sum_absorbs(ops, head, sources) if sources else None
             before = [
                 ops[i]
@@ -370,7 +371,7 @@ def _learned_group_ns(
             ]  # fmt: skip
             comp = group_composition(before, traffic[g].input_bytes, absorbed=taken is not None)
             if comp is not None and src.element_type == "f32":
-                sums.append((g, *summed_shape(root), comp))
+                sums.append((g, *summed_shape(summed), comp))
     out = {}
     times = model.predict_us([(shape, comp) for _, shape, comp in loops])
     for (g, _, _), us in zip(loops, times, strict=True):
@@ -441,7 +442,11 @@ def price_groups(
     members: list[list[int]] = [[] for _ in plan.kinds]
     for i, g in enumerate(plan.groups):
         members[g].append(i)
-    learned = _learned_group_ns(fused, ops, plan, members, traffic, sources) if fused else {}
+    heads = [
+        _chain_head(ops, members[g], plan.roots[g]) if kind == "input" else None
+        for g, kind in enumerate(plan.kinds)
+    ]
+    learned = _learned_group_ns(fused, ops, plan, members, traffic, heads, sources) if fused else {}
     costs = list(costs)
     for g, t in enumerate(traffic):
         for i, share in t.gathered.items():
@@ -476,10 +481,7 @@ def price_groups(
         bandwidth = target.memory_bandwidth
         # The reduce an input fusion runs (`_chain_head`; not `op(x, broadcast(reduce(x)))`'s,
         # whose root moves x's elements, not the reduce's).
-        head = plan.roots[g]
-        if kind == "input":
-            found = _chain_head(ops, members[g], head)
-            head = head if found is None else found
+        head = plan.roots[g] if heads[g] is None else heads[g]
         cache = _llc_bytes(target) if _reduces_rows(ops[head]) else _l2_bytes(target)
         rated = None  # the member whose own measured time set the group's bandwidth
         if target.kind == "cpu" and kind == "input" and t.input_bytes < cache:

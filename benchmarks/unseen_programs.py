@@ -16,7 +16,8 @@ volumes`, 30 random 3-D convolutions; with `--set training`, 17 gradients and op
 steps (backward convolutions and pools, embedding gradients, Adam, ...); with `--set
 utilities`, 26 programs of jnp's utilities and index arithmetic (searchsorted, histograms,
 rolls, integer products, grouped convolutions, running maxima, matrix exponentials, ...);
-with `--set sums`, 14 sums over broadcasts (distances, products written out as sums).
+with `--set sums`, 13 sums over broadcasts (distances, products written out as sums) and one
+full-input sum.
 
     python benchmarks/unseen_programs.py
         [--set unseen|short|rows|linalg|special|scalar|half|assorted|volumes|training|utilities|sums]
@@ -731,9 +732,10 @@ def utilities() -> dict[str, tuple[Callable[..., Any], tuple[Any, ...]]]:
 
 
 def broadcast_sums() -> dict[str, tuple[Callable[..., Any], tuple[Any, ...]]]:
-    """name -> (function, example inputs): 14 sums over broadcasts (pairwise squared and L1
+    """name -> (function, example inputs): 13 sums over broadcasts (pairwise squared and L1
     distances, cdist, products written out as sums over the last or a middle dimension,
-    attention scores written out), of 60k-67M summed elements: the programs behind
+    attention scores written out) and a full-input sum of squares beside them, of 1M-67M
+    summed elements: the programs behind
     `analysis/contractions.py` and the sums past the chains' sizes (2026-12-07; seen while
     that change was made, kept to check it on other machines)."""
 
