@@ -9,7 +9,7 @@ from typing import ClassVar
 
 from jaxlib.mlir import ir
 from stablehlo_perf.analysis.critical_path import topological_order
-from stablehlo_perf.analysis.fusion import reduces_unit_dims, ynn_reduce_window
+from stablehlo_perf.analysis.fusion import reduces_unit_dims, ynn_convolution, ynn_reduce_window
 from stablehlo_perf.analysis.host_params import (
     eigen_uses_pool,
     reduce_wakes_pool,
@@ -60,7 +60,9 @@ class CriticalPathPass:
     temporary arena or output the allocator maps afresh each call: `temp_arena`), it is added to the
     first two and written as `perf.call_overhead_ns`. Where the target charges pool contention
     (`Target.pool_contention`), a function's top-level kernels that follow a YNNPACK
-    library call are scheduled that much longer, as are its while loops by what
+    library call are scheduled that much longer, as is the first YNNPACK convolution after an
+    Eigen one that leaves the pool's threads spinning (`Target.eigen_handoff_ns`:
+    `_eigen_handoffs`), and its while loops by what
     their bodies' kernels pay so each trip; what each op pays is written as
     `perf.contention_ns` (a loop's body ops: per trip; the entry's sum in the report's
     `contention_ns`).
@@ -138,6 +140,8 @@ class CriticalPathPass:
                 target.pool_contention_cap_ns,
                 starts,
             )
+            for k in _eigen_handoffs(view, nodes, latency):
+                extra[k] += target.eigen_handoff_ns
             for k, node in enumerate(nodes):
                 own = extra[k]
                 for i in node:
@@ -198,7 +202,7 @@ class CriticalPathPass:
                 and not _control(view, node)
                 and (woken[k] or (t >= target.parallel_kernel_ns and _wakes_by_time(view, node)))
             )
-            if top and target.pool_contention > 0:
+            if top and (target.pool_contention > 0 or target.eigen_handoff_ns > 0):
                 latency = [t + e for t, e in zip(latency, block_contention(ids), strict=True)]
             handoffs[tuple(ids)] = _handoff_bytes(
                 deps, costs, pool, eigen, library, target.handoff_cap_bytes
@@ -451,6 +455,41 @@ def _contention(
         extra.append(paid)
         left = cap_ns if start else left - paid
     return extra
+
+
+EIGEN_HANDOFF_MIN_BYTES = 64 * 1024
+"""The output from which an Eigen convolution leaves the pool's threads spinning for the next
+YNNPACK one (`_eigen_handoffs`). In loops on the Xeon VM (2026-12-07, 9-11 rounds, twice), a
+3x3 convolution of 3 input features (Eigen) then a YNNPACK one on its result (3x3, stride 2,
+32 out) ran 2-7 us beyond both alone where the first wrote 32 KiB (1x32x32, 8 features), and
+19-99 us (median 47, 16 pairs) where it wrote 64 KiB to 1 MiB (1-8 images of 32x32 or 64x64,
+8 or 16 features); an Eigen convolution after it -25 to +22 us."""
+
+
+def _eigen_handoffs(
+    view: ModuleView, nodes: Sequence[list[int]], latency: Sequence[float]
+) -> list[int]:
+    """The schedule nodes, in program order, that pay `Target.eigen_handoff_ns`: the first
+    YNNPACK convolution (`fusion.ynn_convolution`) after an Eigen one writing at least
+    `EIGEN_HANDOFF_MIN_BYTES`, with no other library call between (loop kernels between
+    them, a ReLU, do not stop it: six pairs with one ran -11 to +55 us beyond their parts,
+    median 42)."""
+    paying: list[int] = []
+    pending = False
+    for k, node in enumerate(nodes):
+        if latency[k] <= 0 or _control(view, node):
+            continue
+        infos = [view.records[i].info for i in node]
+        if any(ynn_convolution(info) for info in infos):
+            if pending:
+                paying.append(k)
+            pending = False
+        elif any(info.short_name == "convolution" for info in infos):
+            written = sum(r.nbytes or 0 for info in infos for r in info.results)
+            pending = written >= EIGEN_HANDOFF_MIN_BYTES
+        elif _library(view, node):
+            pending = False
+    return paying
 
 
 def _leaves_pollers(view: ModuleView, node: list[int], int8_polls: bool = True) -> bool:

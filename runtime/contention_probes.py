@@ -30,6 +30,14 @@ kernels of a while loop's body. Only there: the same 20 steps unrolled (timed as
 paid what the loop did, but charging a lone kernel between two dots in straight code the
 loop's fraction put the zoo's straight programs (the six-layer transformer, the MLP
 gradient) under their measured times, its own-level MAPE 10.9 -> 12.9% on 13 saved runs.
+
+An Eigen convolution (XLA:CPU's for 3 input features: a network's stem) leaves the pool's
+threads spinning too, and the YNNPACK convolution after it waits for them: on the Xeon VM
+(2026-12-07, in loops) the pair ran ~45 us beyond both alone, an elementwise kernel or a
+second Eigen convolution after it next to nothing. `measure_eigen_handoff` times the pair and
+its parts: `Contention.eigen_handoff_ns`, which the critical-path pass charges the first
+YNNPACK convolution after an Eigen one (`passes.critical_path._eigen_handoffs`). Before it,
+the zoo's CNN (that stem, a ReLU, then a YNNPACK convolution) ran 0.76-0.88x its in-loop time.
 """
 
 from __future__ import annotations
@@ -46,6 +54,8 @@ from stablehlo_perf.analysis.host_params import CONTENTION_KEY as KEY
 from stablehlo_perf.runtime import sweeps, timing
 
 __all__ = [
+    "HANDOFF_FEATURES",
+    "HANDOFF_IMAGES",
     "KEY",
     "LONG",
     "LOOP_SIDE",
@@ -53,6 +63,8 @@ __all__ = [
     "SHORT",
     "Contention",
     "contention_fit",
+    "handoff_fit",
+    "measure_eigen_handoff",
     "measure_pool_contention",
 ]
 
@@ -105,17 +117,19 @@ x 16, LOOP_TRIPS trips (a recurrence's step: a dot, then one kernel on its resul
 class Contention:
     """Kernels after a library call cost `fraction` of their time more, at most `cap_ns` in
     all until the next library call; after an int8 dot `int8_fraction`, and in a while
-    loop's body `loop_fraction` (NaN: unmeasured)."""
+    loop's body `loop_fraction`; a YNNPACK convolution after an Eigen one `eigen_handoff_ns`
+    (NaN: unmeasured)."""
 
     fraction: float
     cap_ns: float
     int8_fraction: float = math.nan
     loop_fraction: float = math.nan
+    eigen_handoff_ns: float = math.nan
 
     def pairs(self) -> dict[str, float]:
         """The calibration header's `name=value` pairs."""
         out = {"fraction": self.fraction, "cap_ns": self.cap_ns}
-        for name in ("int8_fraction", "loop_fraction"):
+        for name in ("int8_fraction", "loop_fraction", "eigen_handoff_ns"):
             if math.isfinite(getattr(self, name)):
                 out[name] = getattr(self, name)
         return out
@@ -199,19 +213,76 @@ def _loop_program(part: str) -> Callable[[jax.Array, jax.Array], jax.Array]:
     return run
 
 
+HANDOFF_IMAGES = (2, 32, 32, 3)
+"""The handoff probe's input: a stem convolution's (3 features, which XLA:CPU leaves to Eigen:
+`analysis.fusion.YNN_CONV_MIN_FEATURES`), 3x3 to `HANDOFF_FEATURES`, 128 KiB out, which a
+YNNPACK convolution (3x3, stride 2, 32 out) reads."""
+HANDOFF_FEATURES = 16
+
+
+def handoff_fit(
+    eigen_us: Sequence[float], ynn_us: Sequence[float], pair_us: Sequence[float]
+) -> float:
+    """From per-round times (us) of the Eigen convolution alone, the YNNPACK one alone and
+    the two in a row: the median over rounds of what the pair took beyond its parts (ns),
+    not below 0."""
+    extra = _extra(eigen_us, ynn_us, pair_us)
+    return max(float(np.median(extra)), 0.0) * 1e3
+
+
+def _conv(x: jax.Array, k: jax.Array, stride: int) -> jax.Array:
+    return lax.conv_general_dilated(
+        x, k, (stride, stride), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")
+    )
+
+
+def measure_eigen_handoff(repeats: int = 31, passes: int = 5, seed: int = 0) -> float:
+    """What a YNNPACK convolution costs beyond its time alone right after an Eigen one
+    (`HANDOFF_IMAGES`), in loops (ns): the median over `passes` sets of interleaved rounds
+    of `handoff_fit` (`Target.eigen_handoff_ns`). On the Xeon VM (2026-12-07) six runs gave
+    40-46 us (~2.5 s each); pairs of 1-8 images of 32 or 64 pixels a side paid 19-99 us
+    (`passes.critical_path.EIGEN_HANDOFF_MIN_BYTES`)."""
+    rng = np.random.default_rng(seed)
+    n, h, w, c = HANDOFF_IMAGES
+
+    def arr(*shape: int) -> jax.Array:
+        return jnp.asarray(rng.standard_normal(shape), jnp.float32)
+
+    x, k1 = arr(n, h, w, c), arr(3, 3, c, HANDOFF_FEATURES)
+    y, k2 = arr(n, h, w, HANDOFF_FEATURES), arr(3, 3, HANDOFF_FEATURES, 32)
+    parts: dict[str, tuple[Callable[..., jax.Array], tuple[jax.Array, ...]]] = {
+        "eigen": (lambda x, k: _conv(x, k, 1), (x, k1)),
+        "ynn": (lambda y, k: _conv(y, k, 2), (y, k2)),
+        "pair": (lambda x, k, k2: _conv(_conv(x, k, 1), k2, 2), (x, k1, k2)),
+    }
+    trips = jnp.asarray(1, jnp.int32)
+    looped = []
+    for name, (fn, args) in parts.items():
+        spec = sweeps.Spec(f"eigen_handoff_{name}", "f32", HANDOFF_IMAGES)
+        compiled = jax.jit(sweeps.in_loop(fn)).lower(trips, *args).compile()
+        looped.append((spec.key, sweeps.LoopCase(spec, compiled, args)))
+    fits = []
+    for p in range(passes):
+        out, _, _ = timing.time_in_loop(looped, repeats=repeats, seed=seed + p)
+        fits.append(handoff_fit(*(out[key][0].rounds_us for key, _ in looped)))
+    return float(np.median(fits))
+
+
 def measure_pool_contention(
     repeats: int = 51, passes: int = 5, loop_us: float = 4000.0
 ) -> Contention:
     """This machine's `Contention`: each parameter the median over `passes` passes (~4 s
-    each) of `contention_fit` on a pass's rounds. One pass reads the VM's state of its
-    seconds: on the Zen 5 VM (2026-12-02), with chains of tanh alone, single passes put the
-    fraction at 0.32-1.47 and the cap at 41-45 us."""
+    each) of `contention_fit` on a pass's rounds, and the handoff probe
+    (`measure_eigen_handoff`). One pass reads the VM's state of its seconds: on the Zen 5
+    VM (2026-12-02), with chains of tanh alone, single passes put the fraction at 0.32-1.47
+    and the cap at 41-45 us."""
     fits = [_one_pass(repeats, seed, loop_us) for seed in range(passes)]
     return Contention(
         float(np.median([f.fraction for f in fits])),
         float(np.median([f.cap_ns for f in fits])),
         float(np.median([f.int8_fraction for f in fits])),
         float(np.median([f.loop_fraction for f in fits])),
+        measure_eigen_handoff(),
     )
 
 

@@ -272,6 +272,88 @@ def test_pools_leave_pollers_convolutions_and_reductions_none(
     assert (res.report.contention_ns > 0) == charged, name
 
 
+def test_handoff_fit_is_the_median_extra_of_the_pair() -> None:
+    # Eigen convolution 40 / 42 / 44 us, the YNNPACK one 20 / 20 / 21, the pair 100 / 110 /
+    # 95: 40, 48 and 30 us beyond both, median 40 us. A pair faster than its parts is noise.
+    fit = contention_probes.handoff_fit([40.0, 42.0, 44.0], [20.0, 20.0, 21.0], [100, 110, 95])
+    assert fit == pytest.approx(40e3)
+    assert contention_probes.handoff_fit([40.0], [20.0], [55.0]) == 0.0
+    pairs = contention_probes.Contention(0.5, 1e3, eigen_handoff_ns=fit).pairs()
+    assert pairs == {"fraction": 0.5, "cap_ns": 1e3, "eigen_handoff_ns": pytest.approx(40e3)}
+
+
+def _stem(images: int, features: int, between: str = "relu") -> object:
+    """A stem convolution of 3 features (Eigen on XLA:CPU) to `features`, then `between`
+    ("relu", "sum": a YNNPACK row sum added back, or "eigen": a second Eigen convolution),
+    then a YNNPACK convolution (3x3, stride 2, 32 out), lowered."""
+
+    def f(x: jax.Array, k1: jax.Array, k2: jax.Array, k3: jax.Array) -> jax.Array:
+        h = jax.nn.relu(_conv(x, k1))
+        if between == "sum":
+            h = h + h.sum(-1, keepdims=True)
+        elif between == "eigen":
+            h = _conv(h, k3)
+        return jax.lax.conv_general_dilated(
+            h, k2, (2, 2), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")
+        )
+
+    shapes = [(images, 32, 32, 3), (3, 3, 3, features), (3, 3, features, 32)]
+    shapes.append((3, 3, features, features))
+    return jax.jit(f).lower(*(jax.ShapeDtypeStruct(s, jnp.float32) for s in shapes))
+
+
+@pytest.mark.parametrize(
+    ("images", "features", "between", "charged"),
+    [
+        (2, 16, "relu", True),  # 128 KiB from the Eigen convolution
+        (1, 16, "relu", True),  # 64 KiB: the least that paid on the Xeon VM
+        (1, 8, "relu", False),  # 32 KiB: paid 2-7 us there
+        (2, 16, "sum", False),  # a YNNPACK reduce between: its own library call
+        (2, 8, "eigen", True),  # the second Eigen convolution's 64 KiB hand over
+    ],
+)
+def test_a_ynnpack_convolution_after_an_eigen_one_pays_the_handoff(
+    monkeypatch: pytest.MonkeyPatch, images: int, features: int, between: str, charged: bool
+) -> None:
+    """The first YNNPACK convolution after an Eigen convolution that writes at least
+    `EIGEN_HANDOFF_MIN_BYTES` pays the target's `eigen_handoff_ns` (written on it as
+    `perf.contention_ns`, added to the kernels' time), through loop kernels but not past
+    another library call; nothing where the target has no handoff."""
+    lowered = _stem(images, features, between)
+    off = _analyze_with(monkeypatch, lowered, pool_contention=0.0, eigen_handoff_ns=0.0)
+    on = _analyze_with(monkeypatch, lowered, pool_contention=0.0, eigen_handoff_ns=45e3)
+    assert off.report.contention_ns == 0.0
+    paying = [op for op in _entry_ops(on.module) if "perf.contention_ns" in op.attributes]
+    if not charged:
+        assert paying == [] and on.report.total_latency_ns == off.report.total_latency_ns
+        return
+    (conv,) = paying
+    assert conv.name == "stablehlo.convolution"
+    assert conv.attributes["perf.contention_ns"].value == pytest.approx(45e3)
+    assert on.report.contention_ns == pytest.approx(45e3)
+    assert _kernels_ns(on) - _kernels_ns(off) == pytest.approx(45e3, rel=1e-9)
+
+
+def test_a_loops_trips_each_pay_the_handoff(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fori_loop of 3 trips whose body is the stem convolution, then a YNNPACK one (16 to
+    32 features) and a second back to 3 features (YNNPACK too: 32 in): each trip pays the
+    handoff once."""
+    shapes = [(2, 32, 32, 3), (3, 3, 3, 16), (3, 3, 16, 32), (3, 3, 32, 3)]
+
+    def f(x: jax.Array, k1: jax.Array, k2: jax.Array, k3: jax.Array) -> jax.Array:
+        def body(i: jax.Array, h: jax.Array) -> jax.Array:
+            return _conv(_conv(jax.nn.relu(_conv(h, k1)), k2), k3)
+
+        return jax.lax.fori_loop(0, 3, body, x)
+
+    lowered = jax.jit(f).lower(*(jax.ShapeDtypeStruct(s, jnp.float32) for s in shapes))
+    off = _analyze_with(monkeypatch, lowered, pool_contention=0.0, eigen_handoff_ns=0.0)
+    on = _analyze_with(monkeypatch, lowered, pool_contention=0.0, eigen_handoff_ns=45e3)
+    (loop,) = [op for op in _entry_ops(on.module) if op.name == "stablehlo.while"]
+    assert loop.attributes["perf.contention_ns"].value == pytest.approx(3 * 45e3)
+    assert _kernels_ns(on) - _kernels_ns(off) == pytest.approx(3 * 45e3, rel=1e-9)
+
+
 def test_no_library_call_no_contention(monkeypatch: pytest.MonkeyPatch) -> None:
     x = jax.ShapeDtypeStruct((8, 128), jnp.float32)
     lowered = jax.jit(lambda x: jnp.sum(jnp.tanh(x), axis=0)).lower(x)

@@ -124,6 +124,10 @@ class Target:
     # The fraction the kernels of a while loop's body pay after its dot (NaN where unknown:
     # `pool_contention`; runtime/contention_probes.py's loop probe).
     pool_contention_loop: float = math.nan
+    # What the first YNNPACK convolution after an Eigen convolution that hands its work to the
+    # pool pays for starting while that pool's threads still spin (runtime/contention_probes.py's
+    # handoff probe; passes.critical_path._eigen_handoffs). Zero where unknown.
+    eigen_handoff_ns: float = 0.0
     # ns per element each op of a fused bf16 loop costs at least (XLA:CPU widens to f32 and
     # rounds back per op: runtime/fused_probes.py). Zero where unknown.
     bf16_fused_ns_per_element: float = 0.0
@@ -497,6 +501,8 @@ def _calibrated_host(base: Target) -> Target:
             change["pool_contention_int8"] = contention["int8_fraction"]
         if "loop_fraction" in contention:
             change["pool_contention_loop"] = contention["loop_fraction"]
+    if "eigen_handoff_ns" in contention:
+        change["eigen_handoff_ns"] = contention["eigen_handoff_ns"]
     if math.isfinite(fresh.get("ns_per_mib", math.nan)):
         change["fresh_page_ns_per_mib"] = fresh["ns_per_mib"]
         change["fresh_map_bytes"] = float(MMAP_THRESHOLD_BYTES)
