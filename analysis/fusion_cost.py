@@ -336,10 +336,10 @@ def _learned_group_ns(
 ) -> dict[int, tuple[float, str]]:
     """Groups' times and model names from the host's fused-chain model
     (`analysis.fused_loops`), by group: loop groups, and input groups whose YNNPACK sum
-    (`heads`, by group: `_chain_head`) is over the last or the leading dimensions (as XLA collapses it) of what
-    elementwise members compute (`hgb-host-fused-reduce`), less the op the sum takes in
-    (`sum_absorbs`, with `sources`: each op's operands' producers); groups it does not
-    answer for (members or sizes its chains did not cover) left out."""
+    (`heads`, by group: `_chain_head`) is over the last or the leading dimensions (as XLA
+    collapses it) of what elementwise members compute (`hgb-host-fused-reduce`), less the op
+    the sum takes in (`sum_absorbs`, with `sources`: each op's operands' producers); groups
+    it does not answer for (members or sizes its chains did not cover) left out."""
     from stablehlo_perf.analysis.fused_loops import group_composition, summed_shape
 
     loops: list[tuple[int, tuple[int, ...], Composition]] = []

@@ -123,9 +123,12 @@ class CriticalPathPass:
                 return contention[tuple(ids)]
             nodes = block_nodes(ids)[0]
             latency = [sum(read_latency(cache, i) for i in node) for node in nodes]
+            called = [
+                t > 0 and _library(view, node) for t, node in zip(latency, nodes, strict=True)
+            ]
             library = [
-                t > 0 and _library(view, node) and not any(_eigen(view, i) for i in node)
-                for t, node in zip(latency, nodes, strict=True)
+                c and not any(_eigen(view, i) for i in node)
+                for c, node in zip(called, nodes, strict=True)
             ]
             starts = [
                 lib and _leaves_pollers(view, node, int8_polls)
@@ -140,7 +143,7 @@ class CriticalPathPass:
                 target.pool_contention_cap_ns,
                 starts,
             )
-            for k in _eigen_handoffs(view, nodes, latency):
+            for k in _eigen_handoffs(view, nodes, called):
                 extra[k] += target.eigen_handoff_ns
             for k, node in enumerate(nodes):
                 own = extra[k]
@@ -467,17 +470,17 @@ YNNPACK one (`_eigen_handoffs`). In loops on the Xeon VM (2026-12-07, 9-11 round
 
 
 def _eigen_handoffs(
-    view: ModuleView, nodes: Sequence[list[int]], latency: Sequence[float]
+    view: ModuleView, nodes: Sequence[list[int]], called: Sequence[bool]
 ) -> list[int]:
     """The schedule nodes, in program order, that pay `Target.eigen_handoff_ns`: the first
     YNNPACK convolution (`fusion.ynn_convolution`) after an Eigen one writing at least
-    `EIGEN_HANDOFF_MIN_BYTES`, with no other library call between (loop kernels between
-    them, a ReLU, do not stop it: six pairs with one ran -11 to +55 us beyond their parts,
-    median 42)."""
+    `EIGEN_HANDOFF_MIN_BYTES`, with no other library call (`called`: `_library`) between
+    (loop kernels between them, a ReLU, do not stop it: six pairs with one ran -11 to +55 us
+    beyond their parts, median 42)."""
     paying: list[int] = []
     pending = False
     for k, node in enumerate(nodes):
-        if latency[k] <= 0 or _control(view, node):
+        if not called[k]:
             continue
         infos = [view.records[i].info for i in node]
         if any(ynn_convolution(info) for info in infos):
@@ -487,7 +490,7 @@ def _eigen_handoffs(
         elif any(info.short_name == "convolution" for info in infos):
             written = sum(r.nbytes or 0 for info in infos for r in info.results)
             pending = written >= EIGEN_HANDOFF_MIN_BYTES
-        elif _library(view, node):
+        else:
             pending = False
     return paying
 

@@ -255,12 +255,10 @@ def measure_eigen_handoff(repeats: int = 31, passes: int = 5, seed: int = 0) -> 
         "ynn": (lambda y, k: _conv(y, k, 2), (y, k2)),
         "pair": (lambda x, k, k2: _conv(_conv(x, k, 1), k2, 2), (x, k1, k2)),
     }
-    trips = jnp.asarray(1, jnp.int32)
     looped = []
     for name, (fn, args) in parts.items():
         spec = sweeps.Spec(f"eigen_handoff_{name}", "f32", HANDOFF_IMAGES)
-        compiled = jax.jit(sweeps.in_loop(fn)).lower(trips, *args).compile()
-        looped.append((spec.key, sweeps.LoopCase(spec, compiled, args)))
+        looped.append((spec.key, sweeps.loop_case(spec, fn, args)))
     fits = []
     for p in range(passes):
         out, _, _ = timing.time_in_loop(looped, repeats=repeats, seed=seed + p)
@@ -302,7 +300,6 @@ def _one_pass(repeats: int, seed: int, loop_us: float) -> Contention:
         return x, jnp.asarray(rng.standard_normal((k, n)) * 0.05, jnp.float32)
 
     f32, i8 = operands("f32", _DOT), operands("i8", _INT8_DOT)
-    trips = jnp.asarray(1, jnp.int32)
     chains = [(kind, steps) for kind in STEPS for steps in SHORT] + [("tanh", LONG)]
     cases = [("tanh", 0, True, "f32")]
     cases += [(c, s, d, "f32") for c, s in chains for d in (False, True)]
@@ -311,15 +308,13 @@ def _one_pass(repeats: int, seed: int, loop_us: float) -> Contention:
     for kind, steps, with_dot, dtype in cases:
         args = i8 if dtype == "i8" else f32
         spec = sweeps.Spec(f"pool_contention_{kind}", dtype, (steps, int(with_dot)))
-        fn = jax.jit(sweeps.in_loop(_program(kind, steps, with_dot)))
-        looped.append((spec.key, sweeps.LoopCase(spec, fn.lower(trips, *args).compile(), args)))
+        looped.append((spec.key, sweeps.loop_case(spec, _program(kind, steps, with_dot), args)))
     v = jnp.asarray(rng.standard_normal((LOOP_SIDE, 16)), jnp.float32)
     a = jnp.asarray(rng.standard_normal((LOOP_SIDE, LOOP_SIDE)) * 0.01, jnp.float32)
     parts = ("dot", "kernel", "loop")
     for part in parts:
         spec = sweeps.Spec(f"pool_contention_loop_{part}", "f32", (LOOP_SIDE, LOOP_TRIPS))
-        fn = jax.jit(sweeps.in_loop(_loop_program(part)))
-        looped.append((spec.key, sweeps.LoopCase(spec, fn.lower(trips, v, a).compile(), (v, a))))
+        looped.append((spec.key, sweeps.loop_case(spec, _loop_program(part), (v, a))))
     out, _, _ = timing.time_in_loop(looped, repeats=repeats, seed=seed, loop_us=loop_us)
     rounds = [out[key][0].rounds_us for key, _ in looped]
     pairs = [(rounds[1 + 2 * i], rounds[2 + 2 * i]) for i in range(len(chains))]

@@ -954,6 +954,10 @@ def build_loop_case(spec: Spec, seed: int = 0) -> LoopCase:
     """Compile `spec` inside a runtime-trip-count loop: the difference between two trip
     counts is the op's cost *inside* a program (its kernel plus the executor's per-kernel
     work), free of the per-program overhead a single-op program measures."""
-    fn, args = op_and_inputs(spec, seed)
+    return loop_case(spec, *op_and_inputs(spec, seed))
+
+
+def loop_case(spec: Spec, fn: Callable[..., Any], args: tuple[jax.Array, ...]) -> LoopCase:
+    """`fn` on `args` compiled inside a runtime-trip-count loop (`in_loop`), named by `spec`."""
     n = jnp.asarray(1, jnp.int32)
-    return LoopCase(spec, jax.jit(in_loop(fn)).lower(n, *args).compile(), args)
+    return LoopCase(spec, jax.jit(in_loop(fn)).lower(n, *args).compile(), tuple(args))
