@@ -357,10 +357,8 @@ def measure(chains: Sequence[Chain], repeats: int = 5) -> list[dict[str, Any]]:
     unique = {f"{c.dtype}:{c.key}": c for c in chains}
     looped = []
     for key, c in unique.items():
-        fn, args = build(c)
-        compiled = jax.jit(sweeps.in_loop(fn)).lower(jnp.int32(1), *args).compile()
         spec = sweeps.Spec(f"chain:{c.key}", c.dtype, c.shape)
-        looped.append((key, sweeps.LoopCase(spec, compiled, args)))
+        looped.append((key, sweeps.loop_case(spec, *build(c))))
     sentinels = calibrate.sentinel_cases()
     out, _, _ = timing.time_in_loop(looped + sentinels, repeats=repeats)
     speed = calibrate.sentinel_time(out, sentinels)

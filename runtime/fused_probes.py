@@ -56,12 +56,10 @@ def measure_bf16_fused(
     (chain of STEPS steps - one step) / (2 ops x (STEPS - 1)) / elements, both in a loop."""
     rng = np.random.default_rng(seed)
     a, b = (jnp.asarray(rng.uniform(0.5, 1.0, shape), jnp.bfloat16) for _ in range(2))
-    n = jnp.asarray(1, jnp.int32)
     looped = []
     for k in (1, STEPS):
         spec = sweeps.Spec("bf16_chain", "bf16", (*shape, k))
-        fn = jax.jit(sweeps.in_loop(_chain(k))).lower(n, a, b).compile()
-        looped.append((spec.key, sweeps.LoopCase(spec, fn, (a, b))))
+        looped.append((spec.key, sweeps.loop_case(spec, _chain(k), (a, b))))
     out, _, _ = timing.time_in_loop(looped, repeats=repeats, seed=seed)
     one, many = (out[key][0].median_us for key, _ in looped)
     return max(many - one, 0.0) * 1e3 / (2 * (STEPS - 1)) / (shape[0] * shape[1])
@@ -97,7 +95,6 @@ def measure_transpose_fused(repeats: int = 7, seed: int = 0) -> tuple[float, flo
     flattened so the transpose really moves data (`runtime.sweeps`: inside a loop XLA
     otherwise gives the carried result the transposed layout)."""
     rng = np.random.default_rng(seed)
-    n = jnp.asarray(1, jnp.int32)
     looped, groups = [], ([], [])
     for group, cases in zip(groups, (TRANSPOSE_CASES, ALIASED_CASES), strict=True):
         for shape, perm in cases:
@@ -107,8 +104,7 @@ def measure_transpose_fused(repeats: int = 7, seed: int = 0) -> tuple[float, flo
                 return (jnp.transpose(v, perm) * 0.5).reshape(-1)
 
             spec = sweeps.Spec("transpose_fused", "f32", shape)
-            fn = jax.jit(sweeps.in_loop(scaled)).lower(n, x).compile()
-            looped.append((spec.key, sweeps.LoopCase(spec, fn, (x,))))
+            looped.append((spec.key, sweeps.loop_case(spec, scaled, (x,))))
             group.append((spec.key, x.size))
     out, _, _ = timing.time_in_loop(looped, repeats=repeats, seed=seed)
     strided, aliased = (
@@ -133,10 +129,7 @@ def measure_transpose_l2(l2_bytes: float, repeats: int = 7, seed: int = 0) -> fl
     rng = np.random.default_rng(seed)
     shape = l2_case(l2_bytes)
     x = jnp.asarray(rng.standard_normal(shape), jnp.float32)
-    n = jnp.asarray(1, jnp.int32)
-    fn = jax.jit(sweeps.in_loop(lambda v: (v.T * 0.5).reshape(-1))).lower(n, x).compile()
     spec = sweeps.Spec("transpose_l2", "f32", shape)
-    out, _, _ = timing.time_in_loop(
-        [(spec.key, sweeps.LoopCase(spec, fn, (x,)))], repeats=repeats, seed=seed
-    )
+    case = sweeps.loop_case(spec, lambda v: (v.T * 0.5).reshape(-1), (x,))
+    out, _, _ = timing.time_in_loop([(spec.key, case)], repeats=repeats, seed=seed)
     return out[spec.key][0].median_us * 1e3 / x.size
