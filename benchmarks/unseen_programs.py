@@ -17,10 +17,11 @@ steps (backward convolutions and pools, embedding gradients, Adam, ...); with `-
 utilities`, 26 programs of jnp's utilities and index arithmetic (searchsorted, histograms,
 rolls, integer products, grouped convolutions, running maxima, matrix exponentials, ...);
 with `--set sums`, 13 sums over broadcasts (distances, products written out as sums) and one
-full-input sum.
+full-input sum; with `--set layers`, 10 stacks of layers on stacked weights (Python loops over
+`ws[i]`, and scans).
 
     python benchmarks/unseen_programs.py
-        [--set unseen|short|rows|linalg|special|scalar|half|assorted|volumes|training|utilities|sums]
+        [--set unseen|short|...|sums|layers]
         [--only NAME ...] [--rounds 7] [--json F] [--predict-from F]
 
 Each program is analysed by `perf_jit(...).analyze(...)`; all are then timed by the
@@ -777,6 +778,40 @@ def broadcast_sums() -> dict[str, tuple[Callable[..., Any], tuple[Any, ...]]]:
     }
 
 
+def layer_stacks() -> dict[str, tuple[Callable[..., Any], tuple[Any, ...]]]:
+    """name -> (function, example inputs): 10 stacks of 8-16 layers whose weights are one
+    stacked array, written as Python loops over its slices (`ws[i]`: XLA:CPU runs every slice
+    first, not where it is used, and splits those of 256 KiB or more over its threads) and as
+    scans over it (2026-12-07; seen while `analysis.critical_path.level_order` was made)."""
+
+    def unrolled(act: Callable[[jax.Array], jax.Array]) -> Callable[..., jax.Array]:
+        def run(x: jax.Array, ws: jax.Array) -> jax.Array:
+            for i in range(ws.shape[0]):
+                x = act(x @ ws[i])
+            return x
+
+        return run
+
+    def scanned(x: jax.Array, ws: jax.Array) -> jax.Array:
+        return lax.scan(lambda h, w: (jnp.tanh(h @ w), None), x, ws)[0]
+
+    def biased(x: jax.Array, ws: jax.Array, bs: jax.Array) -> jax.Array:
+        for i in range(ws.shape[0]):
+            x = jax.nn.relu(x @ ws[i] + bs[i])
+        return x
+
+    def stack(m: int, d: int, layers: int = 16) -> tuple[jax.Array, jax.Array]:
+        return _r(m, d) * 0.1, _r(layers, d, d) * (1.0 / d**0.5)
+
+    return {
+        **{f"tanh_{m}x{d}": (unrolled(jnp.tanh), stack(m, d)) for m, d in ((32, 128), (64, 256), (128, 256), (256, 512))},
+        **{f"scan_{m}x{d}": (scanned, stack(m, d)) for m, d in ((32, 128), (128, 256))},
+        **{f"linear_{m}x{d}": (unrolled(lambda v: v), stack(m, d)) for m, d in ((32, 128), (64, 256))},
+        "relu_bias_128x256": (biased, (*stack(128, 256, 8), _r(8, 256) * 0.1)),
+        "gelu_16x512": (unrolled(jax.nn.gelu), stack(16, 512, 8)),
+    }  # fmt: skip
+
+
 SETS = {
     "unseen": programs,
     "half": half_programs,
@@ -790,6 +825,7 @@ SETS = {
     "training": training_steps,
     "utilities": utilities,
     "sums": broadcast_sums,
+    "layers": layer_stacks,
 }
 
 

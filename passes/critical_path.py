@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from jaxlib.mlir import ir
-from stablehlo_perf.analysis.critical_path import topological_order
+from stablehlo_perf.analysis.critical_path import level_order, topological_order
 from stablehlo_perf.analysis.fusion import reduces_unit_dims, ynn_convolution, ynn_reduce_window
 from stablehlo_perf.analysis.host_params import (
     eigen_uses_pool,
@@ -101,7 +101,7 @@ class CriticalPathPass:
         ) -> tuple[list[list[int]], list[list[int]], list[KernelCost]]:
             """`_nodes` of a block, computed once for its schedule and its contention."""
             if tuple(ids) not in blocks:
-                blocks[tuple(ids)] = _nodes(view, cache, ids)
+                blocks[tuple(ids)] = _nodes(view, cache, ids, by_level=kind == "cpu")
             return blocks[tuple(ids)]
 
         def loop_contention(i: int) -> float:
@@ -326,23 +326,27 @@ class CriticalPathPass:
 
 def _arena(view: ModuleView, cache: AnalysisCache, ids: Sequence[int]) -> float:
     """XLA:CPU's temporary arena for a call of the block `ids` (`temp_arena.arena_bytes`, its
-    kernels in the order they are scheduled); 0 where perf-fusion did not run."""
+    kernels in the order XLA:CPU runs them: `level_order`); 0 where perf-fusion did not run."""
     bf = cache.fusion.get(tuple(ids))
     order = None if bf is None else topological_order(bf.group_deps)
     if bf is None or order is None:
         return 0.0
+    order = level_order(bf.group_deps, order)
     ops = [view.records[i].info for i in bf.ids]
     return arena_bytes(ops, bf.plan, view.block_deps(bf.ids), bf.sources, bf.live_out, order)
 
 
 def _nodes(
-    view: ModuleView, cache: AnalysisCache, ids: Sequence[int]
+    view: ModuleView, cache: AnalysisCache, ids: Sequence[int], by_level: bool = False
 ) -> tuple[list[list[int]], list[list[int]], list[KernelCost]]:
     """Schedule nodes of a block, their edges and their HLO costs, in a topological order:
     fusion groups if perf-fusion ran (a group can hold ops from far apart, so group ids are
-    not an order), else ops in program order (costed by the op alone)."""
+    not an order; `by_level`: XLA:CPU's order, `level_order`), else ops in program order
+    (costed by the op alone)."""
     bf = cache.fusion.get(tuple(ids))
     order = None if bf is None else topological_order(bf.group_deps)
+    if order is not None and by_level:
+        order = level_order(bf.group_deps, order)
     if bf is not None and order is None:
         cache.warnings.append("fusion groups form a cycle; scheduled op by op instead")
     if bf is None or order is None:
@@ -562,12 +566,18 @@ def _handoff_bytes(
     library: list[bool],
     cap_bytes: float,
 ) -> float:
-    """Bytes this block's split loop kernels (on the pool, not Eigen dots) write for a
-    library kernel off the pool to read (`Target.handoff_ns_per_mib`): a YNNPACK one, or an
-    Eigen dot too small for the pool, which no measurement has separated. Each kernel counts
-    at most `cap_bytes` (`Target.handoff_cap_bytes`)."""
+    """The most bytes one of this block's split loop kernels (on the pool, not Eigen dots)
+    writes for a library kernel off the pool to read (`Target.handoff_ns_per_mib`): a YNNPACK
+    one, or an Eigen dot too small for the pool, which no measurement has separated; at most
+    `cap_bytes` (`Target.handoff_cap_bytes`). A call pays for one handoff, not each: on the
+    Xeon VM (2026-12-07, 11 rounds) 16 dots of 64 or 128 x 256 x 256, each reading a 256 KiB
+    slice of a stacked weight that XLA splits, paid 300 / 472 us beyond their loop where the
+    same dots on 16 separate weights paid 360 / 507, not the 16 x 34 us more a sum priced."""
     read = {d for j, ds in enumerate(deps) if library[j] and not pool[j] for d in ds}
-    return sum(min(costs[k].output_bytes, cap_bytes) for k in read if pool[k] and not eigen[k])
+    return max(
+        (min(costs[k].output_bytes, cap_bytes) for k in read if pool[k] and not eigen[k]),
+        default=0.0,
+    )
 
 
 def _eigen(view: ModuleView, op_id: int) -> bool:

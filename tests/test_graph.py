@@ -107,6 +107,19 @@ def test_topological_order_keeps_program_order_and_detects_cycles():
         longest_path([1, 1], [[1], []])
 
 
+def test_level_order_runs_each_node_after_its_deepest_dep() -> None:
+    """A chain 0 -> 1 -> 3 with a node 2 on no deps (a slice of a parameter) used last and 4
+    on 0: level 0 holds 0 and 2, level 1 holds 1 and 4, level 2 holds 3; ties keep the given
+    order."""
+    from stablehlo_perf.analysis.critical_path import level_order, topological_order
+
+    deps = [[], [0], [], [1, 2], [0]]
+    order = topological_order(deps)
+    assert order == [0, 1, 2, 3, 4]
+    assert level_order(deps, order) == [0, 2, 1, 4, 3]
+    assert level_order(deps, [2, 0, 4, 1, 3]) == [2, 0, 4, 1, 3]
+
+
 def test_block_dataflow_survives_the_passes_attribute_writes() -> None:
     """An MLIR op's hash covers its attributes (jaxlib 0.10), so a table of ops built before
     a pass writes `perf.*` attributes no longer finds them: the block's dataflow (deps,

@@ -917,6 +917,48 @@ def test_a_split_kernel_read_by_a_ynn_kernel_pays_per_mib_handed_over_up_to_the_
     assert calls[1] - calls[0] == pytest.approx(0.25e6 if split else 0.0)
 
 
+def test_xla_cpu_runs_kernels_by_level_and_a_call_pays_one_handoff(tmp_path: Path) -> None:
+    """Four dots on 256 KiB slices of a stacked weight (`tanh(x @ ws[i])`, 64 x 256): XLA:CPU
+    splits each slice over two threads and runs all four before the second dot (level 0, on
+    a parameter alone), where the program uses them one by one. The pass schedules them so
+    (`analysis.critical_path.level_order`), and on a target charging 1 ms a MiB handed over
+    (at most 256 KiB a kernel) the call pays 0.25 ms more once, not four times."""
+    import jax
+    import jax.numpy as jnp
+    import stablehlo_perf as sp
+
+    def fn(x: Any, ws: Any) -> Any:
+        for i in range(4):
+            x = jnp.tanh(x @ ws[i])
+        return x
+
+    args = (
+        jax.ShapeDtypeStruct((64, 256), jnp.float32),
+        jax.ShapeDtypeStruct((4, 256, 256), jnp.float32),
+    )
+    lowered = jax.jit(fn).lower(*args)
+    entry = lowered.compile().as_text().split("ENTRY")[1].splitlines()
+    slices = [k for k, line in enumerate(entry) if "slice" in line.split("=")[0]]
+    dots = [k for k, line in enumerate(entry) if "ynn_fusion" in line.split("=")[0]]
+    assert len(slices) == 4 and all("outer_dimension_partitions" in entry[k] for k in slices)
+    assert max(slices) < sorted(dots)[1]
+    calls, starts = [], {}
+    for handoff in (1e-9, 1e6):
+        target = _unit_cpu_with(
+            tmp_path,
+            f"unit_cpu_stacked_{handoff:g}",
+            f"handoff_ns_per_mib = {handoff}\nhandoff_cap_bytes = 262144\n",
+            cores=2,
+        )
+        result = sp.analyze(lowered.as_text(), target=target)
+        calls.append(result.report.call_overhead_ns)
+        for op in result.module.body.operations[0].regions[0].blocks[0].operations:
+            if op.name in ("stablehlo.slice", "stablehlo.dot_general"):
+                starts.setdefault(op.name, []).append(op.attributes["perf.start_ns"].value)
+    assert calls[1] - calls[0] == pytest.approx(0.25e6)
+    assert max(starts["stablehlo.slice"][:4]) < sorted(starts["stablehlo.dot_general"][:4])[1]
+
+
 def test_a_ynnpack_reduction_keeps_an_awake_pool_awake_but_wakes_no_sleeping_one() -> None:
     """Spans in us of a 5 us gap: split kernels at 0-4 and 12-16 with a YNNPACK sum at 4-11
     between them: no rewake (without the sum: one); the sum 9 us after the first split, the
