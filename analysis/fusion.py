@@ -70,6 +70,7 @@ from stablehlo_perf.analysis.opinfo import (
     PASSES_THROUGH,
     READS_PART,
     READS_WHAT_IT_RETURNS,
+    WRITTEN_AS,
     OpInfo,
     TensorType,
 )
@@ -636,7 +637,13 @@ class _Facts:
     @classmethod
     def of(cls, op: OpInfo, kind: str) -> _Facts:
         """Facts of op, shared between ops of one name unless they depend on shapes."""
-        key = (op.name, kind, PASSES_THROUGH in op.attrs, MERGED_INDUCTION in op.attrs)
+        key = (
+            op.name,
+            kind,
+            PASSES_THROUGH in op.attrs,
+            MERGED_INDUCTION in op.attrs,
+            WRITTEN_AS in op.attrs,
+        )
         found = _FACTS.get(key)
         if found is not None:
             return found
@@ -660,7 +667,9 @@ class _Facts:
             constant=s == "constant",
             elementwise=_is_elementwise(op),
             free=s in _FREE_ALONE or _is_noop(op) or unit or MERGED_INDUCTION in op.attrs,
-            reusing=s in _REUSING and _grows(op),
+            # An outer product (a dot XLA makes a multiply: `opinfo.WRITTEN_AS`) reads each
+            # operand element once per element of the other operand.
+            reusing=(s in _REUSING and _grows(op)) or WRITTEN_AS in op.attrs,
             reduce_mode=_reduce_mode(op, kind, reduce, window),
             scan=scan,
         )

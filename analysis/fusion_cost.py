@@ -45,6 +45,7 @@ from stablehlo_perf.analysis.fusion import (
 from stablehlo_perf.analysis.opinfo import (
     READS_PART,
     READS_WHAT_IT_RETURNS,
+    WRITTEN_AS,
     OpInfo,
     moves_minor_axis,
     transpose_read_stride_bytes,
@@ -97,7 +98,10 @@ def _input_hit_rate(members: Sequence[OpInfo]) -> float:
 
 def _moved_bytes(op: OpInfo) -> int:
     """The bytes an op's own measured time moved (operands read, result written); a gather
-    reads the rows it returns, not its whole table."""
+    reads the rows it returns, not its whole table; an outer product (`WRITTEN_AS`), priced as
+    the multiply it becomes, was measured on operands of its result's shape."""
+    if WRITTEN_AS in op.attrs and op.results:
+        return (len(op.operands) + 1) * (op.results[0].nbytes or 0)
     nbytes = op.bytes or 0
     if op.short_name in READS_PART - READS_WHAT_IT_RETURNS and op.operands and op.results:
         table = op.operands[0].nbytes or 0  # counted in op.bytes, as XLA's cost analysis does
@@ -298,18 +302,26 @@ def _passes(members: Sequence[OpInfo]) -> int:
     return max(sum(n == max(sizes) for n in sizes), 1) if sizes else 1
 
 
-def _fused_transpose_ns(members: Sequence[OpInfo], target: Target) -> float:
+def _fused_transpose_ns(members: Sequence[OpInfo], target: Target, input_bytes: float) -> float:
     """The least a CPU loop kernel that moves a tensor's minor axis and computes on it takes:
     the transposed elements at the target's fused-transpose rate (`_fused_transpose_rate`; 0
     for any other kernel). XLA:CPU copies a lone transpose in tiles but runs a fused one
     element by element, reading across its input (runtime/fused_probes.py: 512x512 f32 60 us
     alone and 220 scaled by a constant, 64x256x128 over its last two axes 641 and 1140, in a
     loop on the Zen 5 VM, 2026-12-03), which the member rule priced as the transpose plus a
-    multiply."""
+    multiply. Only a transpose of a tensor the kernel reads (its `input_bytes` at least the
+    transpose's operand): one of a product of broadcasts computes its elements from rows in
+    cache (the per-example weight gradient `vmap(grad)` of `tanh(x @ w)`, 32 x 64 x 32 written
+    transposed from 16 KiB of inputs, ran its whole step in 8 us in a loop where this rate
+    put the kernel alone at 45; Xeon VM, 2026-12-07)."""
     moved = [
         (op.results[0].num_elements or 0) * _fused_transpose_rate(op, target)
         for op in members
-        if op.short_name == "transpose" and op.results and op.operands and moves_minor_axis(op)
+        if op.short_name == "transpose"
+        and op.results
+        and op.operands
+        and moves_minor_axis(op)
+        and (op.operands[0].nbytes or 0) <= input_bytes
     ]
     computes = any(op.op_class in ELEMENTWISE_CLASSES and not _tiny(op) for op in members)
     return max(moved) if moved and computes else 0.0
@@ -501,7 +513,9 @@ def price_groups(
         best_ns, model = roofline_ns, "roofline" if rated is None else costs[rated].model
         streamed = bandwidth == target.memory_bandwidth
         dedicated = [i for i in members[g] if not unmeasured(costs[i].model)]
-        if target.kind == "cpu" and dedicated and len(members[g]) > 1:
+        # An outer product alone too: it reads operands smaller than the multiply it is.
+        written = any(WRITTEN_AS in ops[i].attrs for i in members[g])
+        if target.kind == "cpu" and dedicated and (len(members[g]) > 1 or written):
             # Each member's compute: its measured time beyond its launch and beyond moving
             # its own operands and result at the target's bandwidth (which the fused kernel
             # does once, for the group's inputs and outputs only). A member's own time is
@@ -515,7 +529,7 @@ def price_groups(
             if serial > best_ns:
                 best_ns, model = serial, costs[dedicated[0]].model + "+serial"
             if kind == "loop":
-                strided = _fused_transpose_ns([ops[i] for i in members[g]], target)
+                strided = _fused_transpose_ns([ops[i] for i in members[g]], target, read)
                 if strided > best_ns:
                     best_ns, model = strided, model + "+strided-transpose"
         else:

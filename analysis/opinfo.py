@@ -27,6 +27,7 @@ __all__ = [
     "READS_WHAT_IT_RETURNS",
     "SCALAR_LOOPS",
     "SPECIAL_FUNCTIONS",
+    "WRITTEN_AS",
     "OpInfo",
     "TensorType",
     "conv_valid_positions",
@@ -57,6 +58,11 @@ read the counter)."""
 PASSES_THROUGH = "passes_through"
 """OpInfo attribute of a binary op with its identity splat (`x + 0`, `x * 1`): the operand it
 returns unchanged, as XLA's algebraic simplifier leaves it (`passes.extract`)."""
+
+WRITTEN_AS = "written_as"
+"""OpInfo attribute of an op the models see as another, as XLA rewrites it before it compiles:
+the op's own name (`passes.extract`: a dot_general whose contracting dimensions are all of
+size 1, an outer product, is a multiply of broadcasts). Reports name the op so."""
 
 _INT_RE = re.compile(r"^(u?i|si)(\d+)$")
 _FLOAT_BITS = {"f16": 16, "bf16": 16, "f32": 32, "f64": 64, "tf32": 32, "f4E2M1FN": 4}

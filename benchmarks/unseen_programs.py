@@ -18,10 +18,11 @@ utilities`, 26 programs of jnp's utilities and index arithmetic (searchsorted, h
 rolls, integer products, grouped convolutions, running maxima, matrix exponentials, ...);
 with `--set sums`, 13 sums over broadcasts (distances, products written out as sums) and one
 full-input sum; with `--set layers`, 10 stacks of layers on stacked weights (Python loops over
-`ws[i]`, and scans).
+`ws[i]`, and scans); with `--set idioms`, 10 common model pieces (causal attention, rotary
+embeddings, a SwiGLU block, per-example gradients, top-2 routing, segment sums, ...).
 
     python benchmarks/unseen_programs.py
-        [--set unseen|short|...|sums|layers]
+        [--set unseen|short|...|sums|layers|idioms]
         [--only NAME ...] [--rounds 7] [--json F] [--predict-from F]
 
 Each program is analysed by `perf_jit(...).analyze(...)`; all are then timed by the
@@ -812,6 +813,58 @@ def layer_stacks() -> dict[str, tuple[Callable[..., Any], tuple[Any, ...]]]:
     }  # fmt: skip
 
 
+def idioms() -> dict[str, tuple[Callable[..., Any], tuple[Any, ...]]]:
+    """name -> (function, example inputs): 10 pieces of common models (2026-12-07; seen while
+    outer products were made multiplies, `passes.extract._outer_product`): causal attention,
+    rotary embeddings, an RMS-normed SwiGLU block, per-example weight gradients (an outer
+    product per example), top-2 expert routing, a segment sum, label-smoothed cross-entropy,
+    row normalisation, a cumulative sum and ranks by double argsort."""
+
+    def causal_attention(q: jax.Array, k: jax.Array, v: jax.Array) -> jax.Array:
+        s = jnp.einsum("bhqd,bhkd->bhqk", q, k) * 0.125
+        n = q.shape[2]
+        s = jnp.where(jnp.arange(n)[:, None] >= jnp.arange(n)[None], s, -1e9)
+        return jnp.einsum("bhqk,bhkd->bhqd", jax.nn.softmax(s, -1), v)
+
+    def rope(x: jax.Array) -> jax.Array:
+        d = x.shape[-1] // 2
+        t = jnp.arange(x.shape[0])[:, None] / (10000 ** (jnp.arange(d) / d))[None]
+        c, s = jnp.cos(t), jnp.sin(t)
+        return jnp.concatenate([x[:, :d] * c - x[:, d:] * s, x[:, :d] * s + x[:, d:] * c], -1)
+
+    def swiglu(
+        x: jax.Array, g: jax.Array, w1: jax.Array, w3: jax.Array, w2: jax.Array
+    ) -> jax.Array:
+        h = x * lax.rsqrt((x * x).mean(-1, keepdims=True) + 1e-6) * g
+        return x + (jax.nn.silu(h @ w1) * (h @ w3)) @ w2
+
+    def sq_loss(w: jax.Array, x: jax.Array, y: jax.Array) -> jax.Array:
+        return ((jnp.tanh(x @ w) - y) ** 2).sum()
+
+    def route(x: jax.Array, wg: jax.Array) -> tuple[jax.Array, jax.Array]:
+        v, i = lax.top_k(x @ wg, 2)
+        return jax.nn.softmax(v, -1), i
+
+    def smoothed_xent(logits: jax.Array, labels: jax.Array) -> jax.Array:
+        n = logits.shape[-1]
+        target = jax.nn.one_hot(labels, n) * 0.9 + 0.1 / n
+        return -(target * jax.nn.log_softmax(logits)).sum(-1).mean()
+
+    segments = jnp.asarray(np.random.default_rng(0).integers(0, 64, 4096), jnp.int32)
+    return {
+        "causal_attention": (causal_attention, (_r(4, 4, 128, 64), _r(4, 4, 128, 64), _r(4, 4, 128, 64))),
+        "rope_512x128": (rope, (_r(512, 128),)),
+        "swiglu_64x256": (swiglu, (_r(64, 256), _r(256), _r(256, 688), _r(256, 688), _r(688, 256))),
+        "per_example_grads_32": (jax.vmap(jax.grad(sq_loss), in_axes=(None, 0, 0)), (_r(64, 32), _r(32, 64), _r(32, 32))),
+        "route_512x256x16": (route, (_r(512, 256), _r(256, 16))),
+        "segment_sum_4096x64": (lambda x, i: jax.ops.segment_sum(x, i, num_segments=64), (_r(4096, 64), segments)),
+        "smoothed_xent_256x1000": (smoothed_xent, (_r(256, 1000), jnp.zeros((256,), jnp.int32))),
+        "l2_normalise_4096x128": (lambda x: x / jnp.linalg.norm(x, axis=-1, keepdims=True), (_r(4096, 128),)),
+        "cumsum_256x1024": (lambda x: jnp.cumsum(x, axis=1), (_r(256, 1024),)),
+        "rank_64x512": (lambda x: jnp.argsort(jnp.argsort(x, axis=-1), axis=-1), (_r(64, 512),)),
+    }  # fmt: skip
+
+
 SETS = {
     "unseen": programs,
     "half": half_programs,
@@ -826,6 +879,7 @@ SETS = {
     "utilities": utilities,
     "sums": broadcast_sums,
     "layers": layer_stacks,
+    "idioms": idioms,
 }
 
 

@@ -25,6 +25,7 @@ from stablehlo_perf.analysis.opinfo import (
     MERGED_INDUCTION,
     MERGED_STATE,
     PASSES_THROUGH,
+    WRITTEN_AS,
     OpInfo,
     TensorType,
     count_flops,
@@ -453,10 +454,13 @@ def _opinfo(rid: int, op: ir.Operation, func: str, filename: str, types: _TypeCa
         attrs[PASSES_THROUGH] = 0
     if BRANCH_WEIGHTS in attrs:
         attrs[BRANCH_WEIGHTS] = _branch_weights(op, filename, types)
+    name = op.name
+    if name == "stablehlo.dot_general" and _outer_product(op, attrs, types):
+        attrs[WRITTEN_AS], name = name, "stablehlo.multiply"
     file, line, col = op_location(op, filename, types.locs)
     return OpInfo.build(
         id=rid,
-        name=op.name,
+        name=name,
         operands=[types[v.type] for v in op.operands],
         results=[types[v.type] for v in op.results],
         attrs=attrs,
@@ -466,6 +470,17 @@ def _opinfo(rid: int, op: ir.Operation, func: str, filename: str, types: _TypeCa
 
 
 _SPLAT_AWARE = frozenset({"binary", "compare_select"})
+
+
+def _outer_product(op: ir.Operation, attrs: dict[str, Any], types: _TypeCache) -> bool:
+    """Whether a dot_general contracts only dimensions of size 1 (or none): XLA's algebraic
+    simplifier makes it a multiply of its broadcast operands, which XLA:CPU fuses into a loop
+    kernel (jax 0.10.2: `jnp.outer`, a 64x1 @ 1x32 dot and the per-example weight gradient
+    `vmap(grad)` of `x @ w` each compile to one broadcast_multiply or transpose_copy fusion,
+    no library call)."""
+    shape = types[op.operands[0].type].shape
+    dims = attrs.get("lhs_contracting_dims", ())
+    return shape is not None and all(shape[d] == 1 for d in dims)
 
 
 def _branch_weights(op: ir.Operation, filename: str, types: _TypeCache) -> tuple[float, ...]:

@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 
 from stablehlo_perf.analysis.calibration_files import RELEVEL_TIME_FORMAT
 from stablehlo_perf.analysis.cc4cs import load_module_lasso
+from stablehlo_perf.analysis.opinfo import WRITTEN_AS
 from stablehlo_perf.analysis.report import OpReport, Report
 from stablehlo_perf.analysis.targets import Target
 from stablehlo_perf.passes.base import AnalysisCache
@@ -29,12 +30,13 @@ def collect_report(view: ModuleView, cache: AnalysisCache, target: Target) -> Re
     entry_top = set(entry.top) if entry else set()
     for rec in view.records:
         info = rec.info
+        name = info.attrs.get(WRITTEN_AS, info.name)
         values = cache.values.get(info.id, {})
         model = str(values.get("perf.model", "none"))
         ops.append(
             OpReport(
                 id=info.id,
-                name=info.name,
+                name=name,
                 loc=info.loc,
                 func=info.func,
                 cycles=int(values.get("perf.cycles", 0)),
@@ -55,16 +57,16 @@ def collect_report(view: ModuleView, cache: AnalysisCache, target: Target) -> Re
         )
         if model in _REASONS:
             unmodelled.append(
-                {"id": info.id, "name": info.name, "loc": info.loc, "reason": _REASONS[model]}
+                {"id": info.id, "name": name, "loc": info.loc, "reason": _REASONS[model]}
             )
         elif model == "roofline" and info.op_class == "other":
             unmodelled.append(
-                {"id": info.id, "name": info.name, "loc": info.loc,
+                {"id": info.id, "name": name, "loc": info.loc,
                  "reason": "no dedicated model knows this op; priced by the roofline fallback"}
             )  # fmt: skip
         warning = values.get("perf.warning", None)
         if warning:
-            caveats = [*caveats, f"op {info.id} `{info.name}` at {info.loc}: {warning}"]
+            caveats = [*caveats, f"op {info.id} `{name}` at {info.loc}: {warning}"]
     extrapolated = [i for i, v in cache.values.items() if v.get("perf.extrapolated")]
     if extrapolated:
         caveats.append(

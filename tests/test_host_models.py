@@ -680,6 +680,37 @@ def test_a_loop_that_moves_the_minor_axis_and_computes_is_priced_by_its_elements
     assert alone["latency_ns"] < swapped["latency_ns"]
 
 
+def test_an_outer_product_is_a_multiply_fused_into_one_loop_kernel() -> None:
+    """XLA's simplifier makes a dot_general that contracts only unit dimensions (or none) a
+    multiply of broadcasts, and XLA:CPU fuses it with its neighbours: the per-example weight
+    gradient `vmap(grad)` of `tanh(x @ w)` compiles to one YNNPACK dot, its tanh (which XLA
+    does not recompute for each element of the outer product that reads it) and one loop
+    kernel (the outer product of the inputs and the error, written transposed), as the pass
+    plans it.
+    The report still names the op a dot_general. Its transpose computes from rows in cache:
+    not priced at the strided rate of a transpose that reads a tensor across its rows."""
+
+    def loss(w: jax.Array, x: jax.Array, y: jax.Array) -> jax.Array:
+        return ((jnp.tanh(x @ w) - y) ** 2).sum()
+
+    grads = jax.vmap(jax.grad(loss), in_axes=(None, 0, 0))
+    f32 = jnp.float32
+    args = [jax.ShapeDtypeStruct(s, f32) for s in ((64, 32), (32, 64), (32, 32))]
+    lowered = jax.jit(grads).lower(*args)
+    entry = lowered.compile().as_text().split("ENTRY")[1]
+    kernels = [ln.split("=")[0] for ln in entry.splitlines() if " fusion(" in ln]
+    assert len(kernels) == 3 and sum("ynn_fusion" in k for k in kernels) == 1
+    report = sp.analyze(lowered, target="host").report
+    groups = [g for g in report.fusion_groups if g["latency_ns"] > 0]
+    assert len(groups) == 3
+    names = [op.name for op in report.ops if op.model.startswith("fused-loop")]
+    assert "stablehlo.dot_general" in names and "stablehlo.transpose" in names
+    assert not any("strided" in g["model"] for g in groups)
+    vectors = (jax.ShapeDtypeStruct((n,), f32) for n in (8, 4))
+    (outer,) = _ops(lambda a, b: jnp.outer(a, b), *vectors, name="multiply")
+    assert (outer.short_name, outer.op_class, outer.flops) == ("multiply", "binary", 32)
+
+
 def test_a_fused_transposes_rate_grows_with_its_footprint_past_the_l2() -> None:
     """Rates by hand on a target of a 2 MiB L2 (strided 0.7 ns an element, aliased 0.6, past
     the L2 3.2): footprints (`transpose_footprint_bytes`) of half the L2 or less keep their
