@@ -513,9 +513,7 @@ def price_groups(
         best_ns, model = roofline_ns, "roofline" if rated is None else costs[rated].model
         streamed = bandwidth == target.memory_bandwidth
         dedicated = [i for i in members[g] if not unmeasured(costs[i].model)]
-        # An outer product alone too: it reads operands smaller than the multiply it is.
-        written = any(WRITTEN_AS in ops[i].attrs for i in members[g])
-        if target.kind == "cpu" and dedicated and (len(members[g]) > 1 or written):
+        if target.kind == "cpu" and dedicated and len(members[g]) > 1:
             # Each member's compute: its measured time beyond its launch and beyond moving
             # its own operands and result at the target's bandwidth (which the fused kernel
             # does once, for the group's inputs and outputs only). A member's own time is

@@ -905,16 +905,25 @@ def test_a_split_kernel_read_by_a_ynn_kernel_pays_per_mib_handed_over_up_to_the_
     assert ("outer_dimension_partitions" in reverse) == split
     entry = hlo[hlo.index("ENTRY") :]
     assert "ynn_fusion" in next(line for line in entry.splitlines() if "ROOT" in line)
-    calls = []
-    for handoff in (1e-9, 1e6):
-        target = _unit_cpu_with(
+    calls = [
+        sp.analyze(lowered.as_text(), target=target).report.call_overhead_ns
+        for target in _handoff_targets(tmp_path)
+    ]
+    assert calls[1] - calls[0] == pytest.approx(0.25e6 if split else 0.0)
+
+
+def _handoff_targets(tmp_path: Path) -> list[str]:
+    """unit-cpu on 2 threads charging nothing, then 1 ms a MiB, for a split kernel's output a
+    YNN kernel reads (at most 256 KiB a kernel)."""
+    return [
+        _unit_cpu_with(
             tmp_path,
             f"unit_cpu_handoff_{handoff:g}",
             f"handoff_ns_per_mib = {handoff}\nhandoff_cap_bytes = 262144\n",
             cores=2,
         )
-        calls.append(sp.analyze(lowered.as_text(), target=target).report.call_overhead_ns)
-    assert calls[1] - calls[0] == pytest.approx(0.25e6 if split else 0.0)
+        for handoff in (1e-9, 1e6)
+    ]
 
 
 def test_xla_cpu_runs_kernels_by_level_and_a_call_pays_one_handoff(tmp_path: Path) -> None:
@@ -943,13 +952,7 @@ def test_xla_cpu_runs_kernels_by_level_and_a_call_pays_one_handoff(tmp_path: Pat
     assert len(slices) == 4 and all("outer_dimension_partitions" in entry[k] for k in slices)
     assert max(slices) < sorted(dots)[1]
     calls, starts = [], {}
-    for handoff in (1e-9, 1e6):
-        target = _unit_cpu_with(
-            tmp_path,
-            f"unit_cpu_stacked_{handoff:g}",
-            f"handoff_ns_per_mib = {handoff}\nhandoff_cap_bytes = 262144\n",
-            cores=2,
-        )
+    for target in _handoff_targets(tmp_path):
         result = sp.analyze(lowered.as_text(), target=target)
         calls.append(result.report.call_overhead_ns)
         for op in result.module.body.operations[0].regions[0].blocks[0].operations:

@@ -80,8 +80,9 @@ class Target:
     # for each split loop kernel or Eigen dot on the pool that finds it idle for
     # `rewake_gap_ns` (a first Eigen dot too: `passes.critical_path`); and
     # `handoff_ns_per_mib` per MiB a split loop kernel writes for a YNNPACK kernel to read,
-    # on at most `handoff_cap_bytes`, once a call (its largest handoff); and `fresh_page_ns_per_mib` per MiB of a
-    # temporary arena or output the allocator maps afresh. Zero where unknown.
+    # on at most `handoff_cap_bytes`, once a call (its largest handoff); and
+    # `fresh_page_ns_per_mib` per MiB of a temporary arena or output the allocator maps
+    # afresh. Zero where unknown.
     # A program of fewer XLA flops than `inline_flops` runs on the calling thread and pays
     # neither the fixed part nor `multi_kernel_ns` (`analysis.host_params.INLINE_FLOPS`).
     program_overhead_ns: float = 0.0
