@@ -299,8 +299,7 @@ def measure_probes(repeats: int = 7, passes: int = 5, measured: str = "") -> lis
             fn = build(step, k)
             name = f"{kind}@{k}"
             spec = sweeps.Spec(f"probe-{name}", "f32", (m, d))
-            loop = jax.jit(sweeps.in_loop(fn)).lower(jnp.int32(1), x, w).compile()
-            looped.append((name, sweeps.LoopCase(spec, loop, (x, w))))
+            looped.append((name, sweeps.loop_case(spec, fn, (x, w))))
             programs.append(timing.Case(name, jax.jit(fn).lower(x, w).compile(), (x, w)))
             meta.append((kind, k, _kernels(fn, (x, w))))
     program_ns: dict[str, list[float]] = {c.key: [] for c in programs}
