@@ -328,12 +328,18 @@ def _arena(view: ModuleView, cache: AnalysisCache, ids: Sequence[int]) -> float:
     """XLA:CPU's temporary arena for a call of the block `ids` (`temp_arena.arena_bytes`, its
     kernels in the order XLA:CPU runs them: `level_order`); 0 where perf-fusion did not run."""
     bf = cache.fusion.get(tuple(ids))
-    order = None if bf is None else topological_order(bf.group_deps)
+    order = None if bf is None else _group_order(bf.group_deps, by_level=True)
     if bf is None or order is None:
         return 0.0
-    order = level_order(bf.group_deps, order)
     ops = [view.records[i].info for i in bf.ids]
     return arena_bytes(ops, bf.plan, view.block_deps(bf.ids), bf.sources, bf.live_out, order)
+
+
+def _group_order(deps: Sequence[Sequence[int]], by_level: bool) -> list[int] | None:
+    """Fusion groups in a topological order (`topological_order`), by level where `by_level`
+    (`level_order`: XLA:CPU's); None if they form a cycle."""
+    order = topological_order(deps)
+    return level_order(deps, order) if order is not None and by_level else order
 
 
 def _nodes(
@@ -344,9 +350,7 @@ def _nodes(
     not an order; `by_level`: XLA:CPU's order, `level_order`), else ops in program order
     (costed by the op alone)."""
     bf = cache.fusion.get(tuple(ids))
-    order = None if bf is None else topological_order(bf.group_deps)
-    if order is not None and by_level:
-        order = level_order(bf.group_deps, order)
+    order = None if bf is None else _group_order(bf.group_deps, by_level)
     if bf is not None and order is None:
         cache.warnings.append("fusion groups form a cycle; scheduled op by op instead")
     if bf is None or order is None:

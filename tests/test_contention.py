@@ -238,9 +238,9 @@ def test_a_loops_body_pays_the_loop_fraction_and_straight_code_the_chains(
     assert window.attributes["perf.contention_ns"].value == pytest.approx(0.5 * latency)
 
 
-def _conv(x: jax.Array, k: jax.Array) -> jax.Array:
+def _conv(x: jax.Array, k: jax.Array, stride: int = 1) -> jax.Array:
     return jax.lax.conv_general_dilated(
-        x, k, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")
+        x, k, (stride, stride), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")
     )
 
 
@@ -293,9 +293,7 @@ def _stem(images: int, features: int, between: str = "relu") -> object:
             h = h + h.sum(-1, keepdims=True)
         elif between == "eigen":
             h = _conv(h, k3)
-        return jax.lax.conv_general_dilated(
-            h, k2, (2, 2), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")
-        )
+        return _conv(h, k2, stride=2)
 
     shapes = [(images, 32, 32, 3), (3, 3, 3, features), (3, 3, features, 32)]
     shapes.append((3, 3, features, features))
