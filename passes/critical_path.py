@@ -22,6 +22,7 @@ from stablehlo_perf.analysis.opinfo import OpInfo
 from stablehlo_perf.analysis.schedule import ScheduledBlock, list_schedule
 from stablehlo_perf.analysis.targets import DEFAULT_TARGET, load_target
 from stablehlo_perf.analysis.temp_arena import arena_bytes
+from stablehlo_perf.analysis.thunk_executor import runs_concurrently, thunk_deps
 from stablehlo_perf.passes.base import AnalysisCache
 from stablehlo_perf.passes.extract import ModuleView
 
@@ -60,7 +61,8 @@ class CriticalPathPass:
     temporary arena or output the allocator maps afresh each call: `temp_arena`), it is added to the
     first two and written as `perf.call_overhead_ns`. Where the target charges pool contention
     (`Target.pool_contention`), a function's top-level kernels that follow a YNNPACK
-    library call are scheduled that much longer, as is the first YNNPACK convolution after an
+    library call are scheduled that much longer (after a dot small enough for one thread,
+    only in a block XLA:CPU's executor runs as a dataflow graph: `_leaves_pollers`), as is the first YNNPACK convolution after an
     Eigen one that leaves the pool's threads spinning (`Target.eigen_handoff_ns`:
     `_eigen_handoffs`), and its while loops by what
     their bodies' kernels pay so each trip; what each op pays is written as
@@ -121,7 +123,7 @@ class CriticalPathPass:
             as `perf.contention_ns` (per run of the block)."""
             if tuple(ids) in contention:
                 return contention[tuple(ids)]
-            nodes = block_nodes(ids)[0]
+            nodes, deps, _ = block_nodes(ids)
             latency = [sum(read_latency(cache, i) for i in node) for node in nodes]
             called = [
                 t > 0 and _library(view, node) for t, node in zip(latency, nodes, strict=True)
@@ -130,8 +132,10 @@ class CriticalPathPass:
                 c and not any(_eigen(view, i) for i in node)
                 for c, node in zip(called, nodes, strict=True)
             ]
+            # XLA:CPU's executor runs the block as a dataflow graph (never on other targets).
+            graph = kind == "cpu" and _concurrent(view, cache, nodes, deps)
             starts = [
-                lib and _leaves_pollers(view, node, int8_polls)
+                lib and _leaves_pollers(view, node, int8_polls, graph)
                 for lib, node in zip(library, nodes, strict=True)
             ]
             control = [_control(view, node) for node in nodes]
@@ -437,6 +441,37 @@ def _reduce_rewakes(spans: Sequence[PoolSpan]) -> int:
     return int(sum(not span.wakes for span in spans) >= 2)
 
 
+def _thunks(view: ModuleView, cache: AnalysisCache, nodes: Sequence[list[int]]) -> list[int]:
+    """The schedule nodes that are thunks of XLA:CPU's executor: kernels (a node of some
+    latency) and control ops (a loop, a conditional); a node of no latency is a bitcast."""
+    return [
+        k
+        for k, node in enumerate(nodes)
+        if _control(view, node) or sum(read_latency(cache, i) for i in node) > 0
+    ]
+
+
+def _concurrent(
+    view: ModuleView,
+    cache: AnalysisCache,
+    nodes: Sequence[list[int]],
+    deps: Sequence[Sequence[int]],
+) -> bool:
+    """Whether XLA:CPU's thunk executor runs these schedule nodes (in its order, with
+    their deps) as a dataflow graph (`thunk_executor.runs_concurrently`)."""
+    thunks = set(_thunks(view, cache, nodes))
+    largest = max(
+        (
+            t.nbytes or 0
+            for k in thunks
+            for i in nodes[k]
+            for t in (*view.records[i].info.operands, *view.records[i].info.results)
+        ),
+        default=0,
+    )
+    return runs_concurrently(thunk_deps(deps, [k in thunks for k in range(len(nodes))]), largest)
+
+
 def _contention(
     latency: Sequence[float],
     library: Sequence[bool],
@@ -503,7 +538,9 @@ def _eigen_handoffs(
     return paying
 
 
-def _leaves_pollers(view: ModuleView, node: list[int], int8_polls: bool = True) -> bool:
+def _leaves_pollers(
+    view: ModuleView, node: list[int], int8_polls: bool = True, graph: bool = True
+) -> bool:
     """Whether a library kernel leaves its threads polling after it: one holding a dot or a
     YNNPACK pool, not a convolution or a reduction alone (8 tanh kernels after them, in loops
     on the Zen 5 VM, 2026-12-02, 4 passes of 31 rounds: +15-24 us after a 128x256x256 dot,
@@ -512,19 +549,33 @@ def _leaves_pollers(view: ModuleView, node: list[int], int8_polls: bool = True) 
     512x1024 to 2048x1024). Not every dot does: in the same loops, M x 256 x 256 dots left
     15-21 us for M of 72-128 and none for 16-64 or 160-256, and of 14 other shapes 6 left
     6-13 us (128x256x512, 256x256x128) and 8 none (128x256x128, 128x128x512). On 2026-12-03
-    the dots of at most 2^22 multiply-adds ran at one thread's rate (M x 256 x 256 for M =
-    16 / 32 / 64: 8.8 / 17.7 / 36.0 us) and left none, larger ones mostly did (80 and 96 x
-    256 x 256: 17-20 us); but charging nothing after the small ones put the zoo's programs
-    with small dots 5-15% under their measured times (deep_transformer, mlp_grad, scan_rnn):
-    every dot counts as the probe's 128x256x256 does. An int8 dot counts unless `int8_polls`
-    is False: the pass passes whether the target's contention after the probe's int8 dot is
-    at least half the f32 dot's (`Target.pool_contention_int8`, unknown: it is; the Xeon VM's
-    0.22 against 3.66, `runtime.contention_probes._INT8_DOT`)."""
+    the dots of at most `ONE_THREAD_MACS` multiply-adds ran at one thread's rate (M x 256 x
+    256 for M = 16 / 32 / 64: 8.8 / 17.7 / 36.0 us) and left none, larger ones mostly did
+    (80 and 96 x 256 x 256: 17-20 us); so such a dot counts only in a block XLA:CPU's
+    executor runs as a dataflow graph (`graph`: `thunk_executor.runs_concurrently`), where
+    the kernels after it run on pool threads and pay as after a large one. Charging nothing
+    after small dots anywhere put the zoo's programs with small dots 5-15% under their
+    measured times (deep_transformer and mlp_grad, both run as graphs); charging them in
+    every block put programs run in sequence over theirs (benchmarks/unseen_programs.py
+    --set idioms, the per-example gradient of one small dot 2.1-2.7x, a top-k router after
+    a 512x256x16 dot 1.35x). An int8 dot counts unless `int8_polls` is False: the pass
+    passes whether the target's contention after the probe's int8 dot is at least half the
+    f32 dot's (`Target.pool_contention_int8`, unknown: it is; the Xeon VM's 0.22 against
+    3.66, `runtime.contention_probes._INT8_DOT`)."""
     return any(
-        (info.short_name == "dot_general" and (int8_polls or not _int8(info)))
+        (
+            info.short_name == "dot_general"
+            and (int8_polls or not _int8(info))
+            and (graph or (info.flops or 0) / 2 > ONE_THREAD_MACS)
+        )
         or ynn_reduce_window(info)
         for info in (view.records[i].info for i in node)
     )
+
+
+ONE_THREAD_MACS = 2**22
+"""Multiply-adds up to which a YNNPACK dot ran on one thread and left no pollers in loops
+(`_leaves_pollers`)."""
 
 
 def _int8(info: OpInfo) -> bool:

@@ -107,13 +107,14 @@ def _entry_ops(module: object) -> list[object]:
 
 
 def test_pass_charges_the_kernels_after_a_dot(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A dot (a YNNPACK library call on the host) then a cumulative sum of its rows (a
-    reduce_window, which XLA:CPU does not fuse into the dot): each op of the kernels after
+    """A dot (a YNNPACK library call on the host, of more multiply-adds than
+    `critical_path.ONE_THREAD_MACS`) then a cumulative sum of its rows (a reduce_window,
+    which XLA:CPU does not fuse into the dot): each op of the kernels after
     the dot pays half its latency more, written on it as
     `perf.contention_ns` and added to the total; the same program priced without contention
     is that much shorter."""
-    x = jax.ShapeDtypeStruct((64, 128), jnp.float32)
-    w = jax.ShapeDtypeStruct((128, 128), jnp.float32)
+    x = jax.ShapeDtypeStruct((128, 256), jnp.float32)
+    w = jax.ShapeDtypeStruct((256, 256), jnp.float32)
     lowered = jax.jit(lambda x, w: jnp.cumsum(x @ w, axis=0)).lower(x, w)
     off = _analyze_with(monkeypatch, lowered, pool_contention=0.0, pool_contention_cap_ns=0.0)
     on = _analyze_with(monkeypatch, lowered, pool_contention=0.5, pool_contention_cap_ns=1e9)
@@ -159,16 +160,17 @@ def test_an_int8_dot_leaves_pollers_as_its_probe_says(
         monkeypatch, jax.jit(f).lower(a, b), **change, pool_contention_int8=int8_fraction
     )
     assert (res.report.contention_ns > 0) == charged
-    x = jax.ShapeDtypeStruct((64, 128), jnp.float32)
-    lowered = jax.jit(lambda x, w: jnp.cumsum(x @ w, axis=0)).lower(x, x.update(shape=(128, 128)))
+    x = jax.ShapeDtypeStruct((128, 256), jnp.float32)
+    lowered = jax.jit(lambda x, w: jnp.cumsum(x @ w, axis=0)).lower(x, x.update(shape=(256, 256)))
     f32 = _analyze_with(monkeypatch, lowered, **change, pool_contention_int8=int8_fraction)
     assert f32.report.contention_ns > 0
 
 
 def _loop_of_dots(steps: int = 5) -> object:
-    """A fori_loop of `steps` trips whose body runs a dot then a cumulative sum (lowered)."""
-    x = jax.ShapeDtypeStruct((64, 128), jnp.float32)
-    w = jax.ShapeDtypeStruct((128, 128), jnp.float32)
+    """A fori_loop of `steps` trips whose body runs a dot (of more multiply-adds than
+    `critical_path.ONE_THREAD_MACS`) then a cumulative sum (lowered)."""
+    x = jax.ShapeDtypeStruct((128, 256), jnp.float32)
+    w = jax.ShapeDtypeStruct((256, 256), jnp.float32)
 
     def f(x: jax.Array, w: jax.Array) -> jax.Array:
         return jax.lax.fori_loop(0, steps, lambda i, c: jnp.cumsum(c @ w, axis=0) * 1e-3, x)
@@ -230,8 +232,8 @@ def test_a_loops_body_pays_the_loop_fraction_and_straight_code_the_chains(
         assert op.attributes["perf.contention_ns"].value == pytest.approx(0.1 * latency)
     per_trip = sum(op.attributes["perf.contention_ns"].value for op in charged)
     assert res.report.contention_ns == pytest.approx(5 * per_trip)
-    x = jax.ShapeDtypeStruct((64, 128), jnp.float32)
-    straight = jax.jit(lambda x, w: jnp.cumsum(x @ w, axis=0)).lower(x, x.update(shape=(128, 128)))
+    x = jax.ShapeDtypeStruct((128, 256), jnp.float32)
+    straight = jax.jit(lambda x, w: jnp.cumsum(x @ w, axis=0)).lower(x, x.update(shape=(256, 256)))
     res = _analyze_with(monkeypatch, straight, **change, pool_contention_loop=0.1)
     (window,) = [op for op in _entry_ops(res.module) if op.name == "stablehlo.reduce_window"]
     latency = window.attributes["perf.latency_ns"].value
