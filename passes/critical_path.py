@@ -212,7 +212,15 @@ class CriticalPathPass:
             if top and (target.pool_contention > 0 or target.eigen_handoff_ns > 0):
                 latency = [t + e for t, e in zip(latency, block_contention(ids), strict=True)]
             handoffs[tuple(ids)] = _handoff_bytes(
-                deps, costs, pool, eigen, library, target.handoff_cap_bytes
+                deps,
+                costs,
+                pool,
+                eigen,
+                [
+                    lib and not _one_thread_dot(view, node)
+                    for lib, node in zip(library, nodes, strict=True)
+                ],
+                target.handoff_cap_bytes,
             )
             if runs:
                 longest_kernel = max([longest_kernel, *timed])
@@ -622,16 +630,31 @@ def _handoff_bytes(
     cap_bytes: float,
 ) -> float:
     """The most bytes one of this block's split loop kernels (on the pool, not Eigen dots)
-    writes for a library kernel off the pool to read (`Target.handoff_ns_per_mib`): a YNNPACK
-    one, or an Eigen dot too small for the pool, which no measurement has separated; at most
-    `cap_bytes` (`Target.handoff_cap_bytes`). A call pays for one handoff, not each: on the
-    Xeon VM (2026-12-07, 11 rounds) 16 dots of 64 or 128 x 256 x 256, each reading a 256 KiB
-    slice of a stacked weight that XLA splits, paid 300 / 472 us beyond their loop where the
-    same dots on 16 separate weights paid 360 / 507, not the 16 x 34 us more a sum priced."""
+    writes for a `library` kernel off the pool to read (`Target.handoff_ns_per_mib`): a
+    YNNPACK one, or an Eigen dot too small for the pool, which no measurement has separated;
+    at most `cap_bytes` (`Target.handoff_cap_bytes`). A call pays for one handoff, not each:
+    on the Xeon VM (2026-12-07, 11 rounds) 16 dots of 64 or 128 x 256 x 256, each reading a
+    256 KiB slice of a stacked weight that XLA splits, paid 300 / 472 us beyond their loop
+    where the same dots on 16 separate weights paid 360 / 507, not the 16 x 34 us more a sum
+    priced. The pass leaves out dots small enough for one thread (`_one_thread_dot`): on
+    the same VM (2026-12-07, 11 rounds, `x @ w` after a split gather of 64 or 128 x 8 rows
+    of 128, or after a split exp of 512 or 1024 x 128, with w of 128 x 16 to 1024) the 9
+    such calls paid 50-107 us beyond their loop (median 70), where the pass priced 90 without
+    the handoff and 124 with it (the VM's per-call overhead then ran 0.78x its
+    calibration's: `stablehlo-perf-calibrate --relevel`); the zoo's embedding lookup (a
+    gather of 256 KiB into a 64 x 128 x 64 dot) went from 1.29x its time to 1.03x."""
     read = {d for j, ds in enumerate(deps) if library[j] and not pool[j] for d in ds}
     return max(
         (min(costs[k].output_bytes, cap_bytes) for k in read if pool[k] and not eigen[k]),
         default=0.0,
+    )
+
+
+def _one_thread_dot(view: ModuleView, node: list[int]) -> bool:
+    """Whether this kernel's dots are all small enough for one thread (`ONE_THREAD_MACS`)."""
+    dots = [i for i in node if view.records[i].info.short_name == "dot_general"]
+    return bool(dots) and all(
+        (view.records[i].info.flops or 0) / 2 <= ONE_THREAD_MACS for i in dots
     )
 
 

@@ -912,6 +912,35 @@ def test_a_split_kernel_read_by_a_ynn_kernel_pays_per_mib_handed_over_up_to_the_
     assert calls[1] - calls[0] == pytest.approx(0.25e6 if split else 0.0)
 
 
+@pytest.mark.parametrize(("columns", "paid"), [(64, False), (1024, True)])
+def test_a_dot_for_one_thread_takes_no_handoff(tmp_path: Path, columns: int, paid: bool) -> None:
+    """An embedding lookup: XLA:CPU splits the gather of 64 x 8 rows of 128 (256 KiB) over
+    two threads, and a YNNPACK kernel sums them and multiplies by w (128 x `columns`). A dot
+    of 64 x 128 x 64 (2^19 multiply-adds) runs on the calling thread and pays no handoff; of
+    64 x 128 x 1024 (2^23) it pays 0.25 ms on a target charging 1 ms a MiB."""
+    import jax
+    import jax.numpy as jnp
+    import stablehlo_perf as sp
+
+    def fn(table: Any, ids: Any, w: Any) -> Any:
+        return jnp.tanh(table[ids].sum(axis=1) @ w)
+
+    args = (
+        jax.ShapeDtypeStruct((5000, 128), jnp.float32),
+        jax.ShapeDtypeStruct((64, 8), jnp.int32),
+        jax.ShapeDtypeStruct((128, columns), jnp.float32),
+    )
+    lowered = jax.jit(fn).lower(*args)
+    entry = lowered.compile().as_text().split("ENTRY")[1].splitlines()
+    (gather,) = [line for line in entry if "gather_fusion = " in line]
+    assert "outer_dimension_partitions" in gather
+    calls = [
+        sp.analyze(lowered.as_text(), target=target).report.call_overhead_ns
+        for target in _handoff_targets(tmp_path)
+    ]
+    assert calls[1] - calls[0] == pytest.approx(0.25e6 if paid else 0.0)
+
+
 def _handoff_targets(tmp_path: Path) -> list[str]:
     """unit-cpu on 2 threads charging nothing, then 1 ms a MiB, for a split kernel's output a
     YNN kernel reads (at most 256 KiB a kernel)."""
@@ -927,7 +956,8 @@ def _handoff_targets(tmp_path: Path) -> list[str]:
 
 
 def test_xla_cpu_runs_kernels_by_level_and_a_call_pays_one_handoff(tmp_path: Path) -> None:
-    """Four dots on 256 KiB slices of a stacked weight (`tanh(x @ ws[i])`, 64 x 256): XLA:CPU
+    """Four dots on 256 KiB slices of a stacked weight (`tanh(x @ ws[i])`, 128 x 256, more
+    multiply-adds than one thread takes: `critical_path.ONE_THREAD_MACS`): XLA:CPU
     splits each slice over two threads and runs all four before the second dot (level 0, on
     a parameter alone), where the program uses them one by one. The pass schedules them so
     (`analysis.critical_path.level_order`), and on a target charging 1 ms a MiB handed over
@@ -942,7 +972,7 @@ def test_xla_cpu_runs_kernels_by_level_and_a_call_pays_one_handoff(tmp_path: Pat
         return x
 
     args = (
-        jax.ShapeDtypeStruct((64, 256), jnp.float32),
+        jax.ShapeDtypeStruct((128, 256), jnp.float32),
         jax.ShapeDtypeStruct((4, 256, 256), jnp.float32),
     )
     lowered = jax.jit(fn).lower(*args)
