@@ -62,8 +62,9 @@ class CriticalPathPass:
     first two and written as `perf.call_overhead_ns`. Where the target charges pool contention
     (`Target.pool_contention`), a function's top-level kernels that follow a YNNPACK
     library call are scheduled that much longer (after a dot small enough for one thread,
-    only in a block XLA:CPU's executor runs as a dataflow graph: `_leaves_pollers`), as is the first YNNPACK convolution after an
-    Eigen one that leaves the pool's threads spinning (`Target.eigen_handoff_ns`:
+    only in a block XLA:CPU's executor runs as a dataflow graph: `_leaves_pollers`), as is
+    the first YNNPACK convolution after an Eigen one that leaves the pool's threads spinning
+    (`Target.eigen_handoff_ns`:
     `_eigen_handoffs`), and its while loops by what
     their bodies' kernels pay so each trip; what each op pays is written as
     `perf.contention_ns` (a loop's body ops: per trip; the entry's sum in the report's
@@ -546,6 +547,16 @@ def _eigen_handoffs(
     return paying
 
 
+ONE_THREAD_MACS = 2**22
+"""Multiply-adds up to which a YNNPACK dot ran on one thread and left no pollers in loops
+(`_leaves_pollers`)."""
+
+
+def _one_thread(info: OpInfo) -> bool:
+    """Whether this op is a dot small enough for one thread (`ONE_THREAD_MACS`)."""
+    return info.short_name == "dot_general" and (info.flops or 0) / 2 <= ONE_THREAD_MACS
+
+
 def _leaves_pollers(
     view: ModuleView, node: list[int], int8_polls: bool = True, graph: bool = True
 ) -> bool:
@@ -574,16 +585,11 @@ def _leaves_pollers(
         (
             info.short_name == "dot_general"
             and (int8_polls or not _int8(info))
-            and (graph or (info.flops or 0) / 2 > ONE_THREAD_MACS)
+            and (graph or not _one_thread(info))
         )
         or ynn_reduce_window(info)
         for info in (view.records[i].info for i in node)
     )
-
-
-ONE_THREAD_MACS = 2**22
-"""Multiply-adds up to which a YNNPACK dot ran on one thread and left no pollers in loops
-(`_leaves_pollers`)."""
 
 
 def _int8(info: OpInfo) -> bool:
@@ -651,11 +657,9 @@ def _handoff_bytes(
 
 
 def _one_thread_dot(view: ModuleView, node: list[int]) -> bool:
-    """Whether this kernel's dots are all small enough for one thread (`ONE_THREAD_MACS`)."""
-    dots = [i for i in node if view.records[i].info.short_name == "dot_general"]
-    return bool(dots) and all(
-        (view.records[i].info.flops or 0) / 2 <= ONE_THREAD_MACS for i in dots
-    )
+    """Whether this kernel's dots are all small enough for one thread (`_one_thread`)."""
+    dots = [view.records[i].info for i in node if view.records[i].info.short_name == "dot_general"]
+    return bool(dots) and all(_one_thread(info) for info in dots)
 
 
 def _eigen(view: ModuleView, op_id: int) -> bool:
