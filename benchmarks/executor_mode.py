@@ -92,9 +92,9 @@ def pass_modes(fn: Callable[..., Any], args: tuple[Any, ...]) -> list[tuple[int,
     seen: list[tuple[int, bool]] = []
     original = critical_path._concurrent
 
-    def recording(view: Any, cache: Any, nodes: Any, deps: Any) -> bool:
-        graph = original(view, cache, nodes, deps)
-        seen.append((len(critical_path._thunks(view, cache, nodes)), graph))
+    def recording(view: Any, nodes: Any, deps: Any, is_thunk: Any) -> bool:
+        graph = original(view, nodes, deps, is_thunk)
+        seen.append((sum(is_thunk), graph))
         return graph
 
     critical_path._concurrent = recording

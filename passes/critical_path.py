@@ -64,9 +64,8 @@ class CriticalPathPass:
     library call are scheduled that much longer (after a dot small enough for one thread,
     only in a block XLA:CPU's executor runs as a dataflow graph: `_leaves_pollers`), as is
     the first YNNPACK convolution after an Eigen one that leaves the pool's threads spinning
-    (`Target.eigen_handoff_ns`:
-    `_eigen_handoffs`), and its while loops by what
-    their bodies' kernels pay so each trip; what each op pays is written as
+    (`Target.eigen_handoff_ns`: `_eigen_handoffs`), and its while loops by what their
+    bodies' kernels pay so each trip; what each op pays is written as
     `perf.contention_ns` (a loop's body ops: per trip; the entry's sum in the report's
     `contention_ns`).
     """
@@ -133,13 +132,14 @@ class CriticalPathPass:
                 c and not any(_eigen(view, i) for i in node)
                 for c, node in zip(called, nodes, strict=True)
             ]
+            control = [_control(view, node) for node in nodes]
             # XLA:CPU's executor runs the block as a dataflow graph (never on other targets).
-            graph = kind == "cpu" and _concurrent(view, cache, nodes, deps)
+            thunks = [t > 0 or c for t, c in zip(latency, control, strict=True)]
+            graph = kind == "cpu" and _concurrent(view, nodes, deps, thunks)
             starts = [
                 lib and _leaves_pollers(view, node, int8_polls, graph)
                 for lib, node in zip(library, nodes, strict=True)
             ]
-            control = [_control(view, node) for node in nodes]
             extra = _contention(
                 latency,
                 library,
@@ -450,35 +450,26 @@ def _reduce_rewakes(spans: Sequence[PoolSpan]) -> int:
     return int(sum(not span.wakes for span in spans) >= 2)
 
 
-def _thunks(view: ModuleView, cache: AnalysisCache, nodes: Sequence[list[int]]) -> list[int]:
-    """The schedule nodes that are thunks of XLA:CPU's executor: kernels (a node of some
-    latency) and control ops (a loop, a conditional); a node of no latency is a bitcast."""
-    return [
-        k
-        for k, node in enumerate(nodes)
-        if _control(view, node) or sum(read_latency(cache, i) for i in node) > 0
-    ]
-
-
 def _concurrent(
     view: ModuleView,
-    cache: AnalysisCache,
     nodes: Sequence[list[int]],
     deps: Sequence[Sequence[int]],
+    is_thunk: Sequence[bool],
 ) -> bool:
-    """Whether XLA:CPU's thunk executor runs these schedule nodes (in its order, with
-    their deps) as a dataflow graph (`thunk_executor.runs_concurrently`)."""
-    thunks = set(_thunks(view, cache, nodes))
+    """Whether XLA:CPU's thunk executor runs these schedule nodes (in its order, with their
+    deps) as a dataflow graph (`thunk_executor.runs_concurrently`); `is_thunk` marks its
+    thunks: kernels (a node of some latency) and control ops, not bitcasts."""
     largest = max(
         (
             t.nbytes or 0
-            for k in thunks
-            for i in nodes[k]
+            for node, thunk in zip(nodes, is_thunk, strict=True)
+            if thunk
+            for i in node
             for t in (*view.records[i].info.operands, *view.records[i].info.results)
         ),
         default=0,
     )
-    return runs_concurrently(thunk_deps(deps, [k in thunks for k in range(len(nodes))]), largest)
+    return runs_concurrently(thunk_deps(deps, is_thunk), largest)
 
 
 def _contention(
